@@ -1,0 +1,47 @@
+/* Arenas: the memory of one device. A bump allocator with a byte budget; allocations past the
+ * budget fail with an error naming the device, what was being allocated and the budget.
+ * Lifetimes are expressed with marks: allocate persistent state first, take a mark, and reset
+ * to it after each micro-batch or step. Memory handed back by a reset is reused, so after the
+ * first step no further host allocation happens. */
+#ifndef BRIGADE_ARENA_H
+#define BRIGADE_ARENA_H
+
+#include <stddef.h>
+
+#include "brigade/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRG_ARENA_ALIGN 64
+#define BRG_ARENA_UNLIMITED ((size_t)0)
+
+typedef struct brg_arena brg_arena;
+
+/* `name` names the device in messages ("device 3"); budget 0 means unlimited. */
+brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out);
+void brg_arena_destroy(brg_arena *arena);
+
+/* Returns 64-byte aligned zeroed memory, or NULL with brg_last_error() set (BRG_ERR_OOM).
+ * `what` says what the bytes are for ("h.3.attn.c_attn.weight", "activations"). */
+void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what);
+
+/* Like brg_arena_alloc but returns a status and stores the pointer in *out. */
+brg_status brg_arena_alloc_into(brg_arena *arena, size_t bytes, const char *what, void **out);
+
+size_t brg_arena_mark(const brg_arena *arena);
+void brg_arena_reset(brg_arena *arena, size_t mark);
+
+size_t brg_arena_used(const brg_arena *arena);
+size_t brg_arena_peak(const brg_arena *arena);
+size_t brg_arena_budget(const brg_arena *arena);
+const char *brg_arena_name(const brg_arena *arena);
+
+/* Parses "512MiB", "2GiB", "1.5G", "1000000" into bytes; 0 on error with the message set. */
+brg_status brg_parse_bytes(const char *text, size_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

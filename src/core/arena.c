@@ -1,0 +1,173 @@
+/* A chunked bump allocator. Chunks are kept after a reset, so steady-state training never calls
+ * malloc; the budget counts bytes handed out (with alignment padding), not bytes reserved. */
+#include "brigade/arena.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_CHUNK ((size_t)1 << 22) /* 4 MiB */
+
+/* Chunks after `current` are always empty; `used` is the sum of the chunks' used bytes. */
+typedef struct chunk {
+    struct chunk *next;
+    size_t capacity;
+    size_t used;
+    unsigned char *data;
+} chunk;
+
+struct brg_arena {
+    char name[64];
+    size_t budget;
+    size_t used;
+    size_t peak;
+    chunk *first;
+    chunk *current;
+};
+
+brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out) {
+    brg_arena *a = calloc(1, sizeof *a);
+    if (!a) return brg_error(BRG_ERR_OOM, "cannot allocate arena for %s", name);
+    snprintf(a->name, sizeof a->name, "%s", name ? name : "host");
+    a->budget = budget;
+    *out = a;
+    return BRG_OK;
+}
+
+void brg_arena_destroy(brg_arena *arena) {
+    if (!arena) return;
+    chunk *c = arena->first;
+    while (c) {
+        chunk *next = c->next;
+        free(c->data);
+        free(c);
+        c = next;
+    }
+    free(arena);
+}
+
+static size_t align_up(size_t n) { return (n + BRG_ARENA_ALIGN - 1) & ~(size_t)(BRG_ARENA_ALIGN - 1); }
+
+static chunk *chunk_new(size_t capacity) {
+    chunk *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->data = aligned_alloc(BRG_ARENA_ALIGN, capacity);
+    if (!c->data) {
+        free(c);
+        return NULL;
+    }
+    c->capacity = capacity;
+    return c;
+}
+
+static void format_bytes(size_t n, char *buf, size_t len) {
+    if (n >= ((size_t)1 << 30)) snprintf(buf, len, "%.2f GiB (%zu bytes)", (double)n / (1 << 30), n);
+    else if (n >= ((size_t)1 << 20)) snprintf(buf, len, "%.2f MiB (%zu bytes)", (double)n / (1 << 20), n);
+    else snprintf(buf, len, "%zu bytes", n);
+}
+
+/* Finds room for `bytes` in the current chunk or a later (empty, kept) one, else a new chunk. */
+static void *bump(brg_arena *a, size_t bytes) {
+    chunk *c = a->current;
+    while (c && c->used + bytes > c->capacity && c->next) c = c->next;
+    if (!c || c->used + bytes > c->capacity) {
+        size_t cap = bytes > MIN_CHUNK ? bytes : MIN_CHUNK;
+        chunk *n = chunk_new(cap);
+        if (!n) return NULL;
+        if (c) c->next = n;
+        else a->first = n;
+        c = n;
+    }
+    a->current = c;
+    void *p = c->data + c->used;
+    c->used += bytes;
+    return p;
+}
+
+void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
+    BRG_ASSERT(arena);
+    size_t need = align_up(bytes ? bytes : 1);
+    if (need < bytes) {
+        brg_error(BRG_ERR_OOM, "%s: allocation of %zu bytes for %s overflows", arena->name, bytes, what);
+        return NULL;
+    }
+    if (arena->budget && arena->used + need > arena->budget) {
+        char b_need[64], b_used[64], b_budget[64];
+        format_bytes(need, b_need, sizeof b_need);
+        format_bytes(arena->used, b_used, sizeof b_used);
+        format_bytes(arena->budget, b_budget, sizeof b_budget);
+        brg_error(BRG_ERR_OOM, "%s out of memory: %s needs %s, %s of the %s budget already in use",
+                  arena->name, what ? what : "an allocation", b_need, b_used, b_budget);
+        return NULL;
+    }
+    void *p = bump(arena, need);
+    if (!p) {
+        brg_error(BRG_ERR_OOM, "%s: host allocation of %zu bytes for %s failed", arena->name, need, what);
+        return NULL;
+    }
+    memset(p, 0, need);
+    arena->used += need;
+    if (arena->used > arena->peak) arena->peak = arena->used;
+    return p;
+}
+
+brg_status brg_arena_alloc_into(brg_arena *arena, size_t bytes, const char *what, void **out) {
+    *out = brg_arena_alloc(arena, bytes, what);
+    return *out ? BRG_OK : BRG_ERR_OOM;
+}
+
+size_t brg_arena_mark(const brg_arena *arena) { return arena->used; }
+
+void brg_arena_reset(brg_arena *arena, size_t mark) {
+    BRG_ASSERT(mark <= arena->used);
+    size_t before = 0;
+    chunk *c = arena->first;
+    while (c && before + c->used < mark) {
+        before += c->used;
+        c = c->next;
+    }
+    arena->used = mark;
+    if (!c) return;
+    c->used = mark - before;
+    arena->current = c;
+    for (chunk *n = c->next; n; n = n->next) n->used = 0;
+}
+
+size_t brg_arena_used(const brg_arena *arena) { return arena->used; }
+size_t brg_arena_peak(const brg_arena *arena) { return arena->peak; }
+size_t brg_arena_budget(const brg_arena *arena) { return arena->budget; }
+const char *brg_arena_name(const brg_arena *arena) { return arena->name; }
+
+brg_status brg_parse_bytes(const char *text, size_t *out) {
+    *out = 0;
+    if (!text || !*text) return brg_error(BRG_ERR_INVALID_ARG, "empty memory size");
+    errno = 0;
+    char *end;
+    double v = strtod(text, &end);
+    if (errno || end == text || v < 0) return brg_error(BRG_ERR_INVALID_ARG, "bad memory size '%s'", text);
+    while (isspace((unsigned char)*end)) end++;
+    double mult = 1;
+    if (*end) {
+        char u = (char)toupper((unsigned char)*end);
+        const char *rest = end + 1;
+        int binary = (*rest == 'i' || *rest == 'I');
+        if (binary) rest++;
+        if (*rest == 'B' || *rest == 'b') rest++;
+        double k = binary ? 1024.0 : 1000.0;
+        switch (u) {
+        case 'K': mult = k; break;
+        case 'M': mult = k * k; break;
+        case 'G': mult = k * k * k; break;
+        case 'T': mult = k * k * k * k; break;
+        case 'B': mult = 1; rest = end + 1; break;
+        default: return brg_error(BRG_ERR_INVALID_ARG, "bad memory size '%s' (use e.g. 512MiB, 2GiB)", text);
+        }
+        if (*rest) return brg_error(BRG_ERR_INVALID_ARG, "bad memory size '%s' (use e.g. 512MiB, 2GiB)", text);
+    }
+    double bytes = v * mult;
+    if (bytes >= (double)SIZE_MAX) return brg_error(BRG_ERR_INVALID_ARG, "memory size '%s' too large", text);
+    *out = (size_t)bytes;
+    return BRG_OK;
+}

@@ -1,0 +1,47 @@
+/* Per-thread error messages: each device runs on its own thread, so errors must not race. */
+#include "brigade/status.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+#define ERROR_CAPACITY 1024
+
+static _Thread_local char last_error[ERROR_CAPACITY];
+
+const char *brg_last_error(void) { return last_error; }
+
+void brg_clear_error(void) { last_error[0] = '\0'; }
+
+const char *brg_status_name(brg_status status) {
+    switch (status) {
+    case BRG_OK: return "ok";
+    case BRG_ERR_INVALID_ARG: return "invalid argument";
+    case BRG_ERR_IO: return "i/o error";
+    case BRG_ERR_FORMAT: return "bad file format";
+    case BRG_ERR_OOM: return "out of memory";
+    case BRG_ERR_UNSUPPORTED: return "unsupported";
+    case BRG_ERR_NOT_FOUND: return "not found";
+    case BRG_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+brg_status brg_error(brg_status status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+brg_status brg_error_wrap(brg_status status, const char *fmt, ...) {
+    char old[ERROR_CAPACITY];
+    memcpy(old, last_error, sizeof old);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof last_error && old[0] != '\0')
+        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", old);
+    return status;
+}

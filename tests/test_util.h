@@ -1,0 +1,95 @@
+/* A minimal test harness: CHECK records a failure and continues; the test's main returns
+ * test_finish(), which prints "N passed, N failed" and is non-zero when anything failed. */
+#ifndef BRIGADE_TEST_UTIL_H
+#define BRIGADE_TEST_UTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brigade/brigade.h"
+
+static int test_passed_ = 0;
+static int test_failed_ = 0;
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (cond) {                                                              \
+            test_passed_++;                                                      \
+        } else {                                                                 \
+            test_failed_++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
+        }                                                                        \
+    } while (0)
+
+#define CHECK_MSG(cond, ...)                                                     \
+    do {                                                                         \
+        if (cond) {                                                              \
+            test_passed_++;                                                      \
+        } else {                                                                 \
+            test_failed_++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);      \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fputc('\n', stderr);                                                 \
+        }                                                                        \
+    } while (0)
+
+/* Expects a brigade call to succeed; prints brg_last_error() when it does not. */
+#define CHECK_OK(expr)                                                           \
+    do {                                                                         \
+        brg_status s_ = (expr);                                                  \
+        CHECK_MSG(s_ == BRG_OK, "%s -> %s: %s", #expr, brg_status_name(s_),      \
+                  brg_last_error());                                             \
+    } while (0)
+
+/* Expects a specific failure whose message contains `needle`. */
+#define CHECK_ERR(expr, status, needle)                                          \
+    do {                                                                         \
+        brg_status s_ = (expr);                                                  \
+        CHECK_MSG(s_ == (status) && strstr(brg_last_error(), (needle)) != NULL,  \
+                  "%s -> %s: '%s' (wanted %s containing '%s')", #expr,           \
+                  brg_status_name(s_), brg_last_error(), brg_status_name(status), \
+                  needle);                                                       \
+    } while (0)
+
+#define CHECK_NEAR(a, b, tol)                                                    \
+    do {                                                                         \
+        double a_ = (a), b_ = (b);                                               \
+        CHECK_MSG(fabs(a_ - b_) <= (tol), "%s = %.9g vs %s = %.9g (tol %g)", #a,  \
+                  a_, #b, b_, (double)(tol));                                    \
+    } while (0)
+
+/* Largest |a[i] - b[i]|. */
+static inline double test_max_abs_diff(const float *a, const float *b, long n) {
+    double m = 0;
+    for (long i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > m || d != d) m = d != d ? INFINITY : d;
+    }
+    return m;
+}
+
+static inline double test_max_abs(const float *a, long n) {
+    double m = 0;
+    for (long i = 0; i < n; i++)
+        if (fabs(a[i]) > m) m = fabs(a[i]);
+    return m;
+}
+
+/* A scratch directory for files a test writes (created if missing). */
+static inline const char *test_tmp_dir(void) {
+    const char *d = getenv("BRIGADE_TEST_TMP");
+    if (!d || !*d) d = "/tmp/brigade-test";
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", d);
+    if (system(cmd) != 0) fprintf(stderr, "cannot create %s\n", d);
+    return d;
+}
+
+static inline int test_finish(void) {
+    printf("%d passed, %d failed\n", test_passed_, test_failed_);
+    return test_failed_ ? 1 : 0;
+}
+
+#endif
