@@ -5,7 +5,13 @@
 #include "brigade/status.h"
 #include "brigade/arena.h"
 #include "brigade/tensor.h"
+#include "brigade/rng.h"
 #include "brigade/safetensors.h"
 #include "brigade/checkpoint.h"
+#include "brigade/tape.h"
+#include "brigade/ops.h"
+#include "brigade/model.h"
+#include "brigade/inputs.h"
+#include "brigade/gpt2.h"
 
 #endif

@@ -67,6 +67,8 @@ brg_status brg_tensor_view_slice(const brg_tensor *t, int dim, int64_t start, in
 /* Element access by flat row-major index, honouring strides; converts to/from double. */
 double brg_tensor_get(const brg_tensor *t, int64_t flat_index);
 void brg_tensor_set(brg_tensor *t, int64_t flat_index, double value);
+/* Exact integer read of an I32, I64 or BOOL element. */
+int64_t brg_tensor_get_int(const brg_tensor *t, int64_t flat_index);
 
 /* Copies `src` (any dtype, any strides) into contiguous `dst` of the same shape, converting. */
 brg_status brg_tensor_copy(brg_tensor *dst, const brg_tensor *src);

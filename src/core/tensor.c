@@ -165,6 +165,17 @@ double brg_tensor_get(const brg_tensor *t, int64_t flat_index) {
     return 0;
 }
 
+int64_t brg_tensor_get_int(const brg_tensor *t, int64_t flat_index) {
+    const char *p = (const char *)t->data + element_offset(t, flat_index) * (int64_t)brg_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case BRG_DTYPE_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    case BRG_DTYPE_I64: { int64_t v; memcpy(&v, p, 8); return v; }
+    case BRG_DTYPE_BOOL: return *(const unsigned char *)p ? 1 : 0;
+    default: BRG_ASSERT(!"brg_tensor_get_int on a float tensor");
+    }
+    return 0;
+}
+
 void brg_tensor_set(brg_tensor *t, int64_t flat_index, double value) {
     char *p = (char *)t->data + element_offset(t, flat_index) * (int64_t)brg_dtype_size(t->dtype);
     switch (t->dtype) {
@@ -193,11 +204,9 @@ brg_status brg_tensor_copy(brg_tensor *dst, const brg_tensor *src) {
     bool ints = (src->dtype == BRG_DTYPE_I64 || src->dtype == BRG_DTYPE_I32) &&
                 (dst->dtype == BRG_DTYPE_I64 || dst->dtype == BRG_DTYPE_I32);
     for (int64_t i = 0; i < n; i++) {
-        if (ints && src->dtype == BRG_DTYPE_I64) {
-            int64_t v;
-            memcpy(&v, (const char *)src->data + element_offset(src, i) * 8, 8);
-            if (dst->dtype == BRG_DTYPE_I64) memcpy((char *)dst->data + element_offset(dst, i) * 8, &v, 8);
-            else brg_tensor_set(dst, i, (double)v);
+        if (ints && dst->dtype == BRG_DTYPE_I64) {
+            int64_t v = brg_tensor_get_int(src, i);
+            memcpy((char *)dst->data + element_offset(dst, i) * 8, &v, 8);
         } else {
             brg_tensor_set(dst, i, brg_tensor_get(src, i));
         }

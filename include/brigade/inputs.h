@@ -1,0 +1,32 @@
+/* Model inputs by transformers' keyword names, validated and converted for the blocks. */
+#ifndef BRIGADE_INPUTS_H
+#define BRIGADE_INPUTS_H
+
+#include "brigade/model.h"
+#include "brigade/safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brg_safetensors brg_safetensors;
+
+/* Converts an integer tensor (I32 or I64, any strides) of `src_name` to a contiguous I32 tensor
+ * in `arena`, failing with a message naming the tensor and the position of the first value
+ * outside [lo, hi) other than `allowed` (pass lo to allow nothing extra). */
+brg_status brg_inputs_to_i32(brg_arena *arena, const brg_tensor *src, const char *src_name, int64_t lo, int64_t hi,
+                             int64_t allowed, brg_tensor **out);
+
+/* Fills `bundle` from tensors by role; mask and labels may be NULL. */
+brg_status brg_inputs_from_tensors(const brg_model *model, brg_arena *arena, const brg_tensor *ids,
+                                   const brg_tensor *mask, const brg_tensor *labels, brg_bundle *bundle);
+
+/* Fills `bundle` from a safetensors file's tensors: input_ids (I32/I64 [B, T], required),
+ * attention_mask (I32/I64/BOOL/F32 [B, T] of 0/1, optional), labels (I32/I64 [B, T], ids or
+ * -100, optional). Any other tensor name is an error listing the accepted ones. */
+brg_status brg_inputs_load(const brg_model *model, brg_arena *arena, const brg_safetensors *file, brg_bundle *bundle);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,124 @@
+/* Models: a list of parameters named as in transformers' state dict, and a list of blocks (the
+ * unit of placement: embeddings, layer 0..L-1, head). Architectures plug in through
+ * brg_model_ops. */
+#ifndef BRIGADE_MODEL_H
+#define BRIGADE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brigade/arena.h"
+#include "brigade/checkpoint.h"
+#include "brigade/tape.h"
+#include "brigade/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRG_NAME_MAX 128
+
+typedef struct brg_checkpoint brg_checkpoint;
+
+typedef enum brg_init_kind {
+    BRG_INIT_NORMAL = 0, /* N(0, std) */
+    BRG_INIT_ZEROS,
+    BRG_INIT_ONES,
+} brg_init_kind;
+
+typedef struct brg_param {
+    char name[BRG_NAME_MAX]; /* transformers' state-dict name */
+    brg_tensor *tensor;      /* F32 value with a persistent gradient buffer */
+    int block;               /* the block that owns it */
+    brg_init_kind init;
+    float init_std;
+    bool no_decay; /* biases and LayerNorm weights: Trainer skips weight decay for them */
+} brg_param;
+
+/* A second name for a parameter that is stored once (a tied LM head). */
+typedef struct brg_param_alias {
+    char name[BRG_NAME_MAX];
+    int param;
+} brg_param_alias;
+
+typedef enum brg_block_kind { BRG_BLOCK_EMBEDDINGS = 0, BRG_BLOCK_LAYER, BRG_BLOCK_HEAD } brg_block_kind;
+
+typedef struct brg_block {
+    char name[48]; /* "embeddings", "h.0", ..., "head" */
+    brg_block_kind kind;
+    int layer; /* layer index for BRG_BLOCK_LAYER, else -1 */
+} brg_block;
+
+/* What flows through the blocks of one micro-batch (the message between pipeline stages). */
+typedef struct brg_bundle {
+    brg_tensor *input_ids;      /* I32 [B, T] */
+    brg_tensor *attention_mask; /* F32 [B, T] (1 attend, 0 padding) or NULL */
+    brg_tensor *labels;         /* I32 [B, T] or NULL */
+    brg_tensor *hidden;         /* F32 [B, T, C] between blocks */
+    brg_tensor *logits;         /* set by the head */
+    brg_tensor *loss;           /* set by the head when labels are given */
+    bool training;              /* dropout on */
+    uint64_t seed;              /* dropout key of this micro-batch */
+} brg_bundle;
+
+typedef struct brg_model brg_model;
+
+typedef struct brg_model_ops {
+    const char *architecture; /* config.json architectures[0], e.g. "GPT2LMHeadModel" */
+    brg_status (*forward_block)(brg_model *model, int block, brg_tape *tape, brg_bundle *bundle);
+    /* Writes config.json into dir. */
+    brg_status (*save_config)(const brg_model *model, const char *dir);
+    void (*free_config)(void *config);
+} brg_model_ops;
+
+struct brg_model {
+    const brg_model_ops *ops;
+    void *config; /* architecture-specific */
+    brg_arena *arena; /* parameters and their gradients */
+    brg_param *params;
+    int n_params;
+    brg_param_alias *aliases;
+    int n_aliases;
+    brg_block *blocks;
+    int n_blocks;
+    int64_t vocab_size;
+    int64_t max_positions;
+};
+
+/* Building (for architecture code). */
+brg_status brg_model_create(const brg_model_ops *ops, void *config, brg_model **out);
+brg_status brg_model_add_block(brg_model *m, const char *name, brg_block_kind kind, int layer);
+/* Adds a parameter owned by the last added block; returns its index in *index (may be NULL). */
+brg_status brg_model_add_param(brg_model *m, const char *name, int ndim, const int64_t *shape, brg_init_kind init,
+                               float init_std, bool no_decay, int *index);
+brg_status brg_model_add_alias(brg_model *m, const char *name, int param);
+void brg_model_destroy(brg_model *m);
+
+/* Index of the parameter called `name` (aliases included), or -1. */
+int brg_model_find_param(const brg_model *m, const char *name);
+brg_tensor *brg_model_param(const brg_model *m, const char *name);
+
+/* Random initialisation as transformers' _init_weights does, from a seed. */
+void brg_model_init_weights(brg_model *m, uint64_t seed);
+/* Loads every parameter from a checkpoint (converting F16/BF16 to F32). Names may lack the
+ * base-model prefix (GPT2Model checkpoints); `ignore_suffixes` lists buffers that are skipped.
+ * Missing or unexpected tensors and shape mismatches are errors naming the tensor. */
+brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *base_prefix,
+                                  const char *const *ignore_suffixes);
+/* Writes dir/config.json and dir/model.safetensors (tied weights once), atomically. */
+brg_status brg_model_save(const brg_model *m, const char *dir);
+
+void brg_model_zero_grad(brg_model *m);
+int64_t brg_model_num_parameters(const brg_model *m);
+
+/* Runs blocks [first, last] on the bundle. */
+brg_status brg_model_forward_blocks(brg_model *m, int first, int last, brg_tape *tape, brg_bundle *bundle);
+brg_status brg_model_forward(brg_model *m, brg_tape *tape, brg_bundle *bundle);
+
+/* Loads a model folder (config.json + weights) or a hub id from the local cache. */
+brg_status brg_model_load(const char *ref, brg_model **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

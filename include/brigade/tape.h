@@ -1,0 +1,61 @@
+/* The autograd tape: ops record (backward function, context) pairs while a stage runs forward;
+ * brg_tape_backward replays them in reverse, accumulating gradients.
+ *
+ * Every output, saved tensor, context and activation gradient lives in the tape's arena, so a
+ * micro-batch's whole footprint is released by one brg_arena_reset. Parameters keep their own
+ * gradient buffers (allocated once, outside the tape), which backward accumulates into. */
+#ifndef BRIGADE_TAPE_H
+#define BRIGADE_TAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "brigade/arena.h"
+#include "brigade/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brg_tape brg_tape;
+
+/* A node's backward: reads the gradients of its outputs and adds into those of its inputs. */
+typedef brg_status (*brg_backward_fn)(brg_tape *tape, void *ctx);
+
+brg_status brg_tape_create(brg_arena *arena, brg_tape **out);
+void brg_tape_destroy(brg_tape *tape);
+
+brg_arena *brg_tape_arena(const brg_tape *tape);
+
+/* With grad disabled (inference) ops compute outputs but record nothing. */
+void brg_tape_set_grad_enabled(brg_tape *tape, bool enabled);
+bool brg_tape_grad_enabled(const brg_tape *tape);
+
+/* True when an op with these inputs must be recorded (grad enabled and any input needs grad). */
+bool brg_tape_needs(const brg_tape *tape, const brg_tensor *const *inputs, int n);
+
+/* Appends a node and returns its zeroed context of `ctx_size` bytes (NULL on out of memory). */
+void *brg_tape_record(brg_tape *tape, brg_backward_fn fn, size_t ctx_size);
+
+/* The gradient buffer of `t` (allocated zeroed from the tape's arena on first use), or NULL
+ * when `t` does not require grad. Sets *status on out of memory. */
+float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status);
+
+/* Seeds d(loss)/d(loss) = 1 and runs every recorded node in reverse. */
+brg_status brg_tape_backward(brg_tape *tape, brg_tensor *loss);
+/* Seeds the gradient of `out` with `dout` (same element count) and runs backward: the entry
+ * point for a pipeline stage that receives its output gradient from the next stage. */
+brg_status brg_tape_backward_from(brg_tape *tape, brg_tensor *out, const float *dout);
+
+/* Forgets the recorded nodes (the arena is the caller's to reset). */
+void brg_tape_clear(brg_tape *tape);
+size_t brg_tape_size(const brg_tape *tape);
+
+/* Allocates an output tensor in the tape's arena; requires_grad is set from `requires_grad`. */
+brg_status brg_tape_new_tensor(brg_tape *tape, brg_dtype dtype, int ndim, const int64_t *shape,
+                               bool requires_grad, const char *what, brg_tensor **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

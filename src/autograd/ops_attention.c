@@ -1,0 +1,141 @@
+/* Attention and the head reshuffles around it. */
+#include "ops_internal.h"
+
+/* ---- split heads ---- */
+typedef struct split_ctx {
+    brg_tensor *x, *y;
+    int64_t col, B, T, H, D, W;
+} split_ctx;
+
+static brg_status split_backward(brg_tape *tape, void *p) {
+    split_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (dx) brg_k_merge_heads(dx + c->col, c->y->grad, c->B, c->T, c->H, c->D, c->W, true);
+    return BRG_OK;
+}
+
+brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t heads, int64_t head_dim,
+                           brg_tensor **y) {
+    BRG_TRY(ops_check_f32("split_heads", x, 3));
+    if (x->ndim != 3) return brg_error(BRG_ERR_INVALID_ARG, "split_heads: input must be [B, T, W]");
+    int64_t B = x->shape[0], T = x->shape[1], W = x->shape[2];
+    if (col < 0 || heads <= 0 || head_dim <= 0 || col + heads * head_dim > W)
+        return brg_error(BRG_ERR_INVALID_ARG, "split_heads: columns [%lld, %lld) outside width %lld", (long long)col,
+                         (long long)(col + heads * head_dim), (long long)W);
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    int64_t shape[4] = {B, heads, T, head_dim};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, shape, rec, "split heads", y));
+    brg_k_split_heads(OPS_F32(*y), OPS_CF32(x) + col, B, T, heads, head_dim, W);
+    if (!rec) return BRG_OK;
+    split_ctx *c = brg_tape_record(tape, split_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (split_ctx){x, *y, col, B, T, heads, head_dim, W};
+    return BRG_OK;
+}
+
+/* ---- merge heads ---- */
+typedef struct merge_ctx {
+    brg_tensor *x, *y;
+} merge_ctx;
+
+static brg_status merge_backward(brg_tape *tape, void *p) {
+    merge_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (!dx) return BRG_OK;
+    int64_t B = c->x->shape[0], H = c->x->shape[1], T = c->x->shape[2], D = c->x->shape[3];
+    /* The gradient of a merge is a split; accumulate through a merge of the opposite direction
+     * would need a temp, so add row by row. */
+    const float *g = c->y->grad;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++) {
+                float *d = dx + ((b * H + h) * T + t) * D;
+                const float *s = g + (b * T + t) * H * D + h * D;
+                for (int64_t i = 0; i < D; i++) d[i] += s[i];
+            }
+    return BRG_OK;
+}
+
+brg_status brg_merge_heads(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("merge_heads", x, 4));
+    if (x->ndim != 4) return brg_error(BRG_ERR_INVALID_ARG, "merge_heads: input must be [B, H, T, D]");
+    int64_t B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    int64_t shape[3] = {B, T, H * D};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "merged heads", y));
+    brg_k_merge_heads(OPS_F32(*y), OPS_CF32(x), B, T, H, D, H * D, false);
+    if (!rec) return BRG_OK;
+    merge_ctx *c = brg_tape_record(tape, merge_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (merge_ctx){x, *y};
+    return BRG_OK;
+}
+
+/* ---- attention ---- */
+typedef struct attention_ctx {
+    brg_tensor *q, *k, *v, *bias, *y;
+    float *lse;
+    brg_attn_args args;
+} attention_ctx;
+
+static brg_status attention_backward(brg_tape *tape, void *p) {
+    attention_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dq, tape, c->q);
+    OPS_GRAD(dk, tape, c->k);
+    OPS_GRAD(dv, tape, c->v);
+    OPS_GRAD(dbias, tape, c->bias);
+    brg_k_attention_bwd(dq, dk, dv, dbias, c->y->grad, OPS_CF32(c->y), c->lse, OPS_CF32(c->q), OPS_CF32(c->k),
+                        OPS_CF32(c->v), &c->args);
+    return BRG_OK;
+}
+
+static brg_status attention_check(const brg_tensor *q, const brg_tensor *k, const brg_tensor *v,
+                                  const brg_attention_opts *o) {
+    BRG_TRY(ops_check_f32("attention", q, 4));
+    BRG_TRY(ops_check_f32("attention", k, 4));
+    BRG_TRY(ops_check_f32("attention", v, 4));
+    if (q->ndim != 4 || k->ndim != 4 || !brg_tensor_same_shape(k, v) || q->shape[0] != k->shape[0] ||
+        q->shape[1] != k->shape[1] || q->shape[3] != k->shape[3])
+        return brg_error(BRG_ERR_INVALID_ARG, "attention: q, k, v must be [B,H,Tq,D], [B,H,Tk,D], [B,H,Tk,D]");
+    int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], Tk = k->shape[2];
+    if (o->key_mask) {
+        BRG_TRY(ops_check_f32("attention", o->key_mask, 2));
+        if (o->key_mask->ndim != 2 || o->key_mask->shape[0] != B || o->key_mask->shape[1] != Tk)
+            return brg_error(BRG_ERR_INVALID_ARG, "attention: key mask must be [B, Tk] = [%lld, %lld]", (long long)B,
+                             (long long)Tk);
+    }
+    if (o->bias) {
+        BRG_TRY(ops_check_f32("attention", o->bias, 3));
+        if (o->bias->ndim != 3 || o->bias->shape[0] != H || o->bias->shape[1] != Tq || o->bias->shape[2] != Tk)
+            return brg_error(BRG_ERR_INVALID_ARG, "attention: bias must be [H, Tq, Tk]");
+    }
+    return BRG_OK;
+}
+
+brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tensor *v,
+                         const brg_attention_opts *opts, brg_tensor **y) {
+    BRG_TRY(attention_check(q, k, v, opts));
+    const brg_tensor *ins[4] = {q, k, v, opts->bias};
+    bool rec = brg_tape_needs(tape, ins, 4);
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, q->shape, rec, "attention output", y));
+    brg_attn_args args = {
+        .B = q->shape[0], .H = q->shape[1], .Tq = q->shape[2], .Tk = k->shape[2], .D = q->shape[3],
+        .scale = opts->scale, .causal = opts->causal,
+        .key_mask = opts->key_mask ? OPS_CF32(opts->key_mask) : NULL,
+        .bias = opts->bias ? OPS_CF32(opts->bias) : NULL,
+    };
+    float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(args.B * args.H * args.Tq) * sizeof(float),
+                                 "attention statistics");
+    if (!lse) return BRG_ERR_OOM;
+    brg_k_attention_fwd(OPS_F32(*y), lse, OPS_CF32(q), OPS_CF32(k), OPS_CF32(v), &args);
+    if (!rec) return BRG_OK;
+    attention_ctx *c = brg_tape_record(tape, attention_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (attention_ctx){q, k, v, opts->bias, *y, lse, args};
+    return BRG_OK;
+}

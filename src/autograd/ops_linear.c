@@ -1,0 +1,95 @@
+/* linear and batched matmul: thin wrappers that route every product through brg_gemm. */
+#include "ops_internal.h"
+
+typedef struct linear_ctx {
+    brg_tensor *x, *w, *b, *y;
+    int64_t n, in, out;
+    bool w_in_out;
+} linear_ctx;
+
+static brg_status linear_backward(brg_tape *tape, void *p) {
+    linear_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    OPS_GRAD(dw, tape, c->w);
+    OPS_GRAD(db, tape, c->b);
+    brg_k_linear_bwd(dx, dw, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out, c->w_in_out);
+    return BRG_OK;
+}
+
+brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
+                      brg_tensor **y) {
+    BRG_TRY(ops_check_f32("linear", x, 1));
+    BRG_TRY(ops_check_f32("linear", w, 2));
+    if (w->ndim != 2) return brg_error(BRG_ERR_INVALID_ARG, "linear: weight must be 2-d");
+    int64_t in = x->shape[x->ndim - 1];
+    int64_t w_in = w_in_out ? w->shape[0] : w->shape[1];
+    int64_t out = w_in_out ? w->shape[1] : w->shape[0];
+    if (w_in != in)
+        return brg_error(BRG_ERR_INVALID_ARG, "linear: input width %lld does not match weight %s (%lld)",
+                         (long long)in, w->name ? w->name : "", (long long)w_in);
+    if (b) {
+        BRG_TRY(ops_check_f32("linear", b, 1));
+        if (brg_tensor_numel(b) != out) return brg_error(BRG_ERR_INVALID_ARG, "linear: bias size mismatch");
+    }
+    const brg_tensor *ins[3] = {x, w, b};
+    bool rec = brg_tape_needs(tape, ins, 3);
+    int64_t shape[BRG_MAX_DIMS];
+    for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
+    shape[x->ndim - 1] = out;
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, shape, rec, "linear output", y));
+    int64_t n = brg_tensor_numel(x) / (in ? in : 1);
+    brg_k_linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
+    if (!rec) return BRG_OK;
+    linear_ctx *c = brg_tape_record(tape, linear_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (linear_ctx){x, w, b, *y, n, in, out, w_in_out};
+    return BRG_OK;
+}
+
+typedef struct matmul_ctx {
+    brg_tensor *a, *b, *y;
+    int64_t batch, M, N, K;
+    bool ta, tb;
+} matmul_ctx;
+
+static brg_status matmul_backward(brg_tape *tape, void *p) {
+    matmul_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(da, tape, c->a);
+    OPS_GRAD(db, tape, c->b);
+    brg_k_bmm_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), c->batch, c->M, c->N, c->K, c->ta, c->tb);
+    return BRG_OK;
+}
+
+brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a, bool trans_b,
+                      brg_tensor **y) {
+    BRG_TRY(ops_check_f32("matmul", a, 2));
+    BRG_TRY(ops_check_f32("matmul", b, 2));
+    if (a->ndim != b->ndim) return brg_error(BRG_ERR_INVALID_ARG, "matmul: operands have %d and %d dims", a->ndim, b->ndim);
+    int nd = a->ndim;
+    int64_t batch = 1;
+    for (int i = 0; i < nd - 2; i++) {
+        if (a->shape[i] != b->shape[i]) return brg_error(BRG_ERR_INVALID_ARG, "matmul: batch dims differ");
+        batch *= a->shape[i];
+    }
+    int64_t M = trans_a ? a->shape[nd - 1] : a->shape[nd - 2];
+    int64_t K = trans_a ? a->shape[nd - 2] : a->shape[nd - 1];
+    int64_t Kb = trans_b ? b->shape[nd - 1] : b->shape[nd - 2];
+    int64_t N = trans_b ? b->shape[nd - 2] : b->shape[nd - 1];
+    if (K != Kb)
+        return brg_error(BRG_ERR_INVALID_ARG, "matmul: inner dims %lld and %lld differ", (long long)K, (long long)Kb);
+    const brg_tensor *ins[2] = {a, b};
+    bool rec = brg_tape_needs(tape, ins, 2);
+    int64_t shape[BRG_MAX_DIMS];
+    for (int i = 0; i < nd - 2; i++) shape[i] = a->shape[i];
+    shape[nd - 2] = M;
+    shape[nd - 1] = N;
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, nd, shape, rec, "matmul output", y));
+    brg_k_bmm_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), batch, M, N, K, trans_a, trans_b);
+    if (!rec) return BRG_OK;
+    matmul_ctx *c = brg_tape_record(tape, matmul_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (matmul_ctx){a, b, *y, batch, M, N, K, trans_a, trans_b};
+    return BRG_OK;
+}

@@ -1,0 +1,245 @@
+/* Element-wise and row-wise ops: embedding, layer norm, activations, softmax, add, dropout,
+ * reshape. */
+#include <string.h>
+
+#include "ops_internal.h"
+
+static brg_status new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
+    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, what, y);
+}
+
+static int64_t last_dim(const brg_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
+
+/* ---- embedding ---- */
+typedef struct embedding_ctx {
+    brg_tensor *ids, *table, *y;
+    int64_t n, dim;
+} embedding_ctx;
+
+static brg_status embedding_backward(brg_tape *tape, void *p) {
+    embedding_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dt, tape, c->table);
+    if (dt) brg_k_embedding_bwd(dt, c->y->grad, (const int32_t *)c->ids->data, c->n, c->dim);
+    return BRG_OK;
+}
+
+brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg_tensor **y) {
+    BRG_TRY(ops_check_i32("embedding", ids));
+    BRG_TRY(ops_check_f32("embedding", table, 2));
+    if (ids->ndim + 1 > BRG_MAX_DIMS) return brg_error(BRG_ERR_INVALID_ARG, "embedding: too many dims");
+    int64_t n = brg_tensor_numel(ids), rows = table->shape[0], dim = table->shape[1];
+    const int32_t *id = ids->data;
+    for (int64_t i = 0; i < n; i++)
+        if (id[i] < 0 || id[i] >= rows)
+            return brg_error(BRG_ERR_INVALID_ARG, "token id %d at position %lld is out of range for %s (%lld rows)",
+                             id[i], (long long)i, table->name ? table->name : "the embedding", (long long)rows);
+    const brg_tensor *ins[1] = {table};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    int64_t shape[BRG_MAX_DIMS];
+    for (int i = 0; i < ids->ndim; i++) shape[i] = ids->shape[i];
+    shape[ids->ndim] = dim;
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, ids->ndim + 1, shape, rec, "embedding output", y));
+    brg_k_embedding_fwd(OPS_F32(*y), id, OPS_CF32(table), n, dim);
+    if (!rec) return BRG_OK;
+    embedding_ctx *c = brg_tape_record(tape, embedding_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (embedding_ctx){ids, table, *y, n, dim};
+    return BRG_OK;
+}
+
+/* ---- layer norm ---- */
+typedef struct layer_norm_ctx {
+    brg_tensor *x, *gamma, *beta, *y;
+    float *mean, *rstd;
+    int64_t n, c;
+} layer_norm_ctx;
+
+static brg_status layer_norm_backward(brg_tape *tape, void *p) {
+    layer_norm_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    OPS_GRAD(dg, tape, c->gamma);
+    OPS_GRAD(db, tape, c->beta);
+    brg_k_layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n, c->c);
+    return BRG_OK;
+}
+
+brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_tensor *beta, float eps,
+                          brg_tensor **y) {
+    BRG_TRY(ops_check_f32("layer_norm", x, 1));
+    BRG_TRY(ops_check_f32("layer_norm", gamma, 1));
+    BRG_TRY(ops_check_f32("layer_norm", beta, 1));
+    int64_t c = last_dim(x), n = brg_tensor_numel(x) / (c ? c : 1);
+    if (brg_tensor_numel(gamma) != c || brg_tensor_numel(beta) != c)
+        return brg_error(BRG_ERR_INVALID_ARG, "layer_norm: weight/bias size does not match width %lld", (long long)c);
+    const brg_tensor *ins[3] = {x, gamma, beta};
+    bool rec = brg_tape_needs(tape, ins, 3);
+    BRG_TRY(new_like(tape, x, rec, "layer_norm output", y));
+    brg_arena *arena = brg_tape_arena(tape);
+    float *mean = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
+    float *rstd = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
+    if (!mean || !rstd) return BRG_ERR_OOM;
+    brg_k_layernorm_fwd(OPS_F32(*y), mean, rstd, OPS_CF32(x), OPS_CF32(gamma), OPS_CF32(beta), n, c, eps);
+    if (!rec) return BRG_OK;
+    layer_norm_ctx *ctx = brg_tape_record(tape, layer_norm_backward, sizeof *ctx);
+    if (!ctx) return BRG_ERR_OOM;
+    *ctx = (layer_norm_ctx){x, gamma, beta, *y, mean, rstd, n, c};
+    return BRG_OK;
+}
+
+/* ---- activations ---- */
+typedef struct activation_ctx {
+    brg_tensor *x, *y;
+    brg_activation act;
+} activation_ctx;
+
+static brg_gelu_kind gelu_kind(brg_activation act) { return act == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF; }
+
+static brg_status activation_backward(brg_tape *tape, void *p) {
+    activation_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (dx) brg_k_gelu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), gelu_kind(c->act));
+    return BRG_OK;
+}
+
+brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("activation", x, 0));
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(new_like(tape, x, rec, "activation output", y));
+    brg_k_gelu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), gelu_kind(act));
+    if (!rec) return BRG_OK;
+    activation_ctx *c = brg_tape_record(tape, activation_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (activation_ctx){x, *y, act};
+    return BRG_OK;
+}
+
+/* ---- softmax ---- */
+typedef struct softmax_ctx {
+    brg_tensor *x, *y;
+} softmax_ctx;
+
+static brg_status softmax_backward(brg_tape *tape, void *p) {
+    softmax_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    int64_t cols = last_dim(c->x);
+    if (dx) brg_k_softmax_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
+    return BRG_OK;
+}
+
+brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("softmax", x, 1));
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(new_like(tape, x, rec, "softmax output", y));
+    int64_t cols = last_dim(x);
+    brg_k_softmax_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x) / (cols ? cols : 1), cols);
+    if (!rec) return BRG_OK;
+    softmax_ctx *c = brg_tape_record(tape, softmax_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (softmax_ctx){x, *y};
+    return BRG_OK;
+}
+
+/* ---- add ---- */
+typedef struct add_ctx {
+    brg_tensor *a, *b, *y;
+} add_ctx;
+
+static brg_status add_backward(brg_tape *tape, void *p) {
+    add_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    int64_t n = brg_tensor_numel(c->y);
+    OPS_GRAD(da, tape, c->a);
+    OPS_GRAD(db, tape, c->b);
+    if (da) brg_k_accumulate(da, c->y->grad, n);
+    if (db) brg_k_accumulate(db, c->y->grad, n);
+    return BRG_OK;
+}
+
+brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("add", a, 0));
+    BRG_TRY(ops_check_f32("add", b, 0));
+    if (!brg_tensor_same_shape(a, b)) {
+        char sa[128], sb[128];
+        return brg_error(BRG_ERR_INVALID_ARG, "add: shapes %s and %s differ", brg_shape_str(a, sa, sizeof sa),
+                         brg_shape_str(b, sb, sizeof sb));
+    }
+    const brg_tensor *ins[2] = {a, b};
+    bool rec = brg_tape_needs(tape, ins, 2);
+    BRG_TRY(new_like(tape, a, rec, "add output", y));
+    brg_k_add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
+    if (!rec) return BRG_OK;
+    add_ctx *c = brg_tape_record(tape, add_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (add_ctx){a, b, *y};
+    return BRG_OK;
+}
+
+/* ---- dropout ---- */
+typedef struct dropout_ctx {
+    brg_tensor *x, *y;
+    float p;
+    uint64_t seed, offset;
+} dropout_ctx;
+
+static brg_status dropout_backward(brg_tape *tape, void *p) {
+    dropout_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (dx) brg_k_dropout_bwd(dx, c->y->grad, brg_tensor_numel(c->x), c->p, c->seed, c->offset);
+    return BRG_OK;
+}
+
+brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, uint64_t seed, uint64_t offset,
+                       brg_tensor **y) {
+    BRG_TRY(ops_check_f32("dropout", x, 0));
+    if (!(p >= 0.0f && p <= 1.0f)) return brg_error(BRG_ERR_INVALID_ARG, "dropout probability %g not in [0, 1]", p);
+    if (!training || p == 0.0f) {
+        *y = x;
+        return BRG_OK;
+    }
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(new_like(tape, x, rec, "dropout output", y));
+    brg_k_dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
+    if (!rec) return BRG_OK;
+    dropout_ctx *c = brg_tape_record(tape, dropout_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (dropout_ctx){x, *y, p, seed, offset};
+    return BRG_OK;
+}
+
+/* ---- reshape: shares the data; the gradient is copied back since buffers are per tensor ---- */
+typedef struct reshape_ctx {
+    brg_tensor *x, *y;
+} reshape_ctx;
+
+static brg_status reshape_backward(brg_tape *tape, void *p) {
+    reshape_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (dx) brg_k_accumulate(dx, c->y->grad, brg_tensor_numel(c->x));
+    return BRG_OK;
+}
+
+brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *shape, brg_tensor **y) {
+    brg_tensor view;
+    BRG_TRY(brg_tensor_view_reshape(x, ndim, shape, &view));
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    brg_tensor *t = brg_arena_alloc(brg_tape_arena(tape), sizeof *t, "reshape view");
+    if (!t) return BRG_ERR_OOM;
+    *t = view;
+    t->requires_grad = rec;
+    *y = t;
+    if (!rec) return BRG_OK;
+    reshape_ctx *c = brg_tape_record(tape, reshape_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (reshape_ctx){x, t};
+    return BRG_OK;
+}

@@ -1,0 +1,7 @@
+#ifndef BRIGADE_CLI_COMMANDS_H
+#define BRIGADE_CLI_COMMANDS_H
+
+int cmd_init(int argc, char **argv);
+int cmd_forward(int argc, char **argv);
+
+#endif

@@ -1,0 +1,78 @@
+/* Internal JSON helpers over cJSON: strict loading (the rules Python's json module applies to
+ * the files brigade shares with transformers), typed field getters whose messages name the
+ * file and the field, atomic writes. Not part of the public API. */
+#ifndef BRIGADE_IO_JSON_H
+#define BRIGADE_IO_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cJSON.h>
+
+#include "brigade/status.h"
+
+/* Largest integer a JSON number can carry exactly through a double. */
+#define BRG_JSON_MAX_EXACT_INT 9007199254740992LL /* 2^53 */
+
+/* A generous cap for config-like files (config.json, ipu_config.json, index files). */
+#define BRG_JSON_DEFAULT_MAX_BYTES ((size_t)64 << 20)
+
+/* True when `s[0..len)` is well-formed UTF-8 (no overlong forms, surrogates or code points past
+ * U+10FFFF). On failure *bad_offset (if given) is the offset of the first bad byte. */
+bool brg_utf8_valid(const char *s, size_t len, size_t *bad_offset);
+
+/* Parses `len` bytes (need not be NUL-terminated) as one complete JSON value. Stricter than
+ * cJSON alone: rejects invalid UTF-8, a byte-order mark, control characters outside JSON
+ * whitespace and raw control characters inside strings, and anything after the value. `ctx`
+ * names the input in messages. BRG_ERR_FORMAT on failure. Duplicate keys are not checked here. */
+brg_status brg_json_parse(const char *text, size_t len, const char *ctx, cJSON **out);
+
+/* BRG_ERR_FORMAT naming the key if any object in `root` (recursively) has a key twice: cJSON
+ * keeps the first and Python keeps the last, so such a file means different things to each. */
+brg_status brg_json_check_duplicates(const cJSON *root, const char *ctx);
+
+/* Reads a whole file (at most max_bytes), parses it with brg_json_parse and rejects duplicate
+ * keys. Messages name `path` and, for syntax errors, the line and column. Free with cJSON_Delete. */
+brg_status brg_json_load_file(const char *path, size_t max_bytes, cJSON **out);
+
+/* Typed getters. `obj` must be a JSON object; `ctx` names it in messages ("config.json").
+ * A missing key, or one whose value is null (as HF configs write unset fields), gives `def`
+ * unless `required`, in which case the message is "<ctx>: missing field '<key>'". A value of
+ * the wrong type is BRG_ERR_FORMAT naming the field, the expected type and what was found. */
+brg_status brg_json_get_int(const cJSON *obj, const char *ctx, const char *key, bool required, int64_t def,
+                            int64_t *out);
+brg_status brg_json_get_double(const cJSON *obj, const char *ctx, const char *key, bool required, double def,
+                               double *out);
+brg_status brg_json_get_bool(const cJSON *obj, const char *ctx, const char *key, bool required, bool def,
+                             bool *out);
+/* *out points into `obj` (valid while the tree lives) or is `def`. */
+brg_status brg_json_get_string(const cJSON *obj, const char *ctx, const char *key, bool required,
+                               const char *def, const char **out);
+
+/* True when `item` is a number with an integral value in [-2^53, 2^53]; stores it in *out. */
+bool brg_json_integer(const cJSON *item, int64_t *out);
+
+/* Writes `root` pretty-printed (with a final newline) through brg_atomic_file. */
+brg_status brg_json_write_file_atomic(const char *path, const cJSON *root);
+
+/* Replacing a file atomically: bytes go to "<path>.tmp.<pid>", which commit flushes, fsyncs and
+ * renames over `path` (then fsyncs the folder). A crash or failure at any point leaves either
+ * the old file or the new one, never a mix. Two threads of one process must not write the same
+ * path at the same time (they would share the temporary name). */
+typedef struct brg_atomic_file {
+    FILE *fp;
+    char *path;
+    char *tmp_path;
+} brg_atomic_file;
+
+brg_status brg_atomic_file_open(const char *path, brg_atomic_file *f);
+/* On failure the file is aborted (temporary removed) and the message names the path. */
+brg_status brg_atomic_file_write(brg_atomic_file *f, const void *data, size_t len);
+/* Always releases `f`; on failure the temporary is removed and `path` is untouched. */
+brg_status brg_atomic_file_commit(brg_atomic_file *f);
+/* Removes the temporary; safe to call on an already released or zeroed `f`. */
+void brg_atomic_file_abort(brg_atomic_file *f);
+
+#endif

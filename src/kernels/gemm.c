@@ -1,0 +1,69 @@
+/* GEMM: the single entry point for matrix products. brg_gemm hands the work to OpenBLAS;
+ * brg_gemm_ref is the slow, accurate yardstick the tests compare everything against. */
+#include <limits.h>
+#include <stddef.h>
+
+#include <cblas.h>
+
+#include "brigade/status.h"
+#include "kernels/kernels.h"
+
+/* Leading-dimension rules of row-major BLAS: a [rows, cols] operand needs ld >= cols. */
+static void check_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
+                       int64_t ldc) {
+    BRG_ASSERT(M >= 0 && N >= 0 && K >= 0);
+    BRG_ASSERT(lda >= (trans_a ? M : K));
+    BRG_ASSERT(ldb >= (trans_b ? K : N));
+    BRG_ASSERT(ldc >= N);
+}
+
+/* C = beta * C, where beta == 0 must clear C even when it holds NaN or Inf garbage. */
+static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
+    if (beta == 1.0f) return;
+    for (int64_t i = 0; i < M; i++) {
+        float *c = C + i * ldc;
+        if (beta == 0.0f) {
+            for (int64_t j = 0; j < N; j++) c[j] = 0.0f;
+        } else {
+            for (int64_t j = 0; j < N; j++) c[j] *= beta;
+        }
+    }
+}
+
+/* BLAS rejects ld < 1 even for empty operands, so pass at least 1. */
+static int blas_ld(int64_t ld) { return ld < 1 ? 1 : (int)ld; }
+
+void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    check_args(trans_a, trans_b, M, N, K, lda, ldb, ldc);
+    if (M == 0 || N == 0) return;
+    if (K == 0 || alpha == 0.0f) {
+        scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    /* The BLAS interface takes int sizes; larger problems must be split by the caller. */
+    BRG_ASSERT(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
+    BRG_ASSERT(lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX);
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
+                (int)N, (int)K, alpha, A, blas_ld(lda), B, blas_ld(ldb), beta, C, blas_ld(ldc));
+}
+
+void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    check_args(trans_a, trans_b, M, N, K, lda, ldb, ldc);
+    /* Element strides of op(A) along k and of op(B) along k, so one loop serves all four cases. */
+    const int64_t a_row = trans_a ? 1 : lda, a_k = trans_a ? lda : 1;
+    const int64_t b_k = trans_b ? 1 : ldb, b_col = trans_b ? ldb : 1;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            const float *a = A + i * a_row;
+            const float *b = B + j * b_col;
+            double acc = 0.0;
+            for (int64_t p = 0; p < K; p++) acc += (double)a[p * a_k] * (double)b[p * b_k];
+            double prev = beta == 0.0f ? 0.0 : (double)beta * (double)C[i * ldc + j];
+            C[i * ldc + j] = (float)((double)alpha * acc + prev);
+        }
+    }
+}
+
+const char *brg_gemm_backend(void) { return "openblas"; }

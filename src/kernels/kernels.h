@@ -1,0 +1,116 @@
+/* CPU kernels: forward and backward of each op on contiguous float32 buffers.
+ *
+ * Conventions (llm.c style):
+ * - Row-major, contiguous; sizes are explicit arguments.
+ * - Backward functions ACCUMULATE (+=) into every gradient output; a NULL gradient pointer means
+ *   "not needed" and is skipped.
+ * - Each op has a scalar reference (`_ref`) used by tests; the fast path is what the library
+ *   calls. Where they are the same code, `_ref` is simply the implementation.
+ */
+#ifndef BRIGADE_KERNELS_H
+#define BRIGADE_KERNELS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- GEMM: the one interface every matrix product goes through ---------------------------
+ * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major. op(A) is [M,K]: A is [M,K] (lda >= K)
+ * or, when trans_a, A is [K,M] (lda >= M). Likewise op(B) is [K,N]. */
+void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+              int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                  int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+/* Which implementation brg_gemm uses ("openblas", "avx512", ...). */
+const char *brg_gemm_backend(void);
+
+/* ---- linear: y[n,out] = x[n,in] @ W + b ---------------------------------------------------
+ * W layout: w_in_out ? [in,out] (GPT-2 Conv1D) : [out,in] (nn.Linear). b may be NULL. */
+void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,
+                      int64_t out, bool w_in_out);
+void brg_k_linear_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                      int64_t n, int64_t in, int64_t out, bool w_in_out);
+
+/* ---- batched matmul: for each of `batch`: C[M,N] = op(A)[M,K] @ op(B)[K,N] ----------------
+ * A, B, C contiguous per batch with strides M*K, K*N, M*N elements. */
+void brg_k_bmm_fwd(float *c, const float *a, const float *b, int64_t batch, int64_t M, int64_t N, int64_t K,
+                   bool trans_a, bool trans_b);
+void brg_k_bmm_bwd(float *da, float *db, const float *dc, const float *a, const float *b, int64_t batch,
+                   int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b);
+
+/* ---- embedding: y[n,dim] = table[ids[n], :] (ids already validated < rows) --------------- */
+void brg_k_embedding_fwd(float *y, const int32_t *ids, const float *table, int64_t n, int64_t dim);
+void brg_k_embedding_bwd(float *dtable, const float *dy, const int32_t *ids, int64_t n, int64_t dim);
+
+/* ---- layer norm over the last dim c; saves mean[n], rstd[n] ------------------------------ */
+void brg_k_layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *gamma,
+                         const float *beta, int64_t n, int64_t c, float eps);
+void brg_k_layernorm_bwd(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
+                         const float *gamma, const float *mean, const float *rstd, int64_t n, int64_t c);
+
+/* ---- GELU: exact (erf) or the tanh approximation ("gelu_new", "gelu_pytorch_tanh") ------- */
+typedef enum brg_gelu_kind { BRG_GELU_ERF = 0, BRG_GELU_TANH = 1 } brg_gelu_kind;
+void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind);
+void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind);
+
+/* ---- softmax over the last dim --------------------------------------------------------- */
+void brg_k_softmax_fwd(float *y, const float *x, int64_t rows, int64_t cols);
+void brg_k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols);
+
+/* ---- scaled dot-product attention ------------------------------------------------------
+ * q [B,H,Tq,D], k and v [B,H,Tk,D], out [B,H,Tq,D]; scores = scale * q.k^T (+ bias) masked,
+ * softmax over keys, out = P @ v.
+ * causal: key j is visible to query i only if j <= i + (Tk - Tq).
+ * key_mask: optional [B,Tk], 1 = attend, 0 = padding (masked as transformers does, by adding
+ *   the float minimum, so a row whose keys are all masked becomes uniform, not NaN).
+ * bias: optional additive [H,Tq,Tk] (broadcast over B), e.g. T5's relative position bias.
+ * lse [B,H,Tq] saves the row log-sum-exp so backward recomputes P one row at a time: no
+ * [Tq,Tk] matrix is stored between forward and backward. */
+typedef struct brg_attn_args {
+    int64_t B, H, Tq, Tk, D;
+    float scale;
+    bool causal;
+    const float *key_mask; /* [B,Tk] or NULL */
+    const float *bias;     /* [H,Tq,Tk] or NULL */
+} brg_attn_args;
+void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
+                         const brg_attn_args *args);
+/* dbias (may be NULL) accumulates [H,Tq,Tk]. */
+void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const float *dout, const float *out,
+                         const float *lse, const float *q, const float *k, const float *v,
+                         const brg_attn_args *args);
+/* Reference: materialises the full probability matrix, for tests. */
+void brg_k_attention_fwd_ref(float *out, const float *q, const float *k, const float *v,
+                             const brg_attn_args *args);
+
+/* ---- heads: [B,T,H*D] (row stride `row_stride` >= H*D, so q/k/v can be read straight out of a
+ * fused [B,T,3C] projection) <-> [B,H,T,D] -------------------------------------------------- */
+void brg_k_split_heads(float *dst, const float *src, int64_t B, int64_t T, int64_t H, int64_t D,
+                       int64_t row_stride);
+/* The inverse: dst[B,T,H*D] (row stride row_stride) += / = src[B,H,T,D]; `accumulate` adds. */
+void brg_k_merge_heads(float *dst, const float *src, int64_t B, int64_t T, int64_t H, int64_t D,
+                       int64_t row_stride, bool accumulate);
+
+/* ---- dropout: y = x * keep / (1 - p), keep drawn from a counter-based generator keyed by
+ * (seed, offset + i), so forward and backward regenerate the same mask without storing it and a
+ * run is reproducible for a given seed. p == 0 copies. */
+void brg_k_dropout_fwd(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
+void brg_k_dropout_bwd(float *dx, const float *dy, int64_t n, float p, uint64_t seed, uint64_t offset);
+/* The keep decision for element i, exposed for tests. */
+bool brg_k_dropout_keep(float p, uint64_t seed, uint64_t index);
+
+/* ---- elementwise ----------------------------------------------------------------------- */
+void brg_k_add_fwd(float *y, const float *a, const float *b, int64_t n);
+/* dx += dy */
+void brg_k_accumulate(float *dx, const float *dy, int64_t n);
+void brg_k_scale(float *y, const float *x, float s, int64_t n);
+
+/* ---- cross-entropy with ignore_index, mean over counted rows ---------------------------
+ * logits [n,v], targets [n] (ignore_index rows do not count). Returns the mean loss (0 when
+ * every row is ignored, with *count 0) and saves lse[n]. */
+float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, const int32_t *targets, int64_t n,
+                              int64_t v, int32_t ignore_index);
+/* dlogits += dloss/count * (softmax(logits) - onehot(target)) for counted rows. */
+void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, const float *lse,
+                             const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
+
+#endif

@@ -1,0 +1,364 @@
+/* GPT-2 as transformers' GPT2LMHeadModel: pre-LN blocks, Conv1D weights in [in, out] layout,
+ * learned positions, LM head tied to wte unless tie_word_embeddings is false. */
+#include "brigade/gpt2.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/json.h"
+
+void brg_gpt2_config_default(brg_gpt2_config *c) {
+    memset(c, 0, sizeof *c);
+    c->n_layer = 12;
+    c->n_head = 12;
+    c->n_embd = 768;
+    c->n_positions = 1024;
+    c->vocab_size = 50257;
+    c->n_inner = 0;
+    c->layer_norm_epsilon = 1e-5f;
+    c->activation = BRG_ACT_GELU_TANH;
+    snprintf(c->activation_name, sizeof c->activation_name, "gelu_new");
+    c->embd_pdrop = c->attn_pdrop = c->resid_pdrop = 0.1f;
+    c->initializer_range = 0.02f;
+    c->tie_word_embeddings = true;
+    c->scale_attn_weights = true;
+    c->scale_attn_by_inverse_layer_idx = false;
+    c->bos_token_id = c->eos_token_id = 50256;
+}
+
+static brg_status parse_activation(const char *name, const char *ctx, brg_gpt2_config *c) {
+    if (strcmp(name, "gelu_new") == 0 || strcmp(name, "gelu_pytorch_tanh") == 0 || strcmp(name, "gelu_fast") == 0)
+        c->activation = BRG_ACT_GELU_TANH;
+    else if (strcmp(name, "gelu") == 0)
+        c->activation = BRG_ACT_GELU_ERF;
+    else
+        return brg_error(BRG_ERR_UNSUPPORTED,
+                         "%s: activation_function '%s' is not supported (gelu, gelu_new, gelu_pytorch_tanh, gelu_fast)",
+                         ctx, name);
+    snprintf(c->activation_name, sizeof c->activation_name, "%s", name);
+    return BRG_OK;
+}
+
+static brg_status read_float(const cJSON *j, const char *ctx, const char *key, float def, float *out) {
+    double v;
+    BRG_TRY(brg_json_get_double(j, ctx, key, false, def, &v));
+    *out = (float)v;
+    return BRG_OK;
+}
+
+static brg_status parse_config(const cJSON *j, const char *ctx, brg_gpt2_config *c) {
+    brg_gpt2_config_default(c);
+    BRG_TRY(brg_json_get_int(j, ctx, "n_layer", true, 0, &c->n_layer));
+    BRG_TRY(brg_json_get_int(j, ctx, "n_head", true, 0, &c->n_head));
+    BRG_TRY(brg_json_get_int(j, ctx, "n_embd", true, 0, &c->n_embd));
+    BRG_TRY(brg_json_get_int(j, ctx, "n_positions", true, 0, &c->n_positions));
+    BRG_TRY(brg_json_get_int(j, ctx, "vocab_size", true, 0, &c->vocab_size));
+    const cJSON *inner = cJSON_GetObjectItemCaseSensitive(j, "n_inner");
+    if (inner && !cJSON_IsNull(inner)) BRG_TRY(brg_json_get_int(j, ctx, "n_inner", true, 0, &c->n_inner));
+    BRG_TRY(read_float(j, ctx, "layer_norm_epsilon", 1e-5f, &c->layer_norm_epsilon));
+    BRG_TRY(read_float(j, ctx, "embd_pdrop", 0.1f, &c->embd_pdrop));
+    BRG_TRY(read_float(j, ctx, "attn_pdrop", 0.1f, &c->attn_pdrop));
+    BRG_TRY(read_float(j, ctx, "resid_pdrop", 0.1f, &c->resid_pdrop));
+    BRG_TRY(read_float(j, ctx, "initializer_range", 0.02f, &c->initializer_range));
+    BRG_TRY(brg_json_get_bool(j, ctx, "tie_word_embeddings", false, true, &c->tie_word_embeddings));
+    BRG_TRY(brg_json_get_bool(j, ctx, "scale_attn_weights", false, true, &c->scale_attn_weights));
+    BRG_TRY(brg_json_get_bool(j, ctx, "scale_attn_by_inverse_layer_idx", false, false,
+                              &c->scale_attn_by_inverse_layer_idx));
+    bool cross = false;
+    BRG_TRY(brg_json_get_bool(j, ctx, "add_cross_attention", false, false, &cross));
+    if (cross) return brg_error(BRG_ERR_UNSUPPORTED, "%s: add_cross_attention is not supported", ctx);
+    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(j, "bos_token_id");
+    if (bos && !cJSON_IsNull(bos)) BRG_TRY(brg_json_get_int(j, ctx, "bos_token_id", true, 0, &c->bos_token_id));
+    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
+    if (eos && !cJSON_IsNull(eos)) BRG_TRY(brg_json_get_int(j, ctx, "eos_token_id", true, 0, &c->eos_token_id));
+    const char *act = NULL;
+    BRG_TRY(brg_json_get_string(j, ctx, "activation_function", false, "gelu_new", &act));
+    BRG_TRY(parse_activation(act, ctx, c));
+    return brg_gpt2_config_validate(c);
+}
+
+brg_status brg_gpt2_config_validate(const brg_gpt2_config *c) {
+    if (c->n_layer < 1 || c->n_head < 1 || c->n_embd < 1 || c->n_positions < 1 || c->vocab_size < 1)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "GPT-2 config: n_layer, n_head, n_embd, n_positions and vocab_size must be positive "
+                         "(got %lld, %lld, %lld, %lld, %lld)",
+                         (long long)c->n_layer, (long long)c->n_head, (long long)c->n_embd,
+                         (long long)c->n_positions, (long long)c->vocab_size);
+    if (c->n_embd % c->n_head != 0)
+        return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: n_embd (%lld) must be divisible by n_head (%lld)",
+                         (long long)c->n_embd, (long long)c->n_head);
+    if (c->vocab_size > INT32_MAX || c->n_inner < 0)
+        return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: vocab_size or n_inner out of range");
+    if (!(c->layer_norm_epsilon > 0)) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: layer_norm_epsilon must be > 0");
+    float p[3] = {c->embd_pdrop, c->attn_pdrop, c->resid_pdrop};
+    for (int i = 0; i < 3; i++)
+        if (!(p[i] >= 0 && p[i] < 1)) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: dropout %g not in [0, 1)", p[i]);
+    return BRG_OK;
+}
+
+brg_status brg_gpt2_config_load(const char *path, brg_gpt2_config *cfg) {
+    cJSON *j = NULL;
+    BRG_TRY(brg_json_load_file(path, 16u << 20, &j));
+    brg_status st = parse_config(j, "config.json", cfg);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* ---- forward ---- */
+
+static const brg_gpt2_config *cfg_of(const brg_model *m) { return m->config; }
+
+/* Parameter indices are fixed by construction order (see brg_gpt2_create). */
+enum { P_WTE = 0, P_WPE = 1, PER_LAYER = 12 };
+enum { L_LN1_W, L_LN1_B, L_ATTN_W, L_ATTN_B, L_APROJ_W, L_APROJ_B, L_LN2_W, L_LN2_B, L_FC_W, L_FC_B, L_MPROJ_W, L_MPROJ_B };
+
+static brg_tensor *P(brg_model *m, int i) { return m->params[i].tensor; }
+static brg_tensor *LP(brg_model *m, int layer, int which) { return P(m, 2 + layer * PER_LAYER + which); }
+
+/* Each dropout site gets its own key range so masks never repeat within a micro-batch. */
+static uint64_t dropout_offset(int block, int site) { return ((uint64_t)block * 8 + (uint64_t)site) << 40; }
+
+static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
+    const brg_gpt2_config *c = cfg_of(m);
+    brg_tensor *ids = b->input_ids;
+    if (!ids || ids->ndim != 2) return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be [batch, sequence]");
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    if (T > c->n_positions)
+        return brg_error(BRG_ERR_INVALID_ARG, "sequence length %lld exceeds n_positions %lld", (long long)T,
+                         (long long)c->n_positions);
+    brg_tensor *tok, *pos_ids, *pos, *x;
+    BRG_TRY(brg_embedding(tape, ids, P(m, P_WTE), &tok));
+    int64_t pshape[2] = {B, T};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 2, pshape, false, "position ids", &pos_ids));
+    int32_t *pid = pos_ids->data;
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t t = 0; t < T; t++) pid[i * T + t] = (int32_t)t;
+    BRG_TRY(brg_embedding(tape, pos_ids, P(m, P_WPE), &pos));
+    BRG_TRY(brg_add(tape, tok, pos, &x));
+    return brg_dropout(tape, x, c->embd_pdrop, b->training, b->seed, dropout_offset(0, 0), &b->hidden);
+}
+
+static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b, brg_tensor *x,
+                                    brg_tensor **out) {
+    const brg_gpt2_config *c = cfg_of(m);
+    int64_t C = c->n_embd, H = c->n_head, D = C / H;
+    int block = layer + 1;
+    brg_tensor *qkv, *q, *k, *v, *att, *merged, *proj;
+    BRG_TRY(brg_linear(tape, x, LP(m, layer, L_ATTN_W), LP(m, layer, L_ATTN_B), true, &qkv));
+    BRG_TRY(brg_split_heads(tape, qkv, 0, H, D, &q));
+    BRG_TRY(brg_split_heads(tape, qkv, C, H, D, &k));
+    BRG_TRY(brg_split_heads(tape, qkv, 2 * C, H, D, &v));
+    float scale = c->scale_attn_weights ? 1.0f / sqrtf((float)D) : 1.0f;
+    if (c->scale_attn_by_inverse_layer_idx) scale /= (float)(layer + 1);
+    if (b->training && c->attn_pdrop > 0)
+        return brg_error(BRG_ERR_UNSUPPORTED, "attention dropout (attn_pdrop %g) in training is not supported yet; set attn_pdrop to 0",
+                         c->attn_pdrop);
+    brg_attention_opts opts = {.scale = scale, .causal = true, .key_mask = b->attention_mask, .bias = NULL};
+    BRG_TRY(brg_attention(tape, q, k, v, &opts, &att));
+    BRG_TRY(brg_merge_heads(tape, att, &merged));
+    BRG_TRY(brg_linear(tape, merged, LP(m, layer, L_APROJ_W), LP(m, layer, L_APROJ_B), true, &proj));
+    return brg_dropout(tape, proj, c->resid_pdrop, b->training, b->seed, dropout_offset(block, 1), out);
+}
+
+static brg_status mlp_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b, brg_tensor *x,
+                              brg_tensor **out) {
+    const brg_gpt2_config *c = cfg_of(m);
+    brg_tensor *h, *a, *proj;
+    BRG_TRY(brg_linear(tape, x, LP(m, layer, L_FC_W), LP(m, layer, L_FC_B), true, &h));
+    BRG_TRY(brg_activation_op(tape, h, c->activation, &a));
+    BRG_TRY(brg_linear(tape, a, LP(m, layer, L_MPROJ_W), LP(m, layer, L_MPROJ_B), true, &proj));
+    return brg_dropout(tape, proj, c->resid_pdrop, b->training, b->seed, dropout_offset(layer + 1, 2), out);
+}
+
+static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b) {
+    float eps = cfg_of(m)->layer_norm_epsilon;
+    brg_tensor *x = b->hidden, *n1, *att, *r1, *n2, *mlp;
+    if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
+    BRG_TRY(brg_layer_norm(tape, x, LP(m, layer, L_LN1_W), LP(m, layer, L_LN1_B), eps, &n1));
+    BRG_TRY(attention_forward(m, layer, tape, b, n1, &att));
+    BRG_TRY(brg_add(tape, x, att, &r1));
+    BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_LN2_W), LP(m, layer, L_LN2_B), eps, &n2));
+    BRG_TRY(mlp_forward(m, layer, tape, b, n2, &mlp));
+    return brg_add(tape, r1, mlp, &b->hidden);
+}
+
+/* transformers shifts labels left by one (position t predicts token t+1); padding the last
+ * position with -100 keeps a [B, T] target grid and the same mean. */
+static brg_status shifted_targets(brg_tape *tape, const brg_tensor *labels, brg_tensor **out) {
+    int64_t B = labels->shape[0], T = labels->shape[1];
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 2, labels->shape, false, "shifted labels", out));
+    const int32_t *l = labels->data;
+    int32_t *s = (*out)->data;
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t t = 0; t < T; t++) s[i * T + t] = t + 1 < T ? l[i * T + t + 1] : -100;
+    return BRG_OK;
+}
+
+static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
+    const brg_gpt2_config *c = cfg_of(m);
+    int ln_f = 2 + (int)c->n_layer * PER_LAYER;
+    brg_tensor *x = b->hidden, *n;
+    if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
+    BRG_TRY(brg_layer_norm(tape, x, P(m, ln_f), P(m, ln_f + 1), c->layer_norm_epsilon, &n));
+    brg_tensor *head_w = c->tie_word_embeddings ? P(m, P_WTE) : P(m, ln_f + 2);
+    BRG_TRY(brg_linear(tape, n, head_w, NULL, false, &b->logits));
+    b->loss = NULL;
+    if (!b->labels) return BRG_OK;
+    if (!brg_tensor_same_shape(b->labels, b->input_ids))
+        return brg_error(BRG_ERR_INVALID_ARG, "labels must have the shape of input_ids");
+    brg_tensor *targets;
+    BRG_TRY(shifted_targets(tape, b->labels, &targets));
+    return brg_cross_entropy(tape, b->logits, targets, -100, &b->loss);
+}
+
+static brg_status gpt2_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
+    const brg_block *blk = &m->blocks[block];
+    switch (blk->kind) {
+    case BRG_BLOCK_EMBEDDINGS: return embeddings_forward(m, tape, b);
+    case BRG_BLOCK_LAYER: return layer_forward(m, blk->layer, tape, b);
+    case BRG_BLOCK_HEAD: return head_forward(m, tape, b);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
+}
+
+/* ---- config.json ---- */
+
+static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
+    const brg_gpt2_config *c = cfg_of(m);
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return brg_error(BRG_ERR_OOM, "cannot build config.json");
+    cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
+    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddStringToObject(j, "model_type", "gpt2");
+    cJSON_AddStringToObject(j, "activation_function", c->activation_name);
+    cJSON_AddNumberToObject(j, "attn_pdrop", c->attn_pdrop);
+    cJSON_AddNumberToObject(j, "bos_token_id", (double)c->bos_token_id);
+    cJSON_AddNumberToObject(j, "embd_pdrop", c->embd_pdrop);
+    cJSON_AddNumberToObject(j, "eos_token_id", (double)c->eos_token_id);
+    cJSON_AddNumberToObject(j, "initializer_range", c->initializer_range);
+    cJSON_AddNumberToObject(j, "layer_norm_epsilon", c->layer_norm_epsilon);
+    cJSON_AddNumberToObject(j, "n_embd", (double)c->n_embd);
+    cJSON_AddNumberToObject(j, "n_head", (double)c->n_head);
+    if (c->n_inner) cJSON_AddNumberToObject(j, "n_inner", (double)c->n_inner);
+    else cJSON_AddNullToObject(j, "n_inner");
+    cJSON_AddNumberToObject(j, "n_layer", (double)c->n_layer);
+    cJSON_AddNumberToObject(j, "n_positions", (double)c->n_positions);
+    cJSON_AddNumberToObject(j, "resid_pdrop", c->resid_pdrop);
+    cJSON_AddBoolToObject(j, "scale_attn_by_inverse_layer_idx", c->scale_attn_by_inverse_layer_idx);
+    cJSON_AddBoolToObject(j, "scale_attn_weights", c->scale_attn_weights);
+    cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tie_word_embeddings);
+    cJSON_AddStringToObject(j, "torch_dtype", "float32");
+    cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
+    char path[4096];
+    brg_status st;
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+        st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
+    else
+        st = brg_json_write_file_atomic(path, j);
+    cJSON_Delete(j);
+    return st;
+}
+
+static const brg_model_ops gpt2_ops = {
+    .architecture = "GPT2LMHeadModel",
+    .forward_block = gpt2_forward_block,
+    .save_config = gpt2_save_config,
+    .free_config = free,
+};
+
+/* ---- construction ---- */
+
+static brg_status add_layer_params(brg_model *m, const brg_gpt2_config *c, int l) {
+    int64_t C = c->n_embd, I = c->n_inner ? c->n_inner : 4 * C;
+    float std = c->initializer_range;
+    /* transformers scales the residual projections by 1/sqrt(2 * n_layer) (GPT-2 paper). */
+    float proj_std = std / sqrtf(2.0f * (float)c->n_layer);
+    char n[BRG_NAME_MAX];
+    int64_t sC[1] = {C}, s3C[1] = {3 * C}, sI[1] = {I};
+    int64_t sCC3[2] = {C, 3 * C}, sCC[2] = {C, C}, sCI[2] = {C, I}, sIC[2] = {I, C};
+#define ADD(suffix, nd, shape, init, sd, nodecay)                                                 \
+    snprintf(n, sizeof n, "transformer.h.%d.%s", l, suffix);                                      \
+    BRG_TRY(brg_model_add_param(m, n, nd, shape, init, sd, nodecay, NULL))
+    ADD("ln_1.weight", 1, sC, BRG_INIT_ONES, 0, true);
+    ADD("ln_1.bias", 1, sC, BRG_INIT_ZEROS, 0, true);
+    ADD("attn.c_attn.weight", 2, sCC3, BRG_INIT_NORMAL, std, false);
+    ADD("attn.c_attn.bias", 1, s3C, BRG_INIT_ZEROS, 0, true);
+    ADD("attn.c_proj.weight", 2, sCC, BRG_INIT_NORMAL, proj_std, false);
+    ADD("attn.c_proj.bias", 1, sC, BRG_INIT_ZEROS, 0, true);
+    ADD("ln_2.weight", 1, sC, BRG_INIT_ONES, 0, true);
+    ADD("ln_2.bias", 1, sC, BRG_INIT_ZEROS, 0, true);
+    ADD("mlp.c_fc.weight", 2, sCI, BRG_INIT_NORMAL, std, false);
+    ADD("mlp.c_fc.bias", 1, sI, BRG_INIT_ZEROS, 0, true);
+    ADD("mlp.c_proj.weight", 2, sIC, BRG_INIT_NORMAL, proj_std, false);
+    ADD("mlp.c_proj.bias", 1, sC, BRG_INIT_ZEROS, 0, true);
+#undef ADD
+    return BRG_OK;
+}
+
+static brg_status build(brg_model *m, const brg_gpt2_config *c) {
+    int64_t C = c->n_embd;
+    int64_t sVC[2] = {c->vocab_size, C}, sPC[2] = {c->n_positions, C}, sC[1] = {C};
+    float std = c->initializer_range;
+    int wte;
+    BRG_TRY(brg_model_add_block(m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1));
+    BRG_TRY(brg_model_add_param(m, "transformer.wte.weight", 2, sVC, BRG_INIT_NORMAL, std, false, &wte));
+    BRG_TRY(brg_model_add_param(m, "transformer.wpe.weight", 2, sPC, BRG_INIT_NORMAL, std, false, NULL));
+    for (int l = 0; l < c->n_layer; l++) {
+        char name[32];
+        snprintf(name, sizeof name, "h.%d", l);
+        BRG_TRY(brg_model_add_block(m, name, BRG_BLOCK_LAYER, l));
+        BRG_TRY(add_layer_params(m, c, l));
+    }
+    BRG_TRY(brg_model_add_block(m, "head", BRG_BLOCK_HEAD, -1));
+    BRG_TRY(brg_model_add_param(m, "transformer.ln_f.weight", 1, sC, BRG_INIT_ONES, 0, true, NULL));
+    BRG_TRY(brg_model_add_param(m, "transformer.ln_f.bias", 1, sC, BRG_INIT_ZEROS, 0, true, NULL));
+    if (c->tie_word_embeddings) return brg_model_add_alias(m, "lm_head.weight", wte);
+    return brg_model_add_param(m, "lm_head.weight", 2, sVC, BRG_INIT_NORMAL, std, false, NULL);
+}
+
+brg_status brg_gpt2_create(const brg_gpt2_config *cfg, brg_model **out) {
+    BRG_TRY(brg_gpt2_config_validate(cfg));
+    brg_gpt2_config *copy = malloc(sizeof *copy);
+    if (!copy) return brg_error(BRG_ERR_OOM, "cannot allocate the GPT-2 config");
+    *copy = *cfg;
+    brg_model *m;
+    brg_status st = brg_model_create(&gpt2_ops, copy, &m);
+    if (st != BRG_OK) {
+        free(copy);
+        return st;
+    }
+    m->vocab_size = cfg->vocab_size;
+    m->max_positions = cfg->n_positions;
+    st = build(m, cfg);
+    if (st != BRG_OK) {
+        brg_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return BRG_OK;
+}
+
+/* ---- loading a folder ---- */
+
+brg_status brg_gpt2_load_dir(const char *dir, brg_model **out) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
+    brg_gpt2_config cfg;
+    BRG_TRY(brg_gpt2_config_load(path, &cfg));
+    brg_checkpoint *ckpt;
+    BRG_TRY(brg_checkpoint_open(dir, &ckpt));
+    brg_model *m;
+    brg_status st = brg_gpt2_create(&cfg, &m);
+    if (st == BRG_OK) {
+        /* Older checkpoints carry the causal-mask buffers; GPT2Model checkpoints lack the prefix. */
+        static const char *const ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
+        st = brg_model_load_weights(m, ckpt, "transformer.", ignore);
+        if (st != BRG_OK) brg_model_destroy(m);
+        else *out = m;
+    }
+    brg_checkpoint_close(ckpt);
+    return st == BRG_OK ? st : brg_error_wrap(st, "loading %s", dir);
+}

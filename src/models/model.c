@@ -1,0 +1,235 @@
+/* Architecture-independent model plumbing: parameter and block lists, init, load, save. */
+#include "brigade/model.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "brigade/rng.h"
+#include "brigade/safetensors.h"
+
+static brg_status grow(void **arr, int count, int *cap, size_t elem) {
+    if (count < *cap) return BRG_OK;
+    int ncap = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, (size_t)ncap * elem);
+    if (!p) return brg_error(BRG_ERR_OOM, "cannot grow the model's tables");
+    *arr = p;
+    *cap = ncap;
+    return BRG_OK;
+}
+
+typedef struct model_alloc {
+    int params_cap, aliases_cap, blocks_cap;
+} model_alloc;
+
+/* Capacities live after the public struct so the header stays free of bookkeeping. */
+typedef struct model_full {
+    brg_model m;
+    model_alloc caps;
+} model_full;
+
+brg_status brg_model_create(const brg_model_ops *ops, void *config, brg_model **out) {
+    model_full *f = calloc(1, sizeof *f);
+    if (!f) return brg_error(BRG_ERR_OOM, "cannot allocate a model");
+    f->m.ops = ops;
+    f->m.config = config;
+    brg_status st = brg_arena_create("parameters", BRG_ARENA_UNLIMITED, &f->m.arena);
+    if (st != BRG_OK) {
+        free(f);
+        return st;
+    }
+    *out = &f->m;
+    return BRG_OK;
+}
+
+void brg_model_destroy(brg_model *m) {
+    if (!m) return;
+    if (m->ops && m->ops->free_config) m->ops->free_config(m->config);
+    brg_arena_destroy(m->arena);
+    free(m->params);
+    free(m->aliases);
+    free(m->blocks);
+    free((model_full *)m);
+}
+
+brg_status brg_model_add_block(brg_model *m, const char *name, brg_block_kind kind, int layer) {
+    model_full *f = (model_full *)m;
+    BRG_TRY(grow((void **)&m->blocks, m->n_blocks, &f->caps.blocks_cap, sizeof *m->blocks));
+    brg_block *b = &m->blocks[m->n_blocks++];
+    memset(b, 0, sizeof *b);
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->kind = kind;
+    b->layer = layer;
+    return BRG_OK;
+}
+
+brg_status brg_model_add_param(brg_model *m, const char *name, int ndim, const int64_t *shape, brg_init_kind init,
+                               float init_std, bool no_decay, int *index) {
+    model_full *f = (model_full *)m;
+    BRG_ASSERT(m->n_blocks > 0);
+    if (strlen(name) >= BRG_NAME_MAX) return brg_error(BRG_ERR_INVALID_ARG, "parameter name too long: %s", name);
+    BRG_TRY(grow((void **)&m->params, m->n_params, &f->caps.params_cap, sizeof *m->params));
+    brg_param *p = &m->params[m->n_params];
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    BRG_TRY(brg_tensor_new(m->arena, BRG_DTYPE_F32, ndim, shape, p->name, &p->tensor));
+    BRG_TRY(brg_tensor_ensure_grad(m->arena, p->tensor));
+    p->tensor->requires_grad = true;
+    p->block = m->n_blocks - 1;
+    p->init = init;
+    p->init_std = init_std;
+    p->no_decay = no_decay;
+    if (index) *index = m->n_params;
+    m->n_params++;
+    return BRG_OK;
+}
+
+brg_status brg_model_add_alias(brg_model *m, const char *name, int param) {
+    model_full *f = (model_full *)m;
+    BRG_TRY(grow((void **)&m->aliases, m->n_aliases, &f->caps.aliases_cap, sizeof *m->aliases));
+    brg_param_alias *a = &m->aliases[m->n_aliases++];
+    snprintf(a->name, sizeof a->name, "%s", name);
+    a->param = param;
+    return BRG_OK;
+}
+
+int brg_model_find_param(const brg_model *m, const char *name) {
+    for (int i = 0; i < m->n_params; i++)
+        if (strcmp(m->params[i].name, name) == 0) return i;
+    for (int i = 0; i < m->n_aliases; i++)
+        if (strcmp(m->aliases[i].name, name) == 0) return m->aliases[i].param;
+    return -1;
+}
+
+brg_tensor *brg_model_param(const brg_model *m, const char *name) {
+    int i = brg_model_find_param(m, name);
+    return i < 0 ? NULL : m->params[i].tensor;
+}
+
+void brg_model_init_weights(brg_model *m, uint64_t seed) {
+    brg_rng rng;
+    brg_rng_seed(&rng, seed);
+    for (int i = 0; i < m->n_params; i++) {
+        brg_param *p = &m->params[i];
+        float *d = p->tensor->data;
+        int64_t n = brg_tensor_numel(p->tensor);
+        for (int64_t j = 0; j < n; j++) {
+            switch (p->init) {
+            case BRG_INIT_NORMAL: d[j] = (float)(brg_rng_normal(&rng) * p->init_std); break;
+            case BRG_INIT_ZEROS: d[j] = 0.0f; break;
+            case BRG_INIT_ONES: d[j] = 1.0f; break;
+            }
+        }
+    }
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+    size_t ls = strlen(s), lx = strlen(suffix);
+    return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
+}
+
+/* Maps a checkpoint name to a parameter index: exact, or with the base-model prefix added. */
+static int param_for_checkpoint_name(const brg_model *m, const char *name, const char *base_prefix) {
+    int i = brg_model_find_param(m, name);
+    if (i >= 0 || !base_prefix || !*base_prefix) return i;
+    char full[2 * BRG_NAME_MAX];
+    if (snprintf(full, sizeof full, "%s%s", base_prefix, name) >= (int)sizeof full) return -1;
+    return brg_model_find_param(m, full);
+}
+
+static const char *checkpoint_name_for(const brg_checkpoint *ckpt, const char *name, const char *base_prefix) {
+    if (brg_checkpoint_has(ckpt, name)) return name;
+    size_t lp = base_prefix ? strlen(base_prefix) : 0;
+    if (lp && strncmp(name, base_prefix, lp) == 0 && brg_checkpoint_has(ckpt, name + lp)) return name + lp;
+    return NULL;
+}
+
+static brg_status load_param(brg_param *p, const brg_checkpoint *ckpt, const char *stored) {
+    brg_tensor src;
+    BRG_TRY(brg_checkpoint_get(ckpt, stored, &src));
+    if (!brg_tensor_same_shape(&src, p->tensor)) {
+        char a[128], b[128];
+        return brg_error(BRG_ERR_FORMAT, "tensor %s has shape %s in the checkpoint, the config implies %s", stored,
+                         brg_shape_str(&src, a, sizeof a), brg_shape_str(p->tensor, b, sizeof b));
+    }
+    if (src.dtype != BRG_DTYPE_F32 && src.dtype != BRG_DTYPE_F16 && src.dtype != BRG_DTYPE_BF16)
+        return brg_error(BRG_ERR_FORMAT, "tensor %s is %s, expected a float type", stored, brg_dtype_name(src.dtype));
+    return brg_tensor_copy(p->tensor, &src);
+}
+
+static bool ignorable(const char *name, const char *const *ignore_suffixes) {
+    for (int i = 0; ignore_suffixes && ignore_suffixes[i]; i++)
+        if (has_suffix(name, ignore_suffixes[i])) return true;
+    return false;
+}
+
+brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *base_prefix,
+                                  const char *const *ignore_suffixes) {
+    for (size_t i = 0; i < brg_checkpoint_count(ckpt); i++) {
+        const char *name = brg_checkpoint_name(ckpt, i);
+        if (param_for_checkpoint_name(m, name, base_prefix) < 0 && !ignorable(name, ignore_suffixes))
+            return brg_error(BRG_ERR_FORMAT, "unexpected tensor '%s' in the checkpoint (not a parameter of %s)", name,
+                             m->ops->architecture);
+    }
+    for (int i = 0; i < m->n_params; i++) {
+        brg_param *p = &m->params[i];
+        const char *stored = checkpoint_name_for(ckpt, p->name, base_prefix);
+        if (!stored) return brg_error(BRG_ERR_FORMAT, "the checkpoint has no tensor '%s'", p->name);
+        BRG_TRY(load_param(p, ckpt, stored));
+    }
+    return BRG_OK;
+}
+
+static brg_status ensure_dir(const char *dir) {
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) {
+        struct stat st;
+        if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return BRG_OK;
+        return brg_error(BRG_ERR_IO, "%s exists and is not a directory", dir);
+    }
+    return brg_error(BRG_ERR_IO, "cannot create directory %s: %s", dir, strerror(errno));
+}
+
+brg_status brg_model_save(const brg_model *m, const char *dir) {
+    BRG_TRY(ensure_dir(dir));
+    BRG_TRY(m->ops->save_config(m, dir));
+    brg_named_tensor *list = calloc((size_t)m->n_params, sizeof *list);
+    if (!list) return brg_error(BRG_ERR_OOM, "cannot allocate the tensor list");
+    for (int i = 0; i < m->n_params; i++) list[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
+    char path[4096];
+    brg_status st = BRG_OK;
+    if (snprintf(path, sizeof path, "%s/model.safetensors", dir) >= (int)sizeof path)
+        st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
+    /* transformers refuses safetensors files without format metadata. */
+    brg_metadata_entry meta[1] = {{"format", "pt"}};
+    if (st == BRG_OK) st = brg_safetensors_write(path, list, (size_t)m->n_params, meta, 1);
+    free(list);
+    return st;
+}
+
+void brg_model_zero_grad(brg_model *m) {
+    for (int i = 0; i < m->n_params; i++)
+        memset(m->params[i].tensor->grad, 0, (size_t)brg_tensor_numel(m->params[i].tensor) * sizeof(float));
+}
+
+int64_t brg_model_num_parameters(const brg_model *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->n_params; i++) n += brg_tensor_numel(m->params[i].tensor);
+    return n;
+}
+
+brg_status brg_model_forward_blocks(brg_model *m, int first, int last, brg_tape *tape, brg_bundle *bundle) {
+    if (first < 0 || last >= m->n_blocks || first > last)
+        return brg_error(BRG_ERR_INVALID_ARG, "block range [%d, %d] outside the model's %d blocks", first, last,
+                         m->n_blocks);
+    for (int b = first; b <= last; b++) {
+        brg_status st = m->ops->forward_block(m, b, tape, bundle);
+        if (st != BRG_OK) return brg_error_wrap(st, "%s", m->blocks[b].name);
+    }
+    return BRG_OK;
+}
+
+brg_status brg_model_forward(brg_model *m, brg_tape *tape, brg_bundle *bundle) {
+    return brg_model_forward_blocks(m, 0, m->n_blocks - 1, tape, bundle);
+}

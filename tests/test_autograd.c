@@ -1,0 +1,169 @@
+/* The tape end to end: a small graph of every op, backward against central finite differences
+ * of the same graph, plus the tape's bookkeeping (grad mode, clearing, seeding). */
+#include "brigade/rng.h"
+#include "test_util.h"
+
+typedef struct graph {
+    brg_tensor *x, *w1, *b1, *g, *beta, *w2, *bias, *mask, *targets;
+} graph;
+
+static brg_tensor *param(brg_arena *a, brg_rng *rng, int nd, const int64_t *shape, float scale, float offset) {
+    brg_tensor *t;
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, nd, shape, "param", &t));
+    for (int64_t i = 0; i < brg_tensor_numel(t); i++)
+        ((float *)t->data)[i] = offset + scale * (float)brg_rng_normal(rng);
+    CHECK_OK(brg_tensor_ensure_grad(a, t));
+    t->requires_grad = true;
+    return t;
+}
+
+enum { B = 2, T = 5, C = 8, H = 2, D = 3, V = 7 };
+
+static void build(brg_arena *a, graph *gr) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 11);
+    gr->x = param(a, &rng, 3, (int64_t[]){B, T, C}, 1.0f, 0.0f);
+    gr->w1 = param(a, &rng, 2, (int64_t[]){C, 3 * H * D}, 0.5f, 0.0f);
+    gr->b1 = param(a, &rng, 1, (int64_t[]){3 * H * D}, 0.1f, 0.0f);
+    gr->g = param(a, &rng, 1, (int64_t[]){C}, 0.2f, 1.0f);
+    gr->beta = param(a, &rng, 1, (int64_t[]){C}, 0.2f, 0.0f);
+    gr->w2 = param(a, &rng, 2, (int64_t[]){V, H * D}, 0.5f, 0.0f);
+    gr->bias = param(a, &rng, 3, (int64_t[]){H, T, T}, 0.3f, 0.0f);
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, 2, (int64_t[]){B, T}, "mask", &gr->mask));
+    float *m = gr->mask->data;
+    for (int i = 0; i < B * T; i++) m[i] = (i == B * T - 1 || i == B * T - 2) ? 0.0f : 1.0f;
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_I32, 2, (int64_t[]){B, T}, "targets", &gr->targets));
+    int32_t *t = gr->targets->data;
+    for (int i = 0; i < B * T; i++) t[i] = (i % 4 == 3) ? -100 : (int32_t)((i * 5) % V);
+}
+
+/* loss = CE(linear(merge(attn(split(gelu(linear(layernorm(x)))))))) */
+static brg_tensor *forward(brg_tape *tape, graph *gr) {
+    brg_tensor *n, *h, *a, *q, *k, *v, *att, *m, *logits, *r, *loss, *sum;
+    CHECK_OK(brg_layer_norm(tape, gr->x, gr->g, gr->beta, 1e-5f, &n));
+    CHECK_OK(brg_linear(tape, n, gr->w1, gr->b1, true, &h));
+    CHECK_OK(brg_activation_op(tape, h, BRG_ACT_GELU_TANH, &a));
+    CHECK_OK(brg_split_heads(tape, a, 0, H, D, &q));
+    CHECK_OK(brg_split_heads(tape, a, H * D, H, D, &k));
+    CHECK_OK(brg_split_heads(tape, a, 2 * H * D, H, D, &v));
+    brg_attention_opts o = {.scale = 0.7f, .causal = true, .key_mask = gr->mask, .bias = gr->bias};
+    CHECK_OK(brg_attention(tape, q, k, v, &o, &att));
+    CHECK_OK(brg_merge_heads(tape, att, &m));
+    CHECK_OK(brg_reshape(tape, m, 2, (int64_t[]){B * T, H * D}, &r));
+    CHECK_OK(brg_add(tape, r, r, &sum));
+    CHECK_OK(brg_linear(tape, sum, gr->w2, NULL, false, &logits));
+    CHECK_OK(brg_cross_entropy(tape, logits, gr->targets, -100, &loss));
+    return loss;
+}
+
+static double loss_value(brg_tape *tape, graph *gr) { return ((float *)forward(tape, gr)->data)[0]; }
+
+static void check_param(brg_arena *a, graph *gr, brg_tensor *p, const char *what) {
+    float *d = p->data;
+    double maxg = test_max_abs(p->grad, (long)brg_tensor_numel(p)), worst = 0;
+    for (int64_t i = 0; i < brg_tensor_numel(p); i++) {
+        float keep = d[i];
+        const float h = 1e-2f;
+        size_t mark = brg_arena_mark(a);
+        brg_tape *tape;
+        CHECK_OK(brg_tape_create(a, &tape));
+        brg_tape_set_grad_enabled(tape, false);
+        d[i] = keep + h;
+        double up = loss_value(tape, gr);
+        d[i] = keep - h;
+        double down = loss_value(tape, gr);
+        d[i] = keep;
+        brg_tape_destroy(tape);
+        brg_arena_reset(a, mark);
+        double fd = (up - down) / (2 * h);
+        double diff = fabs(fd - p->grad[i]);
+        if (diff > worst) worst = diff;
+    }
+    CHECK_MSG(worst <= 2e-3 + 1e-2 * maxg, "%s: finite differences differ by %g (max grad %g)", what, worst, maxg);
+}
+
+static void test_graph_gradients(void) {
+    brg_arena *a;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    graph gr;
+    build(a, &gr);
+    size_t mark = brg_arena_mark(a);
+    brg_tape *tape;
+    CHECK_OK(brg_tape_create(a, &tape));
+    brg_tensor *loss = forward(tape, &gr);
+    CHECK(brg_tape_size(tape) == 12);
+    CHECK_OK(brg_tape_backward(tape, loss));
+    brg_tape_destroy(tape);
+    brg_arena_reset(a, mark);
+    check_param(a, &gr, gr.x, "x");
+    check_param(a, &gr, gr.w1, "w1");
+    check_param(a, &gr, gr.b1, "b1");
+    check_param(a, &gr, gr.g, "layer norm weight");
+    check_param(a, &gr, gr.beta, "layer norm bias");
+    check_param(a, &gr, gr.w2, "w2");
+    check_param(a, &gr, gr.bias, "attention bias");
+    brg_arena_destroy(a);
+}
+
+static void test_grad_mode_and_seeding(void) {
+    brg_arena *a;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    brg_rng rng;
+    brg_rng_seed(&rng, 3);
+    brg_tensor *x = param(a, &rng, 2, (int64_t[]){3, 4}, 1.0f, 0.0f);
+    brg_tensor *w = param(a, &rng, 2, (int64_t[]){4, 2}, 1.0f, 0.0f);
+    brg_tape *tape;
+    CHECK_OK(brg_tape_create(a, &tape));
+    brg_tape_set_grad_enabled(tape, false);
+    brg_tensor *y;
+    CHECK_OK(brg_linear(tape, x, w, NULL, true, &y));
+    CHECK(brg_tape_size(tape) == 0 && !y->requires_grad);
+    brg_tape_set_grad_enabled(tape, true);
+    CHECK_OK(brg_linear(tape, x, w, NULL, true, &y));
+    CHECK(brg_tape_size(tape) == 1 && y->requires_grad);
+    /* backward_from with dy = 1 everywhere: dW[i][j] = sum_n x[n][i] */
+    float ones[6] = {1, 1, 1, 1, 1, 1};
+    CHECK_OK(brg_tape_backward_from(tape, y, ones));
+    const float *xd = x->data;
+    for (int i = 0; i < 4; i++) {
+        double s = xd[i] + xd[4 + i] + xd[8 + i];
+        CHECK_NEAR(w->grad[i * 2], s, 1e-5);
+        CHECK_NEAR(w->grad[i * 2 + 1], s, 1e-5);
+    }
+    CHECK_ERR(brg_tape_backward(tape, y), BRG_ERR_INVALID_ARG, "scalar");
+    /* A second micro-batch on a cleared tape accumulates into the parameter gradients. */
+    brg_tape_clear(tape);
+    CHECK(brg_tape_size(tape) == 0);
+    CHECK_OK(brg_linear(tape, x, w, NULL, true, &y));
+    CHECK_OK(brg_tape_backward_from(tape, y, ones));
+    CHECK_NEAR(w->grad[0], 2 * (xd[0] + xd[4] + xd[8]), 1e-5);
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+}
+
+static void test_op_errors(void) {
+    brg_arena *a;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    brg_tape *tape;
+    CHECK_OK(brg_tape_create(a, &tape));
+    brg_tensor *x, *w, *ids, *y;
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, 2, (int64_t[]){2, 3}, "x", &x));
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, 2, (int64_t[]){4, 5}, "w", &w));
+    CHECK_ERR(brg_linear(tape, x, w, NULL, true, &y), BRG_ERR_INVALID_ARG, "does not match");
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_I32, 1, (int64_t[]){2}, "ids", &ids));
+    ((int32_t *)ids->data)[1] = 4;
+    CHECK_ERR(brg_embedding(tape, ids, w, &y), BRG_ERR_INVALID_ARG, "token id 4 at position 1 is out of range");
+    ((int32_t *)ids->data)[1] = 7;
+    CHECK_ERR(brg_cross_entropy(tape, x, ids, -100, &y), BRG_ERR_INVALID_ARG, "label 7 at position 1");
+    CHECK_ERR(brg_add(tape, x, w, &y), BRG_ERR_INVALID_ARG, "shapes [2, 3] and [4, 5] differ");
+    CHECK_ERR(brg_dropout(tape, x, 1.5f, true, 0, 0, &y), BRG_ERR_INVALID_ARG, "dropout probability");
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+}
+
+int main(void) {
+    test_graph_gradients();
+    test_grad_mode_and_seeding();
+    test_op_errors();
+    return test_finish();
+}

@@ -1,0 +1,419 @@
+"""Reference fixtures for brigade's GPT-2: random-init transformers models, their outputs and gradients.
+
+Each fixture is one folder:
+  config.json, model.safetensors   written by GPT2LMHeadModel.save_pretrained (tied lm_head not stored)
+  expected.safetensors             input_ids, [attention_mask], labels, logits, loss, grad.<name>
+
+`grad.<name>` exists for every tensor in model.safetensors: the gradient of the mean causal-LM loss
+(what transformers returns for `labels`) computed by autograd in float32, eval mode (dropout off),
+eager attention. For a tied model `grad.transformer.wte.weight` is the sum over both uses
+(input embedding and LM head).
+
+Weights are initialized by transformers with a large initializer_range and then every parameter,
+LayerNorm weights and biases included, is perturbed with random noise so every gradient path is
+exercised. The *_pdrop values keep their defaults in config.json.
+
+Usage:
+  python tools/gpt2_fixtures.py --out tests/fixtures                   # the committed set
+  python tools/gpt2_fixtures.py --random 3 --seed S --out DIR          # DIR/random_0 .. random_2
+  python tools/gpt2_fixtures.py --verify DIR [DIR ...]                 # recompute and check
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import sys
+
+import safetensors
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+from transformers import GPT2Config, GPT2LMHeadModel
+
+ACTIVATIONS = ("gelu_new", "gelu", "gelu_pytorch_tanh")
+PERTURB_STD = 0.1
+
+
+@dataclasses.dataclass
+class FixtureSpec:
+    """One fixture: model hyper-parameters, batch shape, padding, and seed."""
+
+    name: str
+    seed: int
+    n_layer: int
+    n_embd: int
+    n_head: int
+    vocab_size: int
+    n_positions: int
+    activation_function: str
+    batch: int
+    seq: int
+    use_mask: bool
+    tie_word_embeddings: bool = True
+    layer_norm_epsilon: float = 1e-5
+    initializer_range: float = 0.15
+
+
+def committed_specs():
+    """The small fixtures checked into tests/fixtures (each folder stays around 300 KB or less)."""
+    return [
+        FixtureSpec(name="gpt2_tiny", seed=1001, n_layer=2, n_embd=32, n_head=4, vocab_size=101,
+                    n_positions=16, activation_function="gelu_new", batch=2, seq=8,
+                    use_mask=False, initializer_range=0.15),
+        FixtureSpec(name="gpt2_mask", seed=1002, n_layer=3, n_embd=30, n_head=3, vocab_size=67,
+                    n_positions=24, activation_function="gelu", batch=3, seq=11,
+                    use_mask=True, layer_norm_epsilon=1e-5, initializer_range=0.2),
+        FixtureSpec(name="gpt2_untied", seed=1003, n_layer=1, n_embd=24, n_head=2, vocab_size=50,
+                    n_positions=12, activation_function="gelu_pytorch_tanh", batch=2, seq=12,
+                    use_mask=False, tie_word_embeddings=False, initializer_range=0.1),
+    ]
+
+
+def random_spec(rng, name, seed):
+    """A random small GPT-2 configuration drawn from `rng`."""
+    n_head = rng.randint(1, 4)
+    head_dim = rng.randint(4, 16)
+    seq = rng.randint(2, 16)
+    return FixtureSpec(
+        name=name,
+        seed=seed,
+        n_layer=rng.randint(1, 4),
+        n_embd=n_head * head_dim,
+        n_head=n_head,
+        vocab_size=rng.randint(20, 300),
+        n_positions=seq + rng.randint(0, 8),
+        activation_function=rng.choice(ACTIVATIONS),
+        batch=rng.randint(1, 4),
+        seq=seq,
+        use_mask=rng.random() < 0.5,
+        tie_word_embeddings=rng.random() < 0.5,
+        layer_norm_epsilon=rng.choice((1e-5, 1e-6)),
+        initializer_range=rng.uniform(0.1, 0.2),
+    )
+
+
+def random_specs(count, seed):
+    """`count` random specs named random_0.. , reproducible from `seed`."""
+    rng = random.Random(seed)
+    return [random_spec(rng, f"random_{i}", seed * 1000 + i) for i in range(count)]
+
+
+def make_config(spec):
+    """The transformers config for `spec` (eager attention, default dropout probabilities)."""
+    last_token = spec.vocab_size - 1
+    return GPT2Config(
+        n_layer=spec.n_layer,
+        n_embd=spec.n_embd,
+        n_head=spec.n_head,
+        vocab_size=spec.vocab_size,
+        n_positions=spec.n_positions,
+        activation_function=spec.activation_function,
+        layer_norm_epsilon=spec.layer_norm_epsilon,
+        initializer_range=spec.initializer_range,
+        tie_word_embeddings=spec.tie_word_embeddings,
+        bos_token_id=last_token,
+        eos_token_id=last_token,
+        attn_implementation="eager",
+    )
+
+
+def perturb_parameters(model, generator, std):
+    """Add N(0, std) noise to every (unique) parameter in place."""
+    with torch.no_grad():
+        for param in model.parameters():
+            noise = torch.randn(param.shape, generator=generator, dtype=param.dtype)
+            param.add_(noise * std)
+
+
+def build_model(spec):
+    """A float32 GPT2LMHeadModel, initialized from spec.seed then perturbed, in eval mode."""
+    torch.manual_seed(spec.seed)
+    model = GPT2LMHeadModel(make_config(spec)).to(torch.float32)
+    generator = torch.Generator().manual_seed(spec.seed + 1)
+    perturb_parameters(model, generator, PERTURB_STD)
+    return model.eval()
+
+
+def row_lengths(spec, generator):
+    """Unpadded length of each row: one row full, the others shorter (distinct when possible)."""
+    if not spec.use_mask:
+        return [spec.seq] * spec.batch
+    shorter = list(range(max(1, spec.seq // 3), spec.seq))
+    order = torch.randperm(len(shorter), generator=generator).tolist()
+    lengths = [spec.seq]
+    for i in range(spec.batch - 1):
+        lengths.append(shorter[order[i % len(order)]] if shorter else spec.seq)
+    perm = torch.randperm(spec.batch, generator=generator).tolist()
+    return [lengths[p] for p in perm]
+
+
+def make_labels(input_ids, valid, generator):
+    """input_ids with -100 at padding and at a few random extra positions (keeping >= 2 targets
+    where the shape allows)."""
+    labels = input_ids.clone()
+    labels[~valid] = -100
+    candidates = valid.clone()
+    candidates[:, 0] = False  # position 0 is never a target after the causal shift
+    positions = candidates.nonzero().tolist()
+    extra = max(1, len(positions) // 8)
+    if len(positions) - extra < 2:
+        extra = max(0, len(positions) - 2)
+    order = torch.randperm(len(positions), generator=generator).tolist()
+    for idx in order[:extra]:
+        row, col = positions[idx]
+        labels[row, col] = -100
+    return labels
+
+
+def make_inputs(spec, generator):
+    """input_ids, labels and (when spec.use_mask) a right-padding attention_mask, all int64."""
+    input_ids = torch.randint(0, spec.vocab_size, (spec.batch, spec.seq), generator=generator)
+    lengths = row_lengths(spec, generator)
+    positions = torch.arange(spec.seq).unsqueeze(0)
+    valid = positions < torch.tensor(lengths).unsqueeze(1)
+    input_ids[~valid] = spec.vocab_size - 1
+    inputs = {"input_ids": input_ids.to(torch.int64)}
+    if spec.use_mask:
+        inputs["attention_mask"] = valid.to(torch.int64)
+    inputs["labels"] = make_labels(input_ids, valid, generator).to(torch.int64)
+    return inputs
+
+
+def saved_tensor_names(model_dir):
+    """Names of the tensors stored in model_dir/model.safetensors, sorted."""
+    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
+        return sorted(f.keys())
+
+
+def forward_backward(model, inputs, names):
+    """Run the model with labels and backpropagate; return logits, loss and grads of `names`."""
+    model.zero_grad(set_to_none=True)
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {}
+    for name in names:
+        grad = model.get_parameter(name).grad
+        if grad is None:
+            raise RuntimeError(f"no gradient for {name}")
+        grads[name] = grad.detach().clone()
+    return out.logits.detach().clone(), out.loss.detach().clone(), grads
+
+
+def version_metadata():
+    """Metadata stored in expected.safetensors."""
+    return {"transformers_version": transformers.__version__, "torch_version": torch.__version__}
+
+
+def sort_metadata_keys(path):
+    """Rewrite a safetensors header in place with its metadata keys sorted, so that regenerating
+    a fixture gives identical bytes (the writer does not keep a stable metadata order)."""
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        metadata = header.pop("__metadata__", {})
+        ordered = {"__metadata__": dict(sorted(metadata.items())), **header}
+        text = json.dumps(ordered, separators=(",", ":")).encode()
+        if len(text) > size:
+            raise RuntimeError(f"{path}: rewritten header is longer than the original")
+        f.seek(8)
+        f.write(text + b" " * (size - len(text)))
+
+
+def write_fixture(spec, out_root):
+    """Build, save and run one fixture into out_root/spec.name; return the folder path."""
+    out_dir = os.path.join(out_root, spec.name)
+    model = build_model(spec)
+    model.save_pretrained(out_dir)
+    gen_config = os.path.join(out_dir, "generation_config.json")
+    if os.path.exists(gen_config):
+        os.remove(gen_config)
+    names = saved_tensor_names(out_dir)
+    inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
+    logits, loss, grads = forward_backward(model, inputs, names)
+    tensors = dict(inputs)
+    tensors["logits"] = logits.contiguous()
+    tensors["loss"] = loss.reshape(())
+    for name, grad in grads.items():
+        tensors[f"grad.{name}"] = grad.contiguous()
+    metadata = version_metadata()
+    metadata["seed"] = str(spec.seed)
+    expected_path = os.path.join(out_dir, "expected.safetensors")
+    save_file(tensors, expected_path, metadata=metadata)
+    sort_metadata_keys(expected_path)
+    return out_dir
+
+
+def load_fixture_model(model_dir, dtype):
+    """Reload a fixture model with transformers, failing on missing or unexpected tensors."""
+    model, info = GPT2LMHeadModel.from_pretrained(
+        model_dir, attn_implementation="eager", dtype=dtype, output_loading_info=True)
+    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
+    problems += list(info.get("error_msgs", []))
+    if problems:
+        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
+    return model.eval()
+
+
+def fixture_inputs(expected):
+    """The model inputs stored in an expected.safetensors dict."""
+    return {k: expected[k] for k in ("input_ids", "attention_mask", "labels") if k in expected}
+
+
+def max_rel_error(actual, reference):
+    """max|actual - reference| / max(max|reference|, tiny)."""
+    scale = max(reference.abs().max().item(), 1e-30)
+    return (actual - reference).abs().max().item() / scale
+
+
+def check_recompute(model_dir, expected):
+    """Recompute in float32 from the saved folder; return a list of problems."""
+    model = load_fixture_model(model_dir, torch.float32)
+    names = saved_tensor_names(model_dir)
+    logits, loss, grads = forward_backward(model, fixture_inputs(expected), names)
+    problems = []
+    if set(f"grad.{n}" for n in names) != {k for k in expected if k.startswith("grad.")}:
+        problems.append("grad.* names differ from model.safetensors names")
+    diff = (logits - expected["logits"]).abs().max().item()
+    if diff > 1e-5:
+        problems.append(f"logits differ by {diff:.3g}")
+    if abs(loss.item() - expected["loss"].item()) > 1e-6:
+        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
+    own = causal_lm_loss(expected["logits"].double(), expected["labels"]).item()
+    if abs(own - expected["loss"].item()) > 1e-5:
+        problems.append(f"stored loss {expected['loss'].item()} is not the shifted mean CE {own}")
+    for name, grad in grads.items():
+        err = max_rel_error(grad, expected[f"grad.{name}"])
+        if err > 1e-5:
+            problems.append(f"grad.{name} differs (rel {err:.3g})")
+    return problems
+
+
+def causal_lm_loss(logits, labels):
+    """Mean cross-entropy of logits[:, t] against labels[:, t + 1], ignoring -100, in logits' dtype.
+
+    (transformers upcasts to float32 only, which is too coarse for float64 finite differences.)
+    """
+    vocab = logits.shape[-1]
+    shifted = labels[:, 1:].reshape(-1)
+    return torch.nn.functional.cross_entropy(
+        logits[:, :-1].reshape(-1, vocab), shifted, ignore_index=-100)
+
+
+def loss_at(model, inputs, param, index, value):
+    """Loss with param[index] set to value (restored afterwards)."""
+    features = {k: v for k, v in inputs.items() if k != "labels"}
+    with torch.no_grad():
+        old = param[index].item()
+        param[index] = value
+        loss = causal_lm_loss(model(**features).logits, inputs["labels"]).item()
+        param[index] = old
+    return loss
+
+
+def finite_difference(model, inputs, name, index, eps):
+    """Central-difference d(loss)/d(name[index]) in the model's dtype."""
+    param = model.get_parameter(name)
+    x = param[index].item()
+    return (loss_at(model, inputs, param, index, x + eps)
+            - loss_at(model, inputs, param, index, x - eps)) / (2 * eps)
+
+
+def probe_entries(expected, names):
+    """(name, index) pairs to check numerically: embedding rows of a token that is in the input
+    and of one that is not (for a tied model, both uses versus the LM head alone), the LM head
+    (when untied), a LayerNorm weight and an attention bias."""
+    token = int(expected["input_ids"][0, 0])
+    vocab = expected["logits"].shape[-1]
+    unused = sorted(set(range(vocab)) - set(expected["input_ids"].flatten().tolist()))
+    probes = [("transformer.wte.weight", (token, 1))]
+    if unused:
+        probes.append(("transformer.wte.weight", (unused[0], 3)))
+    if "lm_head.weight" in names:
+        probes.append(("lm_head.weight", (token, 0)))
+    probes.append(("transformer.h.0.ln_1.weight", (2,)))
+    probes.append(("transformer.h.0.attn.c_attn.bias", (1,)))
+    return probes
+
+
+def check_finite_differences(model_dir, expected):
+    """Compare stored float32 gradients with float64 central differences; return problems."""
+    model = load_fixture_model(model_dir, torch.float64)
+    inputs = fixture_inputs(expected)
+    names = saved_tensor_names(model_dir)
+    problems = []
+    for name, index in probe_entries(expected, names):
+        stored = expected[f"grad.{name}"]
+        numeric = finite_difference(model, inputs, name, index, 1e-6)
+        scale = max(stored.abs().max().item(), 1e-12)
+        err = abs(numeric - stored[index].item()) / scale
+        status = "ok" if err < 1e-4 else "MISMATCH"
+        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} "
+              f"numeric {numeric:+.6e} rel-to-max {err:.2e} {status}")
+        if err >= 1e-4:
+            problems.append(f"finite difference mismatch for {name}{list(index)}")
+    return problems
+
+
+def verify_fixture(model_dir):
+    """Recompute a fixture and check a few gradient entries numerically; return problems."""
+    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
+    problems = check_recompute(model_dir, expected)
+    problems += check_finite_differences(model_dir, expected)
+    return problems
+
+
+def describe(spec, model_dir):
+    """A one-line summary of a written fixture."""
+    size = sum(os.path.getsize(os.path.join(model_dir, n)) for n in os.listdir(model_dir))
+    return (f"{model_dir}: layers={spec.n_layer} embd={spec.n_embd} heads={spec.n_head} "
+            f"vocab={spec.vocab_size} positions={spec.n_positions} "
+            f"act={spec.activation_function} tied={spec.tie_word_embeddings} "
+            f"B={spec.batch} T={spec.seq} mask={spec.use_mask} size={size / 1024:.0f}KiB")
+
+
+def parse_args(argv):
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="output root folder (one sub-folder per fixture)")
+    parser.add_argument("--random", type=int, metavar="N",
+                        help="write N random configurations instead of the committed set")
+    parser.add_argument("--seed", type=int, default=0, help="seed for --random")
+    parser.add_argument("--verify", nargs="+", metavar="DIR",
+                        help="recompute fixture folders and check gradients numerically")
+    args = parser.parse_args(argv)
+    if not args.verify and not args.out:
+        parser.error("--out is required unless --verify is given")
+    return args
+
+
+def run_verify(dirs):
+    """Verify each folder; return the process exit status."""
+    failed = 0
+    for model_dir in dirs:
+        print(f"verify {model_dir}")
+        problems = verify_fixture(model_dir)
+        for problem in problems:
+            print(f"  FAIL {problem}")
+        failed += bool(problems)
+    print(f"{len(dirs) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    if args.verify:
+        return run_verify(args.verify)
+    specs = random_specs(args.random, args.seed) if args.random else committed_specs()
+    os.makedirs(args.out, exist_ok=True)
+    for spec in specs:
+        print(describe(spec, write_fixture(spec, args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Live parity of brigade against transformers (what `make parity` runs).
+#
+#   tools/parity.sh BUILD_DIR VENV_DIR
+#
+# 1. Creates VENV_DIR (python3 -m venv + pip install -r tools/requirements.txt) if it is missing.
+# 2. Writes 3 random GPT-2 fixtures with a fresh seed (printed; set PARITY_SEED to reproduce) and
+#    runs BUILD_DIR/test_gpt2_parity on each.
+# 3. brigade init -> brigade forward -> tools/check_init.py: the folder brigade writes loads in
+#    transformers and brigade's logits and loss agree with it.
+# Prints "N passed, N failed" last; exits non-zero if anything failed. The scratch folder is
+# removed on success and kept (path printed) on failure.
+set -u
+
+usage() { echo "usage: $0 BUILD_DIR VENV_DIR" >&2; exit 2; }
+[ $# -eq 2 ] || usage
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$(cd "$1" 2>/dev/null && pwd) || { echo "parity: build folder '$1' not found" >&2; exit 2; }
+VENV=$2
+case $VENV in /*) ;; *) VENV=$ROOT/$VENV ;; esac
+PY=$VENV/bin/python
+PASSED=0
+FAILED=0
+
+pass() { PASSED=$((PASSED + 1)); echo "PASS $*"; }
+fail() { FAILED=$((FAILED + 1)); echo "FAIL $*"; }
+
+ensure_venv() {
+    if [ -x "$PY" ]; then
+        return 0
+    fi
+    echo "parity: creating virtual environment $VENV (python3 -m venv)"
+    python3 -m venv "$VENV" || return 1
+    echo "parity: $VENV/bin/pip install -r tools/requirements.txt"
+    "$VENV/bin/pip" install --disable-pip-version-check -r "$ROOT/tools/requirements.txt" || return 1
+}
+
+run_random_fixtures() {
+    local seed=${PARITY_SEED:-$(date +%s)}
+    local dir=$WORK/random
+    echo "parity: random GPT-2 fixtures, seed $seed (reproduce with PARITY_SEED=$seed)"
+    if ! "$PY" "$ROOT/tools/gpt2_fixtures.py" --random 3 --seed "$seed" --out "$dir"; then
+        fail "gpt2_fixtures.py --random 3 --seed $seed"
+        return
+    fi
+    local test_bin=$BUILD/test_gpt2_parity
+    for fixture in "$dir"/random_*; do
+        if [ ! -x "$test_bin" ]; then
+            fail "$(basename "$fixture"): $test_bin not found (build the test_gpt2_parity target)"
+        elif "$test_bin" "$fixture"; then
+            pass "test_gpt2_parity $(basename "$fixture") (seed $seed)"
+        else
+            fail "test_gpt2_parity $(basename "$fixture") (seed $seed): $fixture"
+        fi
+    done
+}
+
+write_inputs() {
+    "$PY" - "$1" <<'EOF'
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+generator = torch.Generator().manual_seed(11)
+input_ids = torch.randint(0, 128, (2, 16), generator=generator)
+labels = input_ids.clone()
+labels[0, 5] = -100
+labels[1, 9] = -100
+save_file({"input_ids": input_ids, "labels": labels}, sys.argv[1])
+EOF
+}
+
+run_init_check() {
+    local brigade=$BUILD/brigade
+    local model=$WORK/init inputs=$WORK/init_inputs.safetensors out=$WORK/init_forward.safetensors
+    if [ ! -x "$brigade" ]; then
+        fail "brigade init/forward: $brigade not found"
+        return
+    fi
+    echo "parity: brigade init -> transformers load -> brigade forward vs transformers"
+    if ! "$brigade" init --arch gpt2 --layers 2 --hidden 64 --heads 4 --vocab 128 \
+            --positions 32 --seed 7 --output "$model"; then
+        fail "brigade init --arch gpt2 ... --output $model"
+        return
+    fi
+    if ! write_inputs "$inputs"; then
+        fail "writing $inputs"
+        return
+    fi
+    if ! "$brigade" forward --model "$model" --inputs "$inputs" --output "$out"; then
+        fail "brigade forward --model $model --inputs $inputs"
+        return
+    fi
+    if "$PY" "$ROOT/tools/check_init.py" "$model" "$inputs" "$out"; then
+        pass "brigade init + forward agree with transformers"
+    else
+        fail "check_init.py $model $inputs $out"
+    fi
+}
+
+main() {
+    if ! ensure_venv; then
+        echo "parity: could not set up $VENV"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/brigade-parity.XXXXXX")
+    run_random_fixtures
+    run_init_check
+    if [ "$FAILED" -eq 0 ]; then
+        rm -rf "$WORK"
+    else
+        echo "parity: inputs and outputs kept in $WORK"
+    fi
+    echo "$PASSED passed, $FAILED failed"
+    [ "$FAILED" -eq 0 ]
+}
+
+main
