@@ -191,6 +191,11 @@ static void test_attention_configs(void) {
         {"causal all padded", 2, 2, 4, 4, 2, true, false, 3, false},
         {"D=1 Tk=1", 3, 1, 2, 1, 1, false, true, 0, true},
         {"odd", 1, 3, 7, 9, 5, true, true, 1, true},
+        /* Longer than one row block of the fused kernel. */
+        {"blocks causal padded", 1, 1, 70, 75, 2, true, true, 1, true},
+        {"blocks causal Tq>Tk", 1, 2, 45, 20, 3, true, true, 0, true},
+        {"blocks left padding", 2, 1, 40, 40, 2, true, false, 2, false},
+        {"blocks plain", 1, 1, 33, 65, 4, false, false, 0, true},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         attn_case c = attn_make(cases[i].B, cases[i].H, cases[i].Tq, cases[i].Tk, cases[i].D, cases[i].causal,

@@ -39,6 +39,7 @@ typedef struct brg_param {
 typedef struct brg_param_alias {
     char name[BRG_NAME_MAX];
     int param;
+    int block; /* the block that reads the parameter under this name */
 } brg_param_alias;
 
 typedef enum brg_block_kind { BRG_BLOCK_EMBEDDINGS = 0, BRG_BLOCK_LAYER, BRG_BLOCK_HEAD } brg_block_kind;
@@ -57,6 +58,7 @@ typedef struct brg_bundle {
     brg_tensor *hidden;         /* F32 [B, T, C] between blocks */
     brg_tensor *logits;         /* set by the head */
     brg_tensor *loss;           /* set by the head when labels are given */
+    double loss_denominator;    /* counted targets of the whole global batch; 0: this batch's own */
     bool training;              /* dropout on */
     uint64_t seed;              /* dropout key of this micro-batch */
 } brg_bundle;
@@ -69,6 +71,8 @@ typedef struct brg_model_ops {
     /* Writes config.json into dir. */
     brg_status (*save_config)(const brg_model *model, const char *dir);
     void (*free_config)(void *config);
+    /* How many label positions count towards the loss (e.g. GPT-2 shifts labels by one). */
+    int64_t (*count_loss_items)(const brg_model *model, const brg_tensor *labels);
 } brg_model_ops;
 
 struct brg_model {
@@ -88,6 +92,9 @@ struct brg_model {
 /* Building (for architecture code). */
 brg_status brg_model_create(const brg_model_ops *ops, void *config, brg_model **out);
 brg_status brg_model_add_block(brg_model *m, const char *name, brg_block_kind kind, int layer);
+/* Parameters a block reads: those it owns and those it reads through an alias. */
+bool brg_model_block_uses(const brg_model *m, int block, int param);
+
 /* Adds a parameter owned by the last added block; returns its index in *index (may be NULL). */
 brg_status brg_model_add_param(brg_model *m, const char *name, int ndim, const int64_t *shape, brg_init_kind init,
                                float init_std, bool no_decay, int *index);

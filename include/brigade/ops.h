@@ -66,6 +66,12 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
  * Returns a 0-d tensor (0 when every row is ignored, with no gradient). */
 brg_status brg_cross_entropy(brg_tape *tape, brg_tensor *logits, brg_tensor *targets, int32_t ignore_index,
                              brg_tensor **loss);
+/* The same loss summed and divided by `denominator` instead of this call's own count: a
+ * micro-batch's share of the mean over a whole global batch (denominator = the number of counted
+ * targets in that batch), so that summing the micro-batches' losses and gradients gives exactly
+ * the global mean. denominator <= 0 means the call's own count. */
+brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tensor *targets, int32_t ignore_index,
+                                   double denominator, brg_tensor **loss);
 
 #ifdef __cplusplus
 }

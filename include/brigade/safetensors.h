@@ -32,7 +32,9 @@ extern "C" {
 
 typedef struct brg_safetensors brg_safetensors;
 
-/* Maps `path` read-only and validates it. Close with brg_safetensors_close. */
+/* Maps `path` read-only and validates it. Close with brg_safetensors_close. As with any mapping,
+ * the file must not be truncated while it is open (brigade's own writers replace files by
+ * rename, which is safe). */
 brg_status brg_safetensors_open(const char *path, brg_safetensors **out);
 
 /* Same validation over a caller-owned buffer, which is not copied and must outlive the handle.

@@ -41,7 +41,13 @@ brg_status brg_error_wrap(brg_status status, const char *fmt, ...) {
     va_start(ap, fmt);
     int n = vsnprintf(last_error, sizeof last_error, fmt, ap);
     va_end(ap);
-    if (n >= 0 && (size_t)n < sizeof last_error && old[0] != '\0')
-        snprintf(last_error + n, sizeof last_error - (size_t)n, ": %s", old);
+    if (n < 0 || (size_t)n + 2 >= sizeof last_error || old[0] == '\0') return status;
+    /* Append ": <old>" truncating the old message to the room left. */
+    size_t at = (size_t)n, room = sizeof last_error - at - 3, len = strlen(old);
+    if (len > room) len = room;
+    last_error[at] = ':';
+    last_error[at + 1] = ' ';
+    memcpy(last_error + at + 2, old, len);
+    last_error[at + 2 + len] = '\0';
     return status;
 }

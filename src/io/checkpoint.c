@@ -158,7 +158,8 @@ static brg_status read_ref(const char *path, char **commit) {
     fclose(fp);
     while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ')) len--;
     buf[len] = '\0';
-    if (len == 0 || len > MAX_REF_BYTES || strchr(buf, '/') || strcmp(buf, "..") == 0 || strlen(buf) != len)
+    if (len == 0 || len > MAX_REF_BYTES || strchr(buf, '/') || strcmp(buf, ".") == 0 || strcmp(buf, "..") == 0 ||
+        strlen(buf) != len)
         return brg_error(BRG_ERR_FORMAT, "%s does not hold a commit hash", path);
     *commit = strdup(buf);
     return *commit ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory");
@@ -215,7 +216,8 @@ static brg_status find_commit(const char *repo, const char *id, const char *rev,
     return s;
 }
 
-static brg_status resolve_in_cache(const char *ref, const char *folder, const char *rev, char *dir, size_t dir_len) {
+/* `id` is the reference without its "@revision". */
+static brg_status resolve_in_cache(const char *id, const char *folder, const char *rev, char *dir, size_t dir_len) {
     char *root = NULL, *repo = NULL, *commit = NULL, *snap = NULL;
     const char *origin = "";
     brg_status s = cache_root(&root, &origin);
@@ -223,14 +225,15 @@ static brg_status resolve_in_cache(const char *ref, const char *folder, const ch
     if (s == BRG_OK && !is_dir(repo))
         s = brg_error(BRG_ERR_NOT_FOUND,
                       "model '%s' is not a local folder and is not in the Hugging Face cache: looked for %s (cache "
-                      "%s). brigade never downloads: fetch it first (huggingface-cli download %s) or pass a model folder",
-                      ref, repo, origin, ref);
-    if (s == BRG_OK) s = find_commit(repo, ref, rev, &commit);
+                      "%s). brigade never downloads: fetch it first (huggingface-cli download %s%s%s) or pass a model "
+                      "folder",
+                      id, repo, origin, id, rev ? " --revision " : "", rev ? rev : "");
+    if (s == BRG_OK) s = find_commit(repo, id, rev, &commit);
     if (s == BRG_OK && !(snap = str_printf("%s/snapshots/%s", repo, commit))) s = brg_error(BRG_ERR_OOM, "no memory");
     if (s == BRG_OK && !is_dir(snap))
         s = brg_error(BRG_ERR_NOT_FOUND, "model '%s': the cache names snapshot %s, which is missing; brigade never "
                                          "downloads: fetch the model again",
-                      ref, snap);
+                      id, snap);
     if (s == BRG_OK) s = copy_out(snap, dir, dir_len);
     free(root);
     free(repo);
@@ -254,7 +257,9 @@ brg_status brg_hf_resolve(const char *ref, char *dir, size_t dir_len) {
         return brg_error(BRG_ERR_NOT_FOUND, "model '%s': no such folder, and it is not a hub id like 'gpt2' or "
                                             "'org/name[@revision]'", ref);
     }
-    brg_status s = resolve_in_cache(ref, folder, rev, dir, dir_len);
+    char *id = strndup(ref, strcspn(ref, "@"));
+    brg_status s = id ? resolve_in_cache(id, folder, rev, dir, dir_len) : brg_error(BRG_ERR_OOM, "no memory");
+    free(id);
     free(folder);
     free(rev);
     return s;
@@ -264,6 +269,13 @@ brg_status brg_hf_resolve(const char *ref, char *dir, size_t dir_len) {
 
 static int compare_tensor_name(const void *a, const void *b) {
     return strcmp(((const ck_tensor *)a)->name, ((const ck_tensor *)b)->name);
+}
+
+/* Ties broken by shard so that a duplicate is reported the same way every time. */
+static int compare_tensor_name_shard(const void *pa, const void *pb) {
+    const ck_tensor *a = pa, *b = pb;
+    int c = strcmp(a->name, b->name);
+    return c ? c : (a->shard > b->shard) - (a->shard < b->shard);
 }
 
 static int compare_str_ptr(const void *a, const void *b) {
@@ -294,7 +306,7 @@ static brg_status build_tensor_table(brg_checkpoint *ck) {
         for (size_t i = 0; i < brg_safetensors_count(ck->shards[k]); i++)
             ck->tensors[j++] = (ck_tensor){brg_safetensors_name(ck->shards[k], i), k};
     memcpy(ck->sorted, ck->tensors, ck->n * sizeof *ck->sorted);
-    qsort(ck->sorted, ck->n, sizeof *ck->sorted, compare_tensor_name);
+    qsort(ck->sorted, ck->n, sizeof *ck->sorted, compare_tensor_name_shard);
     for (size_t i = 1; i < ck->n; i++)
         if (strcmp(ck->sorted[i - 1].name, ck->sorted[i].name) == 0)
             return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s' is in two shards, %s and %s", ck->dir, ck->sorted[i].name,

@@ -218,16 +218,21 @@ brg_status brg_json_load_file(const char *path, size_t max_bytes, cJSON **out) {
 
 /* ---- typed getters ---------------------------------------------------------------------- */
 
+const char *brg_json_number_str(double d, char *buf, size_t len) {
+    for (int digits = 15; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, d);
+        if (strtod(buf, NULL) == d) break;
+    }
+    return buf;
+}
+
 static const char *describe(const cJSON *item, char *buf, size_t len) {
     if (cJSON_IsString(item)) return "a string";
     if (cJSON_IsBool(item)) return cJSON_IsTrue(item) ? "true" : "false";
     if (cJSON_IsNull(item)) return "null";
     if (cJSON_IsArray(item)) return "an array";
     if (cJSON_IsObject(item)) return "an object";
-    if (cJSON_IsNumber(item)) {
-        snprintf(buf, len, "%.17g", item->valuedouble);
-        return buf;
-    }
+    if (cJSON_IsNumber(item)) return brg_json_number_str(item->valuedouble, buf, len);
     return "an unknown value";
 }
 
@@ -276,8 +281,9 @@ brg_status brg_json_get_int(const cJSON *obj, const char *ctx, const char *key, 
         double d = it->valuedouble;
         if (d >= -(double)BRG_JSON_MAX_EXACT_INT && d <= (double)BRG_JSON_MAX_EXACT_INT)
             return wrong_type(ctx, key, "an integer", it);
-        return brg_error(BRG_ERR_FORMAT, "%s: field '%s' = %.17g is out of range (integers must be within +/-2^53)",
-                         ctx, key, d);
+        char buf[40];
+        return brg_error(BRG_ERR_FORMAT, "%s: field '%s' = %s is out of range (integers must be within +/-2^53)", ctx,
+                         key, brg_json_number_str(d, buf, sizeof buf));
     }
     return BRG_OK;
 }
@@ -342,7 +348,10 @@ brg_status brg_atomic_file_open(const char *path, brg_atomic_file *f) {
         brg_atomic_file_abort(f);
         return brg_error(BRG_ERR_OOM, "no memory to write %s", path);
     }
-    int fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    /* A leftover from a crashed run with the same pid (or anything planted there, a symlink
+     * included) is removed, and O_EXCL makes sure the file written is a new one. */
+    unlink(f->tmp_path);
+    int fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         brg_status s = brg_error(BRG_ERR_IO, "cannot create %s: %s", f->tmp_path, strerror(errno));
         free(f->tmp_path); /* not created: nothing to unlink */

@@ -51,6 +51,9 @@ brg_status brg_json_get_bool(const cJSON *obj, const char *ctx, const char *key,
 brg_status brg_json_get_string(const cJSON *obj, const char *ctx, const char *key, bool required,
                                const char *def, const char **out);
 
+/* The shortest "%g" spelling of `d` that reads back exactly ("1.5", "1e+300"), for messages. */
+const char *brg_json_number_str(double d, char *buf, size_t len);
+
 /* True when `item` is a number with an integral value in [-2^53, 2^53]; stores it in *out. */
 bool brg_json_integer(const cJSON *item, int64_t *out);
 

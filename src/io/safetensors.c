@@ -42,8 +42,9 @@ struct brg_safetensors {
     size_t n_meta;
 };
 
-/* Every dtype the format defines (safetensors Dtype enum), so that a valid file using one that
- * brigade does not compute with gets "not supported" rather than "unknown". */
+/* Every dtype the format defines, in the order of the reference's Dtype enum (the writer's sort
+ * key), so that a valid file using one brigade does not compute with gets "not supported"
+ * rather than "unknown". */
 static const char *const safetensors_dtypes[] = {
     "BOOL", "F4",  "F6_E2M3", "F6_E3M2", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ",
     "I16",  "U16", "F16",     "BF16",    "I32", "U32", "F32",     "C64",     "F64",     "I64",         "U64",
@@ -100,14 +101,16 @@ static brg_status parse_uint(const cJSON *v, const char *src, const char *name, 
         return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" must hold non-negative integers, found a non-number",
                          src, name, field);
     double d = v->valuedouble;
+    char buf[40];
     if (d < 0)
-        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" holds a negative value (%.17g)", src, name, field, d);
+        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" holds a negative value (%s)", src, name, field,
+                         brg_json_number_str(d, buf, sizeof buf));
     if (!(d <= (double)MAX_EXACT))
-        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" value %.17g is too large (at most 2^53)", src, name,
-                         field, d);
+        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" value %s is too large (at most 2^53)", src, name,
+                         field, brg_json_number_str(d, buf, sizeof buf));
     if ((double)(uint64_t)d != d)
-        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" holds %.17g, which is not an integer", src, name,
-                         field, d);
+        return brg_error(BRG_ERR_FORMAT, "%s: tensor '%s': \"%s\" holds %s, which is not an integer", src, name, field,
+                         brg_json_number_str(d, buf, sizeof buf));
     *out = (uint64_t)d;
     return BRG_OK;
 }
@@ -468,7 +471,7 @@ const char *brg_safetensors_metadata_value(const brg_safetensors *st, size_t i) 
 typedef struct planned {
     const char *name;
     const brg_tensor *t;
-    uint64_t size; /* bytes per element */
+    int rank; /* position in the reference's Dtype enum */
     uint64_t begin, end;
 } planned;
 
@@ -476,10 +479,19 @@ static int compare_str_ptr(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The reference writer's order: larger dtypes first so that they stay aligned, then by name. */
+/* The reference writer sorts by its Dtype enum, descending, then by name. The enum is in
+ * increasing alignment order, so big dtypes come first and stay aligned; within one width it
+ * puts F32 before I32 and BF16 before F16, and following it exactly keeps files byte-identical. */
+static int dtype_rank(brg_dtype dtype) {
+    for (size_t i = 0; i < sizeof safetensors_dtypes / sizeof *safetensors_dtypes; i++)
+        if (strcmp(safetensors_dtypes[i], brg_dtype_name(dtype)) == 0) return (int)i;
+    BRG_ASSERT(!"brigade dtype missing from the safetensors list");
+    return -1;
+}
+
 static int compare_write_order(const void *pa, const void *pb) {
     const planned *a = pa, *b = pb;
-    if (a->size != b->size) return a->size > b->size ? -1 : 1;
+    if (a->rank != b->rank) return a->rank > b->rank ? -1 : 1;
     return strcmp(a->name, b->name);
 }
 
@@ -545,7 +557,7 @@ static brg_status plan_write(const char *path, const brg_named_tensor *tensors, 
         s = check_write_tensor(path, &tensors[i], i, &bytes);
         if (s != BRG_OK) break;
         /* the byte count waits in `end` until the offsets are known */
-        p[i] = (planned){tensors[i].name, tensors[i].tensor, brg_dtype_size(tensors[i].tensor->dtype), 0, bytes};
+        p[i] = (planned){tensors[i].name, tensors[i].tensor, dtype_rank(tensors[i].tensor->dtype), 0, bytes};
         names[i] = tensors[i].name;
     }
     if (s == BRG_OK) s = check_unique(names, n, path, "tensor name");

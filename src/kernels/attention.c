@@ -1,4 +1,6 @@
-/* Fused scaled dot-product attention, one query row at a time.
+/* Fused scaled dot-product attention, flash-style: query rows are processed in blocks of
+ * ROW_BLOCK, whose scores live only in a [ROW_BLOCK, Tk] scratch; the products go through
+ * brg_gemm, and causal blocks stop at their last visible key.
  *
  * Masking follows transformers' eager attention exactly, in float arithmetic:
  *   s = scale * q.k (+ bias)
@@ -8,10 +10,10 @@
  * whose keys are all masked has its maxima at -FLT_MAX and so becomes uniform over them (keys both
  * causal-masked and padded reach -inf and get zero); if every score is -inf the row is made
  * uniform over all keys instead of NaN. Gradients do not flow through causal-masked scores (the
- * where replaces them), but do through padded ones (the mask is added).
+ * where replaces them), but do through padded ones (the mask is added), as in autograd.
  *
- * Forward keeps only each row's log-sum-exp; backward recomputes the row's probabilities from it,
- * so no [Tq,Tk] matrix lives between the two passes. */
+ * Forward keeps only each row's log-sum-exp; backward recomputes the block's probabilities from
+ * it, so no [Tq,Tk] matrix lives between the two passes. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,151 +22,195 @@
 #include "brigade/status.h"
 #include "kernels/kernels.h"
 
+/* Query rows per block: enough to make the score products real GEMMs, small enough that the
+ * [ROW_BLOCK, Tk] scratch stays in cache for sequence lengths of a few thousand. */
+#define ROW_BLOCK 32
+
 static void check_args(const brg_attn_args *a) {
     BRG_ASSERT(a != NULL);
     BRG_ASSERT(a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0 && a->D >= 0);
 }
 
-static float dotf(const float *a, const float *b, int64_t n) {
-    float acc = 0.0f;
-    for (int64_t i = 0; i < n; i++) acc += a[i] * b[i];
-    return acc;
-}
-
-static void axpy(float *y, float alpha, const float *x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] += alpha * x[i];
+static float *scratch_alloc(int64_t n) {
+    float *s = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
+    BRG_ASSERT(s != NULL); /* ROW_BLOCK * Tk floats: failing here means the host is out of memory */
+    return s;
 }
 
 /* Index of the last key query i may see (every key when not causal); may be < 0 when Tk < Tq. */
 static int64_t last_visible(const brg_attn_args *a, int64_t i) { return a->causal ? i + (a->Tk - a->Tq) : a->Tk - 1; }
 
-static float *scratch_alloc(int64_t n) {
-    float *s = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    BRG_ASSERT(s != NULL); /* a few KiB; failing here means the host is out of memory */
-    return s;
+/* One block of query rows [i0, i0 + nr) of head (b, h). */
+typedef struct block {
+    int64_t b, h, bh, i0, nr;
+} block;
+
+/* Keys past this index are causal-masked for every row of the block. */
+static int64_t block_key_end(const brg_attn_args *a, const block *blk) {
+    if (!a->causal) return a->Tk;
+    int64_t end = last_visible(a, blk->i0 + blk->nr - 1) + 1;
+    return end < 0 ? 0 : end > a->Tk ? a->Tk : end;
 }
 
-/* The masked scores of query row i of head (b,h). Causal-masked keys skip their dot product:
- * torch.where discards it. */
-static void row_scores(float *s, const float *qi, const float *kbh, int64_t b, int64_t h, int64_t i,
-                       const brg_attn_args *a) {
-    const int64_t Tk = a->Tk, D = a->D, last = last_visible(a, i);
-    const float *bias = a->bias ? a->bias + (h * a->Tq + i) * Tk : NULL;
-    const float *mask = a->key_mask ? a->key_mask + b * Tk : NULL;
-    for (int64_t j = 0; j < Tk; j++) {
-        float sc = -FLT_MAX;
-        if (j <= last) {
-            sc = a->scale * dotf(qi, kbh + j * D, D);
-            if (bias) sc += bias[j];
+/* Masked scores of the block into s[nr, Tk]; returns block_key_end. The product is taken for the
+ * keys before that end only: the causal where discards the rest. */
+static int64_t block_scores(float *s, const float *q, const float *k, const block *blk, const brg_attn_args *a) {
+    const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D;
+    const int64_t kend = block_key_end(a, blk);
+    brg_gemm(false, true, blk->nr, kend, D, a->scale, q + (blk->bh * Tq + blk->i0) * D, D, k + blk->bh * Tk * D, D,
+             0.0f, s, Tk);
+    const float *mask = a->key_mask ? a->key_mask + blk->b * Tk : NULL;
+    for (int64_t r = 0; r < blk->nr; r++) {
+        const int64_t i = blk->i0 + r, last = last_visible(a, i);
+        const float *bias = a->bias ? a->bias + (blk->h * Tq + i) * Tk : NULL;
+        float *row = s + r * Tk;
+        for (int64_t j = 0; j < Tk; j++) {
+            float sc = -FLT_MAX;
+            if (j <= last) sc = bias ? row[j] + bias[j] : row[j];
+            if (mask) sc += (1.0f - mask[j]) * -FLT_MAX;
+            row[j] = sc;
         }
-        if (mask) sc += (1.0f - mask[j]) * -FLT_MAX;
-        s[j] = sc;
     }
+    return kend;
 }
 
-/* Overwrites scores with probabilities; returns the row's log-sum-exp. */
-static float row_softmax(float *s, int64_t Tk) {
+/* exp(s - shift) over the first n entries and zeros after them; returns the sum. */
+static double exp_prefix(float *s, int64_t n, int64_t Tk, float shift) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < n; j++) {
+        s[j] = expf(s[j] - shift);
+        sum += s[j];
+    }
+    for (int64_t j = n; j < Tk; j++) s[j] = 0.0f;
+    return sum;
+}
+
+static float max_prefix(const float *s, int64_t n) {
     float mx = -INFINITY;
-    for (int64_t j = 0; j < Tk; j++) mx = s[j] > mx ? s[j] : mx;
+    for (int64_t j = 0; j < n; j++) mx = s[j] > mx ? s[j] : mx;
+    return mx;
+}
+
+/* Scores in, probabilities out; returns the row's log-sum-exp and sets *used to the length of the
+ * prefix that can hold non-zero probabilities. Keys from kend on sit at -FLT_MAX or below, so
+ * when the row has a finite maximum before kend they are exactly zero and skip the exp. */
+static float row_softmax(float *s, int64_t Tk, int64_t kend, int64_t *used) {
+    float mx = max_prefix(s, kend);
+    *used = kend;
+    if (!(mx > -0.5f * FLT_MAX)) { /* no visible key: every key competes */
+        mx = max_prefix(s, Tk);
+        *used = Tk;
+    }
     if (mx == -INFINITY) { /* every key at -inf: uniform rather than 0/0 */
         for (int64_t j = 0; j < Tk; j++) s[j] = 1.0f / (float)Tk;
         return -INFINITY;
     }
-    double sum = 0.0;
-    for (int64_t j = 0; j < Tk; j++) {
-        s[j] = expf(s[j] - mx);
-        sum += s[j];
-    }
+    const double sum = exp_prefix(s, *used, Tk, mx);
     const float inv = (float)(1.0 / sum);
-    for (int64_t j = 0; j < Tk; j++) s[j] *= inv;
+    for (int64_t j = 0; j < *used; j++) s[j] *= inv;
     return mx + (float)log(sum);
 }
 
 /* A fully-masked row's log-sum-exp is -FLT_MAX + log(count), which rounds to -FLT_MAX: it no
  * longer tells the probabilities apart, so such rows are recomputed from their maximum. */
-static bool lse_degenerate(float lse) { return !(lse > -0.5f * FLT_MAX); }
-
-static void row_probs_from_lse(float *s, float lse, int64_t Tk) {
-    if (lse_degenerate(lse)) {
-        row_softmax(s, Tk);
+static void row_probs_from_lse(float *s, float lse, int64_t Tk, int64_t kend, int64_t *used) {
+    if (!(lse > -0.5f * FLT_MAX)) {
+        row_softmax(s, Tk, kend, used);
         return;
     }
-    for (int64_t j = 0; j < Tk; j++) s[j] = expf(s[j] - lse);
+    exp_prefix(s, kend, Tk, lse);
+    *used = kend;
 }
 
 void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args) {
     check_args(args);
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk, D = args->D;
-    float *p = scratch_alloc(Tk);
+    if (Tk == 0) { /* softmax over no keys: every output is an empty sum */
+        memset(out, 0, (size_t)(B * H * Tq * D) * sizeof(float));
+        for (int64_t r = 0; lse && r < B * H * Tq; r++) lse[r] = -INFINITY;
+        return;
+    }
+    float *p = scratch_alloc(ROW_BLOCK * Tk);
     for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t bh = b * H + h;
-            const float *kbh = k + bh * Tk * D, *vbh = v + bh * Tk * D;
-            for (int64_t i = 0; i < Tq; i++) {
-                const int64_t row = bh * Tq + i;
-                float *oi = out + row * D;
-                memset(oi, 0, (size_t)D * sizeof(float));
-                if (Tk == 0) { /* softmax over nothing: the output is an empty sum */
-                    if (lse) lse[row] = -INFINITY;
-                    continue;
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
+                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
+                const int64_t kend = block_scores(p, q, k, &blk, args), row0 = blk.bh * Tq + i0;
+                int64_t used = 0;
+                for (int64_t r = 0; r < blk.nr; r++) {
+                    int64_t u;
+                    float l = row_softmax(p + r * Tk, Tk, kend, &u);
+                    if (lse) lse[row0 + r] = l;
+                    used = u > used ? u : used;
                 }
-                row_scores(p, q + row * D, kbh, b, h, i, args);
-                float l = row_softmax(p, Tk);
-                if (lse) lse[row] = l;
-                for (int64_t j = 0; j < Tk; j++)
-                    if (p[j] != 0.0f) axpy(oi, p[j], vbh + j * D, D);
+                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, v + blk.bh * Tk * D, D, 0.0f, out + row0 * D, D);
             }
-        }
     free(p);
 }
 
-/* Gradients of one query row, given its probabilities p (overwritten with nothing). */
-typedef struct row_grads {
-    float *dq, *dk, *dv, *dbias; /* dq row, dk/dv of head (b,h), dbias row; each may be NULL */
-} row_grads;
+typedef struct attn_grads {
+    float *dq, *dk, *dv, *dbias;
+} attn_grads;
 
-static void row_backward(const row_grads *g, const float *p, const float *dout_i, const float *q_i,
-                         const float *kbh, const float *vbh, float Di, int64_t last, const brg_attn_args *a) {
-    const int64_t D = a->D;
-    const bool need_ds = g->dq || g->dk || g->dbias;
-    for (int64_t j = 0; j < a->Tk; j++) {
-        if (p[j] == 0.0f) continue;
-        if (g->dv) axpy(g->dv + j * D, p[j], dout_i, D);
-        if (!need_ds || j > last) continue; /* causal where: no gradient to the score */
-        float ds = p[j] * (dotf(dout_i, vbh + j * D, D) - Di);
-        if (g->dbias) g->dbias[j] += ds;
-        if (g->dq) axpy(g->dq, a->scale * ds, kbh + j * D, D);
-        if (g->dk) axpy(g->dk + j * D, a->scale * ds, q_i, D);
+/* ds = P * (dP - D_i) in place of dP, with D_i = sum_j P_ij dP_ij = dout_i . out_i; zero where the
+ * causal where cut the score off. dbias takes ds as it is (the bias is added to the score). */
+static void block_dscores(float *dp, const float *p, const float *dout, const float *out, const block *blk,
+                          int64_t used, float *dbias, const brg_attn_args *a) {
+    const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D;
+    for (int64_t r = 0; r < blk->nr; r++) {
+        const int64_t i = blk->i0 + r, row = blk->bh * Tq + i, last = last_visible(a, i);
+        double di = 0.0;
+        for (int64_t d = 0; d < D; d++) di += (double)dout[row * D + d] * out[row * D + d];
+        const float Di = (float)di;
+        float *ds = dp + r * Tk;
+        const float *pr = p + r * Tk;
+        for (int64_t j = 0; j < used; j++) ds[j] = j <= last ? pr[j] * (ds[j] - Di) : 0.0f;
+        if (dbias) {
+            float *db = dbias + (blk->h * Tq + i) * Tk;
+            for (int64_t j = 0; j < used; j++) db[j] += ds[j];
+        }
     }
+}
+
+static void block_backward(const attn_grads *g, float *p, float *dp, const float *dout, const float *out,
+                           const float *lse, const float *q, const float *k, const float *v, const block *blk,
+                           const brg_attn_args *a) {
+    const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D, row0 = blk->bh * Tq + blk->i0;
+    const float *kbh = k + blk->bh * Tk * D, *vbh = v + blk->bh * Tk * D, *qb = q + row0 * D, *gb = dout + row0 * D;
+    const int64_t kend = block_scores(p, q, k, blk, a);
+    int64_t used = 0;
+    for (int64_t r = 0; r < blk->nr; r++) {
+        int64_t u;
+        row_probs_from_lse(p + r * Tk, lse[row0 + r], Tk, kend, &u);
+        used = u > used ? u : used;
+    }
+    if (g->dv) /* dv += P^T dout */
+        brg_gemm(true, false, used, D, blk->nr, 1.0f, p, Tk, gb, D, 1.0f, g->dv + blk->bh * Tk * D, D);
+    if (!(g->dq || g->dk || g->dbias)) return;
+    /* dP = dout v^T, then dS in place */
+    brg_gemm(false, true, blk->nr, used, D, 1.0f, gb, D, vbh, D, 0.0f, dp, Tk);
+    block_dscores(dp, p, dout, out, blk, used, g->dbias, a);
+    if (g->dq) /* dq += scale dS k */
+        brg_gemm(false, false, blk->nr, D, used, a->scale, dp, Tk, kbh, D, 1.0f, g->dq + row0 * D, D);
+    if (g->dk) /* dk += scale dS^T q */
+        brg_gemm(true, false, used, D, blk->nr, a->scale, dp, Tk, qb, D, 1.0f, g->dk + blk->bh * Tk * D, D);
 }
 
 void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const float *dout, const float *out,
                          const float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args) {
     check_args(args);
-    const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk, D = args->D;
-    if (Tk == 0 || !(dq || dk || dv || (dbias && args->bias))) return;
-    float *p = scratch_alloc(Tk);
+    const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk;
+    if (Tk == 0 || !(dq || dk || dv || dbias)) return;
+    const attn_grads g = {dq, dk, dv, dbias};
+    float *p = scratch_alloc(2 * ROW_BLOCK * Tk), *dp = p + ROW_BLOCK * Tk;
     for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++) {
-            const int64_t bh = b * H + h;
-            const float *kbh = k + bh * Tk * D, *vbh = v + bh * Tk * D;
-            for (int64_t i = 0; i < Tq; i++) {
-                const int64_t row = bh * Tq + i;
-                row_scores(p, q + row * D, kbh, b, h, i, args);
-                row_probs_from_lse(p, lse[row], Tk);
-                /* D_i = sum_j P_ij dP_ij = dout_i . out_i */
-                const float Di = dotf(dout + row * D, out + row * D, D);
-                row_grads g = {
-                    .dq = dq ? dq + row * D : NULL,
-                    .dk = dk ? dk + bh * Tk * D : NULL,
-                    .dv = dv ? dv + bh * Tk * D : NULL,
-                    .dbias = dbias && args->bias ? dbias + (h * Tq + i) * Tk : NULL,
-                };
-                row_backward(&g, p, dout + row * D, q + row * D, kbh, vbh, Di, last_visible(args, i), args);
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
+                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
+                block_backward(&g, p, dp, dout, out, lse, q, k, v, &blk, args);
             }
-        }
     free(p);
 }
 

@@ -210,7 +210,7 @@ static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
         return brg_error(BRG_ERR_INVALID_ARG, "labels must have the shape of input_ids");
     brg_tensor *targets;
     BRG_TRY(shifted_targets(tape, b->labels, &targets));
-    return brg_cross_entropy(tape, b->logits, targets, -100, &b->loss);
+    return brg_cross_entropy_share(tape, b->logits, targets, -100, b->loss_denominator, &b->loss);
 }
 
 static brg_status gpt2_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
@@ -261,11 +261,22 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
     return st;
 }
 
+/* Position t predicts label t + 1, so the first label of each row never counts. */
+static int64_t gpt2_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+    (void)m;
+    int64_t B = labels->shape[0], T = labels->shape[1], n = 0;
+    const int32_t *l = labels->data;
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t t = 1; t < T; t++) n += l[i * T + t] != -100;
+    return n;
+}
+
 static const brg_model_ops gpt2_ops = {
     .architecture = "GPT2LMHeadModel",
     .forward_block = gpt2_forward_block,
     .save_config = gpt2_save_config,
     .free_config = free,
+    .count_loss_items = gpt2_count_loss_items,
 };
 
 /* ---- construction ---- */

@@ -92,7 +92,15 @@ brg_status brg_model_add_alias(brg_model *m, const char *name, int param) {
     brg_param_alias *a = &m->aliases[m->n_aliases++];
     snprintf(a->name, sizeof a->name, "%s", name);
     a->param = param;
+    a->block = m->n_blocks - 1;
     return BRG_OK;
+}
+
+bool brg_model_block_uses(const brg_model *m, int block, int param) {
+    if (m->params[param].block == block) return true;
+    for (int i = 0; i < m->n_aliases; i++)
+        if (m->aliases[i].param == param && m->aliases[i].block == block) return true;
+    return false;
 }
 
 int brg_model_find_param(const brg_model *m, const char *name) {

@@ -1,0 +1,90 @@
+/* The runtime: a model placed on devices (replica x stage), each a worker thread with its own
+ * arena holding its stage's parameters, gradients and activations. One call runs an optimizer
+ * step's micro-batches through the pipeline schedule and leaves every device with the gradient
+ * summed over all micro-batches, replicas and devices that hold a copy of the same parameter. */
+#ifndef BRIGADE_RUNTIME_H
+#define BRIGADE_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "brigade/model.h"
+#include "brigade/schedule.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct brg_runtime_options {
+    int replicas;            /* replication_factor */
+    int stages;              /* ipus_per_replica */
+    const int *block_stage;  /* stage of each of the model's blocks (non-decreasing) */
+    int micro_batches;       /* per replica per step: gradient_accumulation_steps */
+    brg_schedule_kind schedule;
+    size_t device_memory;    /* arena budget per device in bytes; 0 = unlimited */
+    bool training;           /* false: forward only, no gradients */
+    bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
+} brg_runtime_options;
+
+/* One micro-batch's inputs (host memory, read by every stage of its replica). */
+typedef struct brg_micro_batch {
+    brg_tensor *input_ids;      /* I32 [b, T] */
+    brg_tensor *attention_mask; /* F32 [b, T] or NULL */
+    brg_tensor *labels;         /* I32 [b, T] or NULL */
+} brg_micro_batch;
+
+typedef struct brg_device brg_device;
+typedef struct brg_runtime brg_runtime;
+
+brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts, brg_runtime **out);
+void brg_runtime_destroy(brg_runtime *rt);
+
+int brg_runtime_device_count(const brg_runtime *rt);
+brg_device *brg_runtime_device(brg_runtime *rt, int id);
+
+/* Runs the schedule over micro-batches mbs[replica * micro_batches + m]. Each micro-batch's
+ * loss is its share of the global mean (see brg_cross_entropy_share) with the given
+ * denominator; losses[replica * micro_batches + m] receives them. In training the gradients
+ * are then reduced across all copies of each parameter, in device order. */
+brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, uint64_t seed,
+                           float *losses);
+
+/* Per-device hooks for what follows the gradients (optimizer steps, zeroing): `fn` runs on every
+ * device's own thread, in parallel; the first failure is returned. */
+typedef brg_status (*brg_device_fn)(brg_device *dev, void *arg);
+brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg);
+
+/* A device's view: its parameters (NULL tensor for those it does not hold). */
+typedef struct brg_device_info {
+    int id, replica, stage;
+    int first_block, last_block;
+    brg_model *view;  /* the model with this device's parameter copies */
+    const bool *holds; /* [n_params] */
+} brg_device_info;
+void brg_device_get_info(const brg_device *dev, brg_device_info *info);
+brg_arena *brg_device_arena(brg_device *dev);
+
+/* Sum of squared gradients over the distinct parameters (each counted once). */
+double brg_runtime_grad_sq_norm(const brg_runtime *rt);
+/* Scales every device's gradients (clipping). */
+void brg_runtime_scale_grads(brg_runtime *rt, float factor);
+void brg_runtime_zero_grads(brg_runtime *rt);
+
+/* Copies the weights back into the model given at creation (replica 0; the owner's copy of a
+ * tied parameter), e.g. before saving. */
+void brg_runtime_sync_to_model(brg_runtime *rt);
+/* Copies the model's weights onto every device (e.g. after loading a checkpoint). */
+void brg_runtime_sync_from_model(brg_runtime *rt);
+
+typedef struct brg_device_stats {
+    double busy_seconds;  /* computing, not waiting on channels */
+    size_t peak_bytes;    /* the arena's peak */
+    size_t activation_peak_bytes; /* peak above the persistent state */
+} brg_device_stats;
+void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

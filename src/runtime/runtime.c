@@ -1,0 +1,262 @@
+/* Devices as worker threads; parameter copies in each device's arena; fork-join dispatch. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime_internal.h"
+
+double runtime_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static brg_status check_placement(const brg_model *m, const brg_runtime_options *o) {
+    if (o->replicas < 1 || o->stages < 1 || o->micro_batches < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "replicas (%d), stages (%d) and micro-batches (%d) must be at least 1",
+                         o->replicas, o->stages, o->micro_batches);
+    if (o->stages > m->n_blocks)
+        return brg_error(BRG_ERR_INVALID_ARG, "%d stages for a model of %d blocks", o->stages, m->n_blocks);
+    for (int b = 0; b < m->n_blocks; b++) {
+        int s = o->block_stage[b], prev = b ? o->block_stage[b - 1] : 0;
+        if (s < 0 || s >= o->stages || s < prev || s > prev + 1 || (b == 0 && s != 0))
+            return brg_error(BRG_ERR_INVALID_ARG,
+                             "block %s placed on stage %d: stages must start at 0, run in block order without gaps "
+                             "and stay below %d",
+                             m->blocks[b].name, s, o->stages);
+    }
+    if (o->block_stage[m->n_blocks - 1] != o->stages - 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "stage %d holds no blocks", o->stages - 1);
+    return BRG_OK;
+}
+
+/* The device's copy of every parameter its blocks read (a tied weight gets a copy on each
+ * stage that reads it). */
+static brg_status make_view(brg_device *dev, const brg_model *m) {
+    dev->view = *m;
+    dev->view.params = calloc((size_t)m->n_params, sizeof *dev->view.params);
+    dev->holds = calloc((size_t)m->n_params, sizeof *dev->holds);
+    if (!dev->view.params || !dev->holds) return brg_error(BRG_ERR_OOM, "cannot allocate device %d", dev->id);
+    for (int p = 0; p < m->n_params; p++) {
+        dev->view.params[p] = m->params[p];
+        dev->view.params[p].tensor = NULL;
+        for (int b = dev->first_block; b <= dev->last_block; b++) dev->holds[p] |= brg_model_block_uses(m, b, p);
+        if (!dev->holds[p]) continue;
+        const brg_tensor *src = m->params[p].tensor;
+        brg_tensor *t;
+        BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));
+        memcpy(t->data, src->data, brg_tensor_nbytes(src));
+        if (dev->rt->opts.training) {
+            BRG_TRY(brg_tensor_ensure_grad(dev->arena, t));
+            t->requires_grad = true;
+        }
+        dev->view.params[p].tensor = t;
+    }
+    return BRG_OK;
+}
+
+static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
+    const brg_runtime_options *o = &rt->opts;
+    int M = o->micro_batches;
+    dev->rt = rt;
+    dev->id = id;
+    dev->replica = id / o->stages;
+    dev->stage = id % o->stages;
+    dev->first_block = -1;
+    for (int b = 0; b < rt->model->n_blocks; b++)
+        if (rt->block_stage[b] == dev->stage) {
+            if (dev->first_block < 0) dev->first_block = b;
+            dev->last_block = b;
+        }
+    char name[32];
+    snprintf(name, sizeof name, "device %d", id);
+    BRG_TRY(brg_arena_create(name, o->device_memory, &dev->arena));
+    dev->tapes = calloc((size_t)M, sizeof *dev->tapes);
+    dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
+    dev->inputs = calloc((size_t)M, sizeof *dev->inputs);
+    dev->outputs = calloc((size_t)M, sizeof *dev->outputs);
+    if (!dev->tapes || !dev->bundles || !dev->inputs || !dev->outputs)
+        return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
+    for (int i = 0; i < M; i++) BRG_TRY(brg_tape_create(dev->arena, &dev->tapes[i]));
+    BRG_TRY(make_view(dev, rt->model));
+    dev->persistent_peak = brg_arena_used(dev->arena);
+    return BRG_OK;
+}
+
+static void *device_main(void *p) {
+    brg_device *dev = p;
+    brg_runtime *rt = dev->rt;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&rt->lock);
+        while (rt->generation == seen && !rt->quit) pthread_cond_wait(&rt->go, &rt->lock);
+        if (rt->quit) {
+            pthread_mutex_unlock(&rt->lock);
+            return NULL;
+        }
+        seen = rt->generation;
+        brg_device_fn job = rt->job;
+        void *arg = rt->job_arg;
+        pthread_mutex_unlock(&rt->lock);
+
+        brg_clear_error();
+        dev->status = job(dev, arg);
+        if (dev->status != BRG_OK) {
+            snprintf(dev->error, sizeof dev->error, "%s", brg_last_error());
+            rt->abort = true;
+            int links = rt->opts.replicas * (rt->opts.stages - 1);
+            for (int i = 0; i < links; i++) {
+                channel_wake(&rt->fwd[i]);
+                channel_wake(&rt->bwd[i]);
+            }
+        }
+        pthread_mutex_lock(&rt->lock);
+        if (--rt->pending == 0) pthread_cond_signal(&rt->done);
+        pthread_mutex_unlock(&rt->lock);
+    }
+}
+
+static brg_status first_failure(brg_runtime *rt) {
+    /* A device that only stopped because another failed reports that; prefer the cause. */
+    brg_device *worst = NULL;
+    for (int i = 0; i < rt->n_devices; i++) {
+        brg_device *d = &rt->devices[i];
+        if (d->status == BRG_OK) continue;
+        bool follower = strstr(d->error, "another device failed") != NULL;
+        if (!worst || (!follower && strstr(worst->error, "another device failed"))) worst = d;
+    }
+    if (!worst) return BRG_OK;
+    return brg_error(worst->status, "device %d (replica %d, stage %d): %s", worst->id, worst->replica, worst->stage,
+                     worst->error);
+}
+
+brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg) {
+    pthread_mutex_lock(&rt->lock);
+    rt->job = fn;
+    rt->job_arg = arg;
+    rt->pending = rt->n_devices;
+    rt->abort = false;
+    rt->generation++;
+    pthread_cond_broadcast(&rt->go);
+    while (rt->pending > 0) pthread_cond_wait(&rt->done, &rt->lock);
+    pthread_mutex_unlock(&rt->lock);
+    brg_status st = first_failure(rt);
+    if (rt->abort) {
+        int links = rt->opts.replicas * (rt->opts.stages - 1);
+        for (int i = 0; i < links; i++) {
+            channel_reset(&rt->fwd[i]);
+            channel_reset(&rt->bwd[i]);
+        }
+        rt->abort = false;
+    }
+    return st;
+}
+
+static brg_status init_channels(brg_runtime *rt) {
+    int links = rt->opts.replicas * (rt->opts.stages - 1);
+    if (links == 0) return BRG_OK;
+    rt->fwd = calloc((size_t)links, sizeof *rt->fwd);
+    rt->bwd = calloc((size_t)links, sizeof *rt->bwd);
+    if (!rt->fwd || !rt->bwd) return brg_error(BRG_ERR_OOM, "cannot allocate channels");
+    /* Room for a whole step's messages: a sender never waits on a slow receiver. */
+    for (int i = 0; i < links; i++) {
+        BRG_TRY(channel_init(&rt->fwd[i], rt->opts.micro_batches, &rt->abort));
+        BRG_TRY(channel_init(&rt->bwd[i], rt->opts.micro_batches, &rt->abort));
+    }
+    return BRG_OK;
+}
+
+static brg_status start_threads(brg_runtime *rt) {
+    for (int i = 0; i < rt->n_devices; i++) {
+        if (pthread_create(&rt->devices[i].thread, NULL, device_main, &rt->devices[i]) != 0)
+            return brg_error(BRG_ERR_INTERNAL, "cannot start the thread of device %d", i);
+        rt->devices[i].thread_started = true;
+    }
+    return BRG_OK;
+}
+
+static brg_status create(brg_runtime *rt) {
+    const brg_runtime_options *o = &rt->opts;
+    int n = rt->model->n_blocks;
+    rt->block_stage = malloc((size_t)n * sizeof *rt->block_stage);
+    if (!rt->block_stage) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
+    memcpy(rt->block_stage, o->block_stage, (size_t)n * sizeof *rt->block_stage);
+    rt->opts.block_stage = rt->block_stage;
+    brg_schedule_kind kind = o->training ? o->schedule : BRG_SCHEDULE_INFERENCE;
+    BRG_TRY(brg_schedule_build(kind, o->stages, o->micro_batches, &rt->schedule));
+    BRG_TRY(init_channels(rt));
+    rt->n_devices = o->replicas * o->stages;
+    rt->devices = calloc((size_t)rt->n_devices, sizeof *rt->devices);
+    if (!rt->devices) return brg_error(BRG_ERR_OOM, "cannot allocate devices");
+    for (int i = 0; i < rt->n_devices; i++) BRG_TRY(init_device(rt, &rt->devices[i], i));
+    return start_threads(rt);
+}
+
+brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts, brg_runtime **out) {
+    BRG_TRY(check_placement(model, opts));
+    brg_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
+    rt->model = model;
+    rt->opts = *opts;
+    pthread_mutex_init(&rt->lock, NULL);
+    pthread_cond_init(&rt->go, NULL);
+    pthread_cond_init(&rt->done, NULL);
+    brg_status st = create(rt);
+    if (st != BRG_OK) {
+        brg_runtime_destroy(rt);
+        return st;
+    }
+    *out = rt;
+    return BRG_OK;
+}
+
+static void free_device(brg_device *d, int micro_batches) {
+    if (d->tapes)
+        for (int i = 0; i < micro_batches; i++) brg_tape_destroy(d->tapes[i]);
+    free(d->tapes);
+    free(d->bundles);
+    free(d->inputs);
+    free(d->outputs);
+    free(d->view.params);
+    free(d->holds);
+    brg_arena_destroy(d->arena);
+}
+
+void brg_runtime_destroy(brg_runtime *rt) {
+    if (!rt) return;
+    pthread_mutex_lock(&rt->lock);
+    rt->quit = true;
+    pthread_cond_broadcast(&rt->go);
+    pthread_mutex_unlock(&rt->lock);
+    for (int i = 0; i < rt->n_devices; i++) {
+        if (rt->devices[i].thread_started) pthread_join(rt->devices[i].thread, NULL);
+        free_device(&rt->devices[i], rt->opts.micro_batches);
+    }
+    int links = rt->opts.replicas * (rt->opts.stages - 1);
+    for (int i = 0; rt->fwd && i < links; i++) channel_destroy(&rt->fwd[i]);
+    for (int i = 0; rt->bwd && i < links; i++) channel_destroy(&rt->bwd[i]);
+    free(rt->fwd);
+    free(rt->bwd);
+    free(rt->devices);
+    free(rt->block_stage);
+    brg_schedule_free(&rt->schedule);
+    pthread_mutex_destroy(&rt->lock);
+    pthread_cond_destroy(&rt->go);
+    pthread_cond_destroy(&rt->done);
+    free(rt);
+}
+
+int brg_runtime_device_count(const brg_runtime *rt) { return rt->n_devices; }
+brg_device *brg_runtime_device(brg_runtime *rt, int id) { return &rt->devices[id]; }
+
+void brg_device_get_info(const brg_device *dev, brg_device_info *info) {
+    *info = (brg_device_info){dev->id, dev->replica, dev->stage, dev->first_block, dev->last_block,
+                              (brg_model *)&dev->view, dev->holds};
+}
+
+brg_arena *brg_device_arena(brg_device *dev) { return dev->arena; }
+
+void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out) {
+    const brg_device *d = &rt->devices[device];
+    *out = (brg_device_stats){d->busy_seconds, brg_arena_peak(d->arena), d->activation_peak};
+}

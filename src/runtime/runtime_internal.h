@@ -1,0 +1,64 @@
+/* Runtime internals shared by runtime.c (devices, threads), executor.c (the schedule) and
+ * reduce.c (gradients across copies). */
+#ifndef BRIGADE_RUNTIME_INTERNAL_H
+#define BRIGADE_RUNTIME_INTERNAL_H
+
+#include <pthread.h>
+
+#include "brigade/runtime.h"
+#include "brigade/tape.h"
+#include "channel.h"
+
+struct brg_device {
+    brg_runtime *rt;
+    int id, replica, stage, first_block, last_block;
+    brg_arena *arena;
+    size_t run_mark;       /* arena mark at the start of the current run */
+    size_t persistent_peak; /* bytes held before any activation: parameters, gradients, state */
+    brg_model view;        /* the model with this device's parameter copies */
+    bool *holds;           /* [n_params] */
+    brg_tape **tapes;      /* one per micro-batch in a step */
+    brg_bundle *bundles;   /* [micro_batches] */
+    brg_tensor **inputs;   /* stage input copies, [micro_batches] */
+    brg_tensor **outputs;  /* what goes to the next stage (hidden) or the loss, [micro_batches] */
+    pthread_t thread;
+    bool thread_started;
+    double busy_seconds;
+    size_t activation_peak;
+    brg_status status;
+    char error[1024];
+};
+
+struct brg_runtime {
+    brg_model *model;
+    brg_runtime_options opts;
+    int *block_stage;
+    int n_devices;
+    brg_device *devices;
+    channel *fwd; /* [replica * (stages - 1) + s]: stage s -> s + 1 */
+    channel *bwd; /* [replica * (stages - 1) + s]: stage s + 1 -> s */
+    brg_schedule schedule;
+    volatile bool abort;
+    /* job dispatch */
+    pthread_mutex_t lock;
+    pthread_cond_t go, done;
+    uint64_t generation;
+    int pending;
+    brg_device_fn job;
+    void *job_arg;
+    bool quit;
+    /* the current run */
+    const brg_micro_batch *mbs;
+    double loss_denominator;
+    uint64_t seed;
+    float *losses;
+};
+
+/* executor.c: one device's part of a run (a brg_device_fn). */
+brg_status executor_run_device(brg_device *dev, void *arg);
+/* reduce.c: sums each parameter's gradient over every device holding a copy. */
+void reduce_gradients(brg_runtime *rt);
+
+double runtime_now(void);
+
+#endif

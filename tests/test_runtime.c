@@ -1,0 +1,135 @@
+/* Pipelined and replicated runs give the single-device loss and gradients. */
+#include "brigade/rng.h"
+#include "brigade/runtime.h"
+#include "test_util.h"
+
+enum { ROWS = 8, T = 8, VOCAB = 37 };
+
+static brg_model *tiny_gpt2(void) {
+    brg_gpt2_config c;
+    brg_gpt2_config_default(&c);
+    c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.n_positions = 16, c.vocab_size = VOCAB;
+    c.embd_pdrop = c.attn_pdrop = c.resid_pdrop = 0;
+    c.initializer_range = 0.2f;
+    brg_model *m = NULL;
+    CHECK_OK(brg_gpt2_create(&c, &m));
+    brg_model_init_weights(m, 5);
+    /* LayerNorm weights and biases start at 1 and 0; move them so their gradients matter. */
+    brg_rng rng;
+    brg_rng_seed(&rng, 9);
+    for (int p = 0; p < m->n_params; p++)
+        if (m->params[p].init != BRG_INIT_NORMAL) {
+            float *d = m->params[p].tensor->data;
+            for (int64_t i = 0; i < brg_tensor_numel(m->params[p].tensor); i++) d[i] += 0.1f * (float)brg_rng_normal(&rng);
+        }
+    return m;
+}
+
+typedef struct data {
+    int32_t ids[ROWS * T], labels[ROWS * T];
+    float mask[ROWS * T];
+} data;
+
+static void make_data(data *d) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 1);
+    for (int i = 0; i < ROWS * T; i++) {
+        d->ids[i] = (int32_t)(brg_rng_next(&rng) % VOCAB);
+        int row = i / T, t = i % T;
+        d->mask[i] = t < T - (row % 3) ? 1.0f : 0.0f; /* right padding of 0-2 positions */
+        d->labels[i] = d->mask[i] == 0.0f || i % 5 == 0 ? -100 : d->ids[i];
+    }
+}
+
+typedef struct result {
+    double loss;
+    float *grads[64];
+} result;
+
+/* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
+ * order) and runs them; collects the loss sum and each parameter's reduced gradient. */
+static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
+                brg_schedule_kind kind, result *out) {
+    brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
+                             .micro_batches = micro_batches, .schedule = kind, .training = true};
+    brg_runtime *rt = NULL;
+    CHECK_OK(brg_runtime_create(m, &o, &rt));
+    if (!rt) return;
+    int n_mb = replicas * micro_batches, rows = ROWS / n_mb;
+    brg_micro_batch mbs[8];
+    brg_tensor ids[8], mask[8], labels[8];
+    int64_t shape[2] = {rows, T};
+    for (int r = 0; r < replicas; r++)
+        for (int a = 0; a < micro_batches; a++) {
+            int slot = r * micro_batches + a, first = (a * replicas + r) * rows;
+            ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->ids + first * T));
+            mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, (void *)(d->mask + first * T));
+            labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->labels + first * T));
+            mbs[slot] = (brg_micro_batch){&ids[slot], &mask[slot], &labels[slot]};
+        }
+    brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)d->labels);
+    double denom = (double)m->ops->count_loss_items(m, &all_labels);
+    float losses[8];
+    CHECK_OK(brg_runtime_run(rt, mbs, denom, 1, losses));
+    out->loss = 0;
+    for (int i = 0; i < n_mb; i++) out->loss += losses[i];
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t n = brg_tensor_numel(m->params[p].tensor);
+        out->grads[p] = calloc((size_t)n, sizeof(float));
+        /* Every copy must hold the same reduced gradient; keep the first, compare the rest. */
+        bool first = true;
+        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+            brg_device_info info;
+            brg_device_get_info(brg_runtime_device(rt, dv), &info);
+            if (!info.holds[p]) continue;
+            const float *g = info.view->params[p].tensor->grad;
+            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
+            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
+            first = false;
+        }
+        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
+    }
+    brg_runtime_destroy(rt);
+}
+
+static void free_result(const brg_model *m, result *r) {
+    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
+}
+
+static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
+    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
+    for (int p = 0; p < m->n_params; p++) {
+        long n = (long)brg_tensor_numel(m->params[p].tensor);
+        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
+        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
+    }
+}
+
+int main(void) {
+    brg_model *m = tiny_gpt2();
+    data d;
+    make_data(&d);
+    int one[4] = {0, 0, 0, 0}, four[4] = {0, 1, 2, 3}, two[4] = {0, 0, 1, 1};
+    result single, r;
+    run(m, &d, 1, 1, one, 1, BRG_SCHEDULE_1F1B, &single);
+    CHECK(single.loss > 1.0);
+
+    run(m, &d, 1, 4, four, 4, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "4 stages, 1F1B");
+    free_result(m, &r);
+    run(m, &d, 1, 4, four, 2, BRG_SCHEDULE_GPIPE, &r);
+    compare(m, &single, &r, "4 stages, GPipe, 2 micro-batches");
+    free_result(m, &r);
+    run(m, &d, 2, 1, one, 1, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 replicas");
+    free_result(m, &r);
+    run(m, &d, 2, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 replicas x 2 stages");
+    free_result(m, &r);
+    run(m, &d, 1, 1, one, 8, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "8 micro-batches on one device");
+    free_result(m, &r);
+    free_result(m, &single);
+    brg_model_destroy(m);
+    return test_finish();
+}
