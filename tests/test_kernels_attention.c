@@ -23,6 +23,7 @@ static attn_case attn_make(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t
     c.k = tk_rand(nk(&c), -1.5, 1.5);
     c.v = tk_rand(nk(&c), -1, 1);
     c.out = tk_zeros(nq(&c));
+    for (int64_t i = 0; i < nq(&c); i++) c.out[i] = NAN; /* forward must overwrite, never read */
     c.lse = tk_zeros(B * H * Tq);
     c.r = tk_rand(nq(&c), -1, 1);
     if (bias) c.a.bias = c.bias = tk_rand(nbias(&c), -1, 1);

@@ -103,7 +103,8 @@ static double w_at(const linear_ctx *c, int64_t i, int64_t o) {
 static void linear_case(int64_t n, int64_t in, int64_t out, bool w_in_out, bool bias) {
     linear_ctx c = {tk_zeros(n * out), tk_rand(n * in, -1, 1), tk_rand(in * out, -1, 1),
                     bias ? tk_rand(out, -1, 1) : NULL, tk_rand(n * out, -1, 1), n, in, out, w_in_out};
-    /* Forward against a double-precision loop. */
+    /* Forward against a double-precision loop; the output buffer starts as NaN garbage. */
+    for (int64_t i = 0; i < n * out; i++) c.y[i] = NAN;
     brg_k_linear_fwd(c.y, c.x, c.w, c.b, n, in, out, w_in_out);
     double err = 0.0;
     for (int64_t r = 0; r < n; r++)
@@ -168,6 +169,7 @@ static double bmm_loss(void *p) {
 static void bmm_case(int64_t batch, int64_t M, int64_t N, int64_t K, bool ta, bool tb) {
     const int64_t na = batch * M * K, nb = batch * K * N, nc = batch * M * N;
     bmm_ctx c = {tk_zeros(nc), tk_rand(na, -1, 1), tk_rand(nb, -1, 1), tk_rand(nc, -1, 1), batch, M, N, K, ta, tb};
+    for (int64_t i = 0; i < nc; i++) c.c[i] = NAN; /* overwritten, never read */
     brg_k_bmm_fwd(c.c, c.a, c.b, batch, M, N, K, ta, tb);
     float *ref = tk_zeros(nc);
     for (int64_t i = 0; i < batch; i++)

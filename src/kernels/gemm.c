@@ -67,3 +67,7 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 }
 
 const char *brg_gemm_backend(void) { return "openblas"; }
+
+/* Devices compute single-threaded by default: parallelism comes from devices, and OpenBLAS
+ * serialises concurrent callers when it runs its own thread pool. */
+void brg_gemm_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }

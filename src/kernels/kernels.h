@@ -22,6 +22,8 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* Which implementation brg_gemm uses ("openblas", "avx512", ...). */
 const char *brg_gemm_backend(void);
+/* Threads each GEMM call may use (process-wide). */
+void brg_gemm_set_threads(int threads);
 
 /* ---- linear: y[n,out] = x[n,in] @ W + b ---------------------------------------------------
  * W layout: w_in_out ? [in,out] (GPT-2 Conv1D) : [out,in] (nn.Linear). b may be NULL. */

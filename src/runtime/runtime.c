@@ -3,6 +3,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/kernels.h"
 #include "runtime_internal.h"
 
 double runtime_now(void) {
@@ -201,6 +202,7 @@ brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts,
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->go, NULL);
     pthread_cond_init(&rt->done, NULL);
+    brg_gemm_set_threads(1);
     brg_status st = create(rt);
     if (st != BRG_OK) {
         brg_runtime_destroy(rt);
