@@ -1,0 +1,72 @@
+/* The trainer: steps of micro-batches through the runtime, gradient clipping, an optimizer per
+ * device, LR schedules, JSON-lines logs, checkpoints and exact resume. */
+#ifndef BRIGADE_TRAINER_H
+#define BRIGADE_TRAINER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "brigade/dataset.h"
+#include "brigade/lr_schedule.h"
+#include "brigade/optim.h"
+#include "brigade/runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum brg_output_mode {
+    BRG_OUTPUT_FINAL = 0, /* "final" and "default": the last step of each host call */
+    BRG_OUTPUT_ALL,       /* every step */
+    BRG_OUTPUT_SUM,       /* the sum over a host call's steps */
+} brg_output_mode;
+
+typedef struct brg_train_options {
+    /* placement and batching (from the IPUConfig's training view) */
+    int replicas, stages, accumulation, device_iterations;
+    const int *block_stage; /* per model block; NULL puts every block on stage 0 */
+    brg_schedule_kind schedule;
+    size_t device_memory;
+    bool recompute;
+    brg_output_mode output_mode;
+    /* data */
+    int64_t micro_batch;
+    int64_t steps; /* optimizer steps; 0: from epochs */
+    double epochs;
+    bool shuffle;
+    uint64_t seed;
+    /* optimisation */
+    brg_optimizer_config optimizer; /* optimizer.lr is the base learning rate */
+    brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */
+    float max_grad_norm;            /* 0: no clipping */
+    /* output */
+    const char *output_dir; /* NULL: no checkpoints */
+    int64_t save_every;     /* 0: only at the end */
+    const char *log_path;   /* JSON lines; NULL: none */
+    const char *resume_dir; /* continue from a checkpoint written by an earlier run */
+    FILE *progress;         /* progress and summary lines; NULL: quiet */
+    /* called after every step with the step's loss (mean over the global batch) */
+    void (*on_step)(void *ctx, int64_t step, double loss, float lr);
+    void *on_step_ctx;
+} brg_train_options;
+
+/* Defaults: one device, 1F1B, AdamW at 5e-5 with weight decay 0, linear schedule, shuffle on. */
+void brg_train_options_default(brg_train_options *o);
+
+typedef struct brg_train_result {
+    int64_t steps;     /* global step reached */
+    double last_loss;
+    double seconds;
+    double tokens_per_second;
+    double pipeline_efficiency; /* busy time over device time */
+    double ideal_efficiency;    /* m / (m + p - 1) */
+} brg_train_result;
+
+brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_options *opts,
+                     brg_train_result *result);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

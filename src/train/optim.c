@@ -1,0 +1,377 @@
+/* Optimizers over a flat list of parameter slots.
+ *
+ * Each update loop reproduces torch.optim's _single_tensor_* code one element at a time: every
+ * tensor op of the Python becomes one fp32 operation here, in the same order, with its Python
+ * scalar computed in double and rounded to float where torch's fp32 kernel receives it. Ops on
+ * the same element commute with the loop, so fusing them into one pass changes nothing. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brigade/optim.h"
+
+#define MAX_STATE 3
+
+typedef struct slot {
+    float *value;
+    const float *grad;
+    int64_t n;
+    bool decay;
+    char *name;
+    float *state[MAX_STATE]; /* indexed as state_keys() lists them; NULL where absent */
+} slot;
+
+typedef struct state_ref {
+    char *name; /* "<slot name>.<key>" */
+    int slot;
+    int which;
+} state_ref;
+
+struct brg_optimizer {
+    brg_optimizer_config cfg;
+    brg_arena *arena; /* owns the state buffers when non-NULL */
+    slot *slots;
+    int n_slots, cap_slots;
+    state_ref *states;
+    int n_states, cap_states;
+    int64_t step;
+};
+
+/* ---- State layout ---------------------------------------------------------------------- */
+
+/* torch's state keys per kind, at fixed indices so the update loops can address them. */
+static void state_keys(const brg_optimizer_config *c, const char *keys[MAX_STATE]) {
+    keys[0] = keys[1] = keys[2] = NULL;
+    switch (c->kind) {
+    case BRG_OPTIMIZER_SGD:
+        if (c->momentum != 0.0) keys[0] = "momentum_buffer";
+        break;
+    case BRG_OPTIMIZER_RMSPROP:
+        keys[0] = "square_avg";
+        if (c->momentum > 0.0) keys[1] = "momentum_buffer";
+        if (c->centered) keys[2] = "grad_avg";
+        break;
+    default:
+        keys[0] = "exp_avg";
+        keys[1] = "exp_avg_sq";
+        break;
+    }
+}
+
+/* ---- Update loops ---------------------------------------------------------------------- */
+
+/* torch's CPU lerp: exact at both ends, which a plain a + w*(b-a) is not for w near 1. */
+static inline float lerpf(float start, float end, float weight) {
+    return fabsf(weight) < 0.5f ? start + weight * (end - start) : end - (end - start) * (1.0f - weight);
+}
+
+static double slot_weight_decay(const brg_optimizer_config *c, const slot *s) {
+    return s->decay ? c->weight_decay : 0.0;
+}
+
+static void update_sgd(const brg_optimizer_config *c, slot *s, double lr, bool first_step) {
+    const double wd = slot_weight_decay(c, s);
+    const float wdf = (float)wd, mom = (float)c->momentum, keep = (float)(1.0 - c->dampening);
+    const float neg_lr = (float)-lr;
+    const bool use_momentum = c->momentum != 0.0, nesterov = c->nesterov;
+    float *p = s->value, *buf = s->state[0];
+    const float *grad = s->grad;
+    for (int64_t i = 0; i < s->n; i++) {
+        float g = grad[i];
+        if (wd != 0.0) g = g + wdf * p[i];
+        if (use_momentum) {
+            /* torch creates the buffer from the first gradient: no dampening on that step */
+            buf[i] = first_step ? g : buf[i] * mom + keep * g;
+            g = nesterov ? g + mom * buf[i] : buf[i];
+        }
+        p[i] = p[i] + neg_lr * g;
+    }
+}
+
+static void bias_corrections(const brg_optimizer_config *c, int64_t t, double *bc1, double *bc2) {
+    *bc1 = 1.0;
+    *bc2 = 1.0;
+    if (!c->bias_correction) return;
+    *bc1 = 1.0 - pow(c->betas[0], (double)t);
+    *bc2 = 1.0 - pow(c->betas[1], (double)t);
+}
+
+static void update_adam(const brg_optimizer_config *c, slot *s, double lr, int64_t t) {
+    const double wd = slot_weight_decay(c, s);
+    const bool decoupled = c->kind == BRG_OPTIMIZER_ADAMW;
+    double bc1, bc2;
+    bias_corrections(c, t, &bc1, &bc2);
+    const float wdf = (float)wd, decay = (float)(1.0 - lr * wd);
+    const float w1 = (float)(1.0 - c->betas[0]);
+    const float b2 = (float)c->betas[1], w2 = (float)(1.0 - c->betas[1]);
+    const float neg_step_size = (float)-(lr / bc1), bc2_sqrt = (float)sqrt(bc2), eps = (float)c->eps;
+    float *p = s->value, *m = s->state[0], *v = s->state[1];
+    const float *grad = s->grad;
+    for (int64_t i = 0; i < s->n; i++) {
+        float g = grad[i], w = p[i];
+        if (wd != 0.0) {
+            if (decoupled)
+                w = w * decay;
+            else
+                g = g + wdf * w;
+        }
+        m[i] = lerpf(m[i], g, w1);
+        v[i] = v[i] * b2 + w2 * g * g;
+        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+        p[i] = w + neg_step_size * m[i] / denom;
+    }
+}
+
+static void update_rmsprop(const brg_optimizer_config *c, slot *s, double lr) {
+    const double wd = slot_weight_decay(c, s);
+    const float wdf = (float)wd, alpha = (float)c->alpha, w_avg = (float)(1.0 - c->alpha);
+    const float eps = (float)c->eps, mom = (float)c->momentum, neg_lr = (float)-lr;
+    const bool use_momentum = c->momentum > 0.0, centered = c->centered;
+    float *p = s->value, *sq = s->state[0], *buf = s->state[1], *gavg = s->state[2];
+    const float *grad = s->grad;
+    for (int64_t i = 0; i < s->n; i++) {
+        float g = grad[i];
+        if (wd != 0.0) g = g + wdf * p[i];
+        sq[i] = sq[i] * alpha + w_avg * g * g;
+        float avg;
+        if (centered) {
+            gavg[i] = lerpf(gavg[i], g, w_avg);
+            avg = sqrtf(sq[i] + -1.0f * gavg[i] * gavg[i]);
+        } else {
+            avg = sqrtf(sq[i]);
+        }
+        avg = avg + eps;
+        if (use_momentum) {
+            buf[i] = buf[i] * mom + 1.0f * g / avg;
+            p[i] = p[i] + neg_lr * buf[i];
+        } else {
+            p[i] = p[i] + neg_lr * g / avg;
+        }
+    }
+}
+
+typedef struct lamb_scalars {
+    float b1, w1, b2, w2, bc1, bc2_sqrt, eps, wd;
+} lamb_scalars;
+
+/* The LAMB direction for element i from the already-updated moments. Called twice per element
+ * (norm pass, then update pass) with identical inputs, so both passes see the same value and no
+ * scratch buffer is needed. */
+static inline float lamb_direction(const lamb_scalars *k, float m, float v, float w) {
+    float denom = sqrtf(v) / k->bc2_sqrt + k->eps;
+    return m / k->bc1 / denom + k->wd * w;
+}
+
+static void update_lamb(const brg_optimizer_config *c, slot *s, double lr, int64_t t) {
+    double bc1, bc2;
+    bias_corrections(c, t, &bc1, &bc2);
+    const lamb_scalars k = {
+        .b1 = (float)c->betas[0], .w1 = (float)(1.0 - c->betas[0]),
+        .b2 = (float)c->betas[1], .w2 = (float)(1.0 - c->betas[1]),
+        .bc1 = (float)bc1, .bc2_sqrt = (float)sqrt(bc2),
+        .eps = (float)c->eps, .wd = (float)slot_weight_decay(c, s),
+    };
+    float *p = s->value, *m = s->state[0], *v = s->state[1];
+    const float *grad = s->grad;
+    double w_sq = 0.0, u_sq = 0.0;
+    for (int64_t i = 0; i < s->n; i++) {
+        float g = grad[i];
+        m[i] = m[i] * k.b1 + k.w1 * g;
+        v[i] = v[i] * k.b2 + k.w2 * g * g;
+        float u = lamb_direction(&k, m[i], v[i], p[i]);
+        w_sq += (double)p[i] * p[i];
+        u_sq += (double)u * u;
+    }
+    double w_norm = fmin(sqrt(w_sq), c->max_weight_norm), u_norm = sqrt(u_sq);
+    double trust = (w_norm == 0.0 || u_norm == 0.0) ? 1.0 : w_norm / u_norm;
+    const float scale = (float)(-lr * trust);
+    for (int64_t i = 0; i < s->n; i++) p[i] = p[i] + scale * lamb_direction(&k, m[i], v[i], p[i]);
+}
+
+static void update_slot(brg_optimizer *o, slot *s, double lr, int64_t t) {
+    const brg_optimizer_config *c = &o->cfg;
+    switch (c->kind) {
+    case BRG_OPTIMIZER_SGD: update_sgd(c, s, lr, t == 1); break;
+    case BRG_OPTIMIZER_ADAM:
+    case BRG_OPTIMIZER_ADAMW: update_adam(c, s, lr, t); break;
+    case BRG_OPTIMIZER_RMSPROP: update_rmsprop(c, s, lr); break;
+    case BRG_OPTIMIZER_LAMB: update_lamb(c, s, lr, t); break;
+    default: BRG_ASSERT(!"unreachable optimizer kind");
+    }
+}
+
+brg_status brg_optimizer_step(brg_optimizer *o, float lr) {
+    if (!(lr >= 0.0f) || isinf(lr))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s step %lld: lr must be a finite number >= 0 (got %g)",
+                         brg_optimizer_kind_name(o->cfg.kind), (long long)o->step + 1, (double)lr);
+    int64_t t = o->step + 1;
+    for (int i = 0; i < o->n_slots; i++) update_slot(o, &o->slots[i], (double)lr, t);
+    o->step = t;
+    return BRG_OK;
+}
+
+/* ---- Creation and slots ---------------------------------------------------------------- */
+
+brg_status brg_optimizer_create(const brg_optimizer_config *cfg, brg_arena *arena, brg_optimizer **out) {
+    *out = NULL;
+    BRG_TRY(brg_optimizer_config_validate(cfg));
+    brg_optimizer *o = calloc(1, sizeof *o);
+    if (!o) return brg_error(BRG_ERR_OOM, "%s: out of host memory for the optimizer", brg_optimizer_kind_name(cfg->kind));
+    o->cfg = *cfg;
+    o->arena = arena;
+    *out = o;
+    return BRG_OK;
+}
+
+void brg_optimizer_destroy(brg_optimizer *o) {
+    if (!o) return;
+    for (int i = 0; i < o->n_slots; i++) {
+        if (!o->arena)
+            for (int k = 0; k < MAX_STATE; k++) free(o->slots[i].state[k]);
+        free(o->slots[i].name);
+    }
+    for (int i = 0; i < o->n_states; i++) free(o->states[i].name);
+    free(o->slots);
+    free(o->states);
+    free(o);
+}
+
+const brg_optimizer_config *brg_optimizer_get_config(const brg_optimizer *o) { return &o->cfg; }
+
+int brg_optimizer_param_count(const brg_optimizer *o) { return o->n_slots; }
+
+/* Grows *items (of `size` bytes each) so that one more fits. */
+static brg_status reserve_one(void **items, int *cap, int count, size_t size, const char *what) {
+    if (count < *cap) return BRG_OK;
+    int new_cap = *cap ? *cap * 2 : 16;
+    void *grown = realloc(*items, (size_t)new_cap * size);
+    if (!grown) return brg_error(BRG_ERR_OOM, "optimizer: out of host memory for %s", what);
+    *items = grown;
+    *cap = new_cap;
+    return BRG_OK;
+}
+
+static char *join_name(const char *a, const char *b) {
+    size_t la = strlen(a), lb = b ? strlen(b) : 0;
+    char *s = malloc(la + (b ? lb + 1 : 0) + 1);
+    if (!s) return NULL;
+    memcpy(s, a, la);
+    if (b) {
+        s[la] = '.';
+        memcpy(s + la + 1, b, lb);
+        la += lb + 1;
+    }
+    s[la] = '\0';
+    return s;
+}
+
+static brg_status alloc_state(brg_optimizer *o, const char *what, int64_t n, float **out) {
+    *out = NULL;
+    if (n == 0) return BRG_OK;
+    if ((uint64_t)n > SIZE_MAX / sizeof(float))
+        return brg_error(BRG_ERR_OOM, "optimizer state %s: %lld floats do not fit in memory", what, (long long)n);
+    size_t bytes = (size_t)n * sizeof(float);
+    if (o->arena) return brg_arena_alloc_into(o->arena, bytes, what, (void **)out);
+    *out = calloc((size_t)n, sizeof(float));
+    if (!*out) return brg_error(BRG_ERR_OOM, "optimizer state %s: out of host memory for %zu bytes", what, bytes);
+    return BRG_OK;
+}
+
+/* Allocates the slot's buffers and records them in the state list. On failure the caller
+ * discards the slot; entries already appended are removed by truncating n_states. */
+static brg_status add_slot_state(brg_optimizer *o, slot *s, int slot_index) {
+    const char *keys[MAX_STATE];
+    state_keys(&o->cfg, keys);
+    for (int k = 0; k < MAX_STATE; k++) {
+        if (!keys[k]) continue;
+        BRG_TRY(reserve_one((void **)&o->states, &o->cap_states, o->n_states, sizeof(state_ref), "state names"));
+        char *name = join_name(s->name, keys[k]);
+        if (!name) return brg_error(BRG_ERR_OOM, "optimizer: out of host memory for state names");
+        brg_status st = alloc_state(o, name, s->n, &s->state[k]);
+        if (st != BRG_OK) {
+            free(name);
+            return st;
+        }
+        o->states[o->n_states++] = (state_ref){.name = name, .slot = slot_index, .which = k};
+    }
+    return BRG_OK;
+}
+
+static brg_status check_new_slot(const brg_optimizer *o, const float *value, const float *grad, int64_t n,
+                                 const char *name) {
+    const char *kind = brg_optimizer_kind_name(o->cfg.kind);
+    if (!name || !*name) return brg_error(BRG_ERR_INVALID_ARG, "%s: a parameter needs a non-empty name", kind);
+    if (o->step > 0)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "%s: cannot add parameter '%s' after step %lld; add every parameter before the first step",
+                         kind, name, (long long)o->step);
+    if (n < 0) return brg_error(BRG_ERR_INVALID_ARG, "%s: parameter '%s' has a negative size %lld", kind, name, (long long)n);
+    if (n > 0 && (!value || !grad))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: parameter '%s' has no %s buffer", kind, name,
+                         value ? "gradient" : "value");
+    for (int i = 0; i < o->n_slots; i++)
+        if (strcmp(o->slots[i].name, name) == 0)
+            return brg_error(BRG_ERR_INVALID_ARG, "%s: parameter '%s' was added twice", kind, name);
+    return BRG_OK;
+}
+
+static void discard_slot(brg_optimizer *o, slot *s, int first_state) {
+    for (int i = first_state; i < o->n_states; i++) free(o->states[i].name);
+    o->n_states = first_state;
+    if (!o->arena)
+        for (int k = 0; k < MAX_STATE; k++) free(s->state[k]);
+    free(s->name);
+}
+
+brg_status brg_optimizer_add_param(brg_optimizer *o, float *value, const float *grad, int64_t n,
+                                   bool apply_weight_decay, const char *name) {
+    BRG_TRY(check_new_slot(o, value, grad, n, name));
+    BRG_TRY(reserve_one((void **)&o->slots, &o->cap_slots, o->n_slots, sizeof(slot), "parameters"));
+    slot s = {.value = value, .grad = grad, .n = n, .decay = apply_weight_decay};
+    s.name = join_name(name, NULL);
+    if (!s.name) return brg_error(BRG_ERR_OOM, "optimizer: out of host memory for parameter names");
+    int first_state = o->n_states;
+    brg_status st = add_slot_state(o, &s, o->n_slots);
+    if (st != BRG_OK) {
+        discard_slot(o, &s, first_state);
+        return st;
+    }
+    o->slots[o->n_slots++] = s;
+    return BRG_OK;
+}
+
+/* ---- Step count and state access ------------------------------------------------------- */
+
+int64_t brg_optimizer_get_step(const brg_optimizer *o) { return o->step; }
+
+brg_status brg_optimizer_set_step(brg_optimizer *o, int64_t step) {
+    if (step < 0)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: step must be >= 0 (got %lld)", brg_optimizer_kind_name(o->cfg.kind),
+                         (long long)step);
+    o->step = step;
+    return BRG_OK;
+}
+
+int brg_optimizer_state_count(const brg_optimizer *o) { return o->n_states; }
+
+const char *brg_optimizer_state_name(const brg_optimizer *o, int i) {
+    BRG_ASSERT(i >= 0 && i < o->n_states);
+    return o->states[i].name;
+}
+
+float *brg_optimizer_state_data(brg_optimizer *o, int i) {
+    BRG_ASSERT(i >= 0 && i < o->n_states);
+    return o->slots[o->states[i].slot].state[o->states[i].which];
+}
+
+int64_t brg_optimizer_state_numel(const brg_optimizer *o, int i) {
+    BRG_ASSERT(i >= 0 && i < o->n_states);
+    return o->slots[o->states[i].slot].n;
+}
+
+int brg_optimizer_state_find(const brg_optimizer *o, const char *name) {
+    for (int i = 0; i < o->n_states; i++)
+        if (strcmp(o->states[i].name, name) == 0) return i;
+    return -1;
+}

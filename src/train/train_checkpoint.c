@@ -1,0 +1,167 @@
+/* Checkpoints: the model as a Hugging Face folder (deparallelized: the same names as the input,
+ * tied weights once), the optimizer state of every distinct parameter, and the trainer's step.
+ * Every file is written atomically; resuming restores all three exactly. */
+#include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "brigade/checkpoint.h"
+#include "brigade/safetensors.h"
+#include "io/json.h"
+#include "trainer_internal.h"
+
+#define OPTIMIZER_FILE "optimizer.safetensors"
+#define STATE_FILE "trainer_state.json"
+
+static brg_status path_in(char *buf, size_t len, const char *dir, const char *file) {
+    if ((size_t)snprintf(buf, len, "%s/%s", dir, file) >= len)
+        return brg_error(BRG_ERR_INVALID_ARG, "path too long: %s/%s", dir, file);
+    return BRG_OK;
+}
+
+/* The parameter a state tensor belongs to: its name minus the last ".<state key>". */
+static int state_param(const brg_model *m, const char *state_name) {
+    const char *dot = strrchr(state_name, '.');
+    if (!dot) return -1;
+    char name[BRG_NAME_MAX];
+    size_t n = (size_t)(dot - state_name);
+    if (n >= sizeof name) return -1;
+    memcpy(name, state_name, n);
+    name[n] = '\0';
+    return brg_model_find_param(m, name);
+}
+
+/* Replica 0's copy on the owning block's stage stands for every copy (they are identical). */
+static bool is_owner_copy(const trainer *t, int device, int param) {
+    brg_device_info info;
+    brg_device_get_info(brg_runtime_device(t->rt, device), &info);
+    return info.replica == 0 && t->block_stage[t->model->params[param].block] == info.stage;
+}
+
+static brg_status save_optimizer(trainer *t, const char *dir) {
+    int devices = brg_runtime_device_count(t->rt), total = 0;
+    for (int d = 0; d < devices; d++) total += brg_optimizer_state_count(t->optimizers[d]);
+    brg_named_tensor *list = calloc((size_t)(total ? total : 1), sizeof *list);
+    brg_tensor *views = calloc((size_t)(total ? total : 1), sizeof *views);
+    if (!list || !views) {
+        free(list), free(views);
+        return brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
+    }
+    size_t n = 0;
+    for (int d = 0; d < devices; d++) {
+        brg_optimizer *opt = t->optimizers[d];
+        for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
+            const char *name = brg_optimizer_state_name(opt, i);
+            int p = state_param(t->model, name);
+            if (p < 0 || !is_owner_copy(t, d, p)) continue;
+            int64_t numel = brg_optimizer_state_numel(opt, i);
+            views[n] = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
+            list[n] = (brg_named_tensor){name, &views[n]};
+            n++;
+        }
+    }
+    char step[32], path[4096];
+    snprintf(step, sizeof step, "%lld", (long long)brg_optimizer_get_step(t->optimizers[0]));
+    brg_metadata_entry meta[2] = {{"optimizer", brg_optimizer_kind_name(t->opts.optimizer.kind)}, {"step", step}};
+    brg_status st = path_in(path, sizeof path, dir, OPTIMIZER_FILE);
+    if (st == BRG_OK) st = brg_safetensors_write(path, list, n, meta, 2);
+    free(list);
+    free(views);
+    return st;
+}
+
+static brg_status save_state(trainer *t, const char *dir) {
+    cJSON *j = cJSON_CreateObject();
+    if (!j) return brg_error(BRG_ERR_OOM, "cannot build %s", STATE_FILE);
+    cJSON_AddNumberToObject(j, "global_step", (double)t->step);
+    cJSON_AddNumberToObject(j, "max_steps", (double)t->total_steps);
+    cJSON_AddNumberToObject(j, "rows_per_step", (double)t->order.rows_per_step);
+    cJSON_AddNumberToObject(j, "seed", (double)t->opts.seed);
+    cJSON_AddBoolToObject(j, "shuffle", t->opts.shuffle);
+    char path[4096];
+    brg_status st = path_in(path, sizeof path, dir, STATE_FILE);
+    if (st == BRG_OK) st = brg_json_write_file_atomic(path, j);
+    cJSON_Delete(j);
+    return st;
+}
+
+brg_status trainer_save(trainer *t, const char *dir) {
+    brg_runtime_sync_to_model(t->rt);
+    BRG_TRY(brg_model_save(t->model, dir));
+    BRG_TRY(save_optimizer(t, dir));
+    return save_state(t, dir);
+}
+
+/* ---- resume ---- */
+
+static brg_status load_weights(trainer *t, const char *dir) {
+    brg_checkpoint *ckpt;
+    BRG_TRY(brg_checkpoint_open(dir, &ckpt));
+    brg_status st = brg_model_load_weights(t->model, ckpt, NULL, NULL);
+    brg_checkpoint_close(ckpt);
+    BRG_TRY(st);
+    brg_runtime_sync_from_model(t->rt);
+    return BRG_OK;
+}
+
+static brg_status restore_device_state(brg_optimizer *opt, const brg_safetensors *f, int64_t step) {
+    for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
+        const char *name = brg_optimizer_state_name(opt, i);
+        brg_tensor src;
+        BRG_TRY(brg_safetensors_get(f, name, &src));
+        int64_t numel = brg_optimizer_state_numel(opt, i);
+        if (brg_tensor_numel(&src) != numel || src.dtype != BRG_DTYPE_F32)
+            return brg_error(BRG_ERR_FORMAT, "optimizer state %s does not match this model", name);
+        brg_tensor dst = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
+        brg_tensor flat = src;
+        flat.ndim = 1;
+        flat.shape[0] = numel;
+        flat.stride[0] = 1;
+        BRG_TRY(brg_tensor_copy(&dst, &flat));
+    }
+    return brg_optimizer_set_step(opt, step);
+}
+
+static brg_status load_optimizer(trainer *t, const char *dir) {
+    char path[4096];
+    BRG_TRY(path_in(path, sizeof path, dir, OPTIMIZER_FILE));
+    brg_safetensors *f;
+    BRG_TRY(brg_safetensors_open(path, &f));
+    const char *kind = brg_safetensors_metadata(f, "optimizer"), *step = brg_safetensors_metadata(f, "step");
+    brg_status st = BRG_OK;
+    if (!kind || !step || strcmp(kind, brg_optimizer_kind_name(t->opts.optimizer.kind)) != 0)
+        st = brg_error(BRG_ERR_FORMAT, "%s holds %s state, this run uses %s", path, kind ? kind : "unknown",
+                       brg_optimizer_kind_name(t->opts.optimizer.kind));
+    for (int d = 0; st == BRG_OK && d < brg_runtime_device_count(t->rt); d++)
+        st = restore_device_state(t->optimizers[d], f, strtoll(step, NULL, 10));
+    brg_safetensors_close(f);
+    return st == BRG_OK ? st : brg_error_wrap(st, "resuming from %s", dir);
+}
+
+static brg_status load_state(trainer *t, const char *dir) {
+    char path[4096];
+    BRG_TRY(path_in(path, sizeof path, dir, STATE_FILE));
+    cJSON *j;
+    BRG_TRY(brg_json_load_file(path, 1 << 20, &j));
+    int64_t step = 0, rows = 0;
+    brg_status st = brg_json_get_int(j, STATE_FILE, "global_step", true, 0, &step);
+    if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "rows_per_step", true, 0, &rows);
+    cJSON_Delete(j);
+    BRG_TRY(st);
+    if (rows != t->order.rows_per_step)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s was written with %lld rows per step, this run uses %lld", path,
+                         (long long)rows, (long long)t->order.rows_per_step);
+    if (step < 0 || step > t->total_steps)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: global_step %lld outside this run's %lld steps", path,
+                         (long long)step, (long long)t->total_steps);
+    t->step = step;
+    return BRG_OK;
+}
+
+brg_status trainer_resume(trainer *t, const char *dir) {
+    BRG_TRY(load_state(t, dir));
+    BRG_TRY(load_weights(t, dir));
+    return load_optimizer(t, dir);
+}

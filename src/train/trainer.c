@@ -1,0 +1,246 @@
+/* The training loop. Each step: fill the micro-batches of the global batch, run the pipeline
+ * (gradients end up reduced on every device), clip by the global norm, step every device's
+ * optimizer on its own thread, log. */
+#include "trainer_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void brg_train_options_default(brg_train_options *o) {
+    memset(o, 0, sizeof *o);
+    o->replicas = o->stages = o->accumulation = o->device_iterations = 1;
+    o->schedule = BRG_SCHEDULE_1F1B;
+    o->micro_batch = 1;
+    o->epochs = 1;
+    o->shuffle = true;
+    o->optimizer = brg_optimizer_config_default(BRG_OPTIMIZER_ADAMW);
+    o->optimizer.lr = 5e-5;
+    o->optimizer.weight_decay = 0;
+    o->lr_schedule.kind = BRG_LR_SCHEDULE_LINEAR;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- per-device optimizers ---- */
+
+static brg_status create_optimizer(brg_device *dev, void *arg) {
+    trainer *t = arg;
+    brg_device_info info;
+    brg_device_get_info(dev, &info);
+    brg_optimizer *opt;
+    BRG_TRY(brg_optimizer_create(&t->opts.optimizer, brg_device_arena(dev), &opt));
+    t->optimizers[info.id] = opt;
+    for (int p = 0; p < info.view->n_params; p++) {
+        if (!info.holds[p]) continue;
+        const brg_param *prm = &info.view->params[p];
+        BRG_TRY(brg_optimizer_add_param(opt, prm->tensor->data, prm->tensor->grad, brg_tensor_numel(prm->tensor),
+                                        !prm->no_decay, prm->name));
+    }
+    return BRG_OK;
+}
+
+typedef struct step_arg {
+    trainer *t;
+    float lr;
+} step_arg;
+
+static brg_status optimizer_step(brg_device *dev, void *arg) {
+    step_arg *s = arg;
+    brg_device_info info;
+    brg_device_get_info(dev, &info);
+    return brg_optimizer_step(s->t->optimizers[info.id], s->lr);
+}
+
+/* ---- setup ---- */
+
+static brg_status check_options(const brg_train_options *o, const brg_dataset *d) {
+    if (o->micro_batch < 1) return brg_error(BRG_ERR_INVALID_ARG, "micro-batch size must be at least 1");
+    if (o->device_iterations < 1) return brg_error(BRG_ERR_INVALID_ARG, "device_iterations must be at least 1");
+    if (o->steps < 0 || (o->steps == 0 && !(o->epochs > 0)))
+        return brg_error(BRG_ERR_INVALID_ARG, "give a positive number of steps or epochs");
+    if (o->max_grad_norm < 0) return brg_error(BRG_ERR_INVALID_ARG, "max_grad_norm must be >= 0");
+    (void)d;
+    return brg_optimizer_config_validate(&o->optimizer);
+}
+
+static brg_status setup_placement(trainer *t) {
+    int n = t->model->n_blocks;
+    t->block_stage = calloc((size_t)n, sizeof *t->block_stage);
+    if (!t->block_stage) return brg_error(BRG_ERR_OOM, "cannot allocate the placement");
+    if (t->opts.block_stage) memcpy(t->block_stage, t->opts.block_stage, (size_t)n * sizeof *t->block_stage);
+    return BRG_OK;
+}
+
+static brg_status setup(trainer *t) {
+    const brg_train_options *o = &t->opts;
+    BRG_TRY(setup_placement(t));
+    brg_runtime_options ro = {.replicas = o->replicas, .stages = o->stages, .block_stage = t->block_stage,
+                              .micro_batches = o->accumulation, .schedule = o->schedule,
+                              .device_memory = o->device_memory, .training = true, .recompute = o->recompute};
+    BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
+    int devices = brg_runtime_device_count(t->rt);
+    t->optimizers = calloc((size_t)devices, sizeof *t->optimizers);
+    t->losses = calloc((size_t)(o->replicas * o->accumulation), sizeof *t->losses);
+    if (!t->optimizers || !t->losses) return brg_error(BRG_ERR_OOM, "cannot allocate the trainer");
+    BRG_TRY(brg_runtime_each_device(t->rt, create_optimizer, t));
+    int64_t rows_per_step = o->micro_batch * o->accumulation * o->replicas;
+    BRG_TRY(brg_data_order_init(&t->order, t->data, rows_per_step, o->shuffle, o->seed));
+    BRG_TRY(brg_step_batch_init(&t->batch, o->replicas, o->accumulation, o->micro_batch, t->data->seq_len));
+    t->total_steps = o->steps ? o->steps : (int64_t)ceil(o->epochs * (double)t->order.steps_per_epoch);
+    if (t->total_steps < 1) t->total_steps = 1;
+    if (t->opts.lr_schedule.total_steps == 0) t->opts.lr_schedule.total_steps = t->total_steps;
+    BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
+    if (o->resume_dir) BRG_TRY(trainer_resume(t, o->resume_dir));
+    if (o->log_path) {
+        t->log = fopen(o->log_path, t->step > 0 ? "a" : "w");
+        if (!t->log) return brg_error(BRG_ERR_IO, "cannot open the log %s", o->log_path);
+    }
+    return BRG_OK;
+}
+
+static void teardown(trainer *t) {
+    if (t->log) fclose(t->log);
+    for (int i = 0; t->optimizers && t->rt && i < brg_runtime_device_count(t->rt); i++)
+        brg_optimizer_destroy(t->optimizers[i]);
+    free(t->optimizers);
+    brg_runtime_destroy(t->rt);
+    brg_data_order_free(&t->order);
+    brg_step_batch_free(&t->batch);
+    free(t->losses);
+    free(t->block_stage);
+}
+
+/* ---- one step ---- */
+
+static brg_status clip(trainer *t, double *grad_norm) {
+    *grad_norm = sqrt(brg_runtime_grad_sq_norm(t->rt));
+    if (t->opts.max_grad_norm > 0) {
+        float coef = brg_clip_coef(t->opts.max_grad_norm, *grad_norm);
+        if (coef != 1.0f) brg_runtime_scale_grads(t->rt, coef);
+    }
+    return BRG_OK;
+}
+
+static brg_status train_step(trainer *t, double *loss, float *lr, double *grad_norm) {
+    brg_step_batch_fill(&t->batch, t->data, &t->order, t->step, t->model);
+    uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
+    BRG_TRY(brg_runtime_run(t->rt, t->batch.mbs, t->batch.loss_items, seed, t->losses));
+    *loss = 0;
+    for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) *loss += t->losses[i];
+    BRG_TRY(clip(t, grad_norm));
+    *lr = brg_lr_at(&t->opts.lr_schedule, (float)t->opts.optimizer.lr, t->step);
+    step_arg arg = {t, *lr};
+    BRG_TRY(brg_runtime_each_device(t->rt, optimizer_step, &arg));
+    brg_runtime_zero_grads(t->rt);
+    t->step++;
+    return BRG_OK;
+}
+
+/* ---- reporting ---- */
+
+typedef struct window {
+    double loss_sum;
+    int steps;
+} window;
+
+static void log_line(trainer *t, double loss, float lr, double grad_norm, double tokens_per_s) {
+    if (!t->log) return;
+    fprintf(t->log, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.6g}\n",
+            (long long)t->step, loss, (double)lr, grad_norm, tokens_per_s);
+    fflush(t->log);
+}
+
+static void progress_line(trainer *t, double loss, float lr, double tokens_per_s, double eta) {
+    FILE *f = t->opts.progress;
+    if (!f) return;
+    bool tty = isatty(fileno(f));
+    fprintf(f, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  ETA %.0fs%s", tty ? "\r" : "", (long long)t->step,
+            (long long)t->total_steps, loss, (double)lr, tokens_per_s, eta, tty ? "   " : "\n");
+    fflush(f);
+}
+
+/* output_mode decides which losses a host call (device_iterations steps) reports. */
+static bool reports(const trainer *t, int64_t step_in_call, int calls_len) {
+    return t->opts.output_mode == BRG_OUTPUT_ALL || step_in_call == calls_len - 1;
+}
+
+static void summary(trainer *t, brg_train_result *r, double tokens) {
+    FILE *f = t->opts.progress;
+    r->tokens_per_second = r->seconds > 0 ? tokens / r->seconds : 0;
+    int devices = brg_runtime_device_count(t->rt);
+    double busy = 0;
+    for (int d = 0; d < devices; d++) {
+        brg_device_stats s;
+        brg_runtime_device_stats(t->rt, d, &s);
+        busy += s.busy_seconds;
+    }
+    r->pipeline_efficiency = r->seconds > 0 ? busy / (devices * r->seconds) : 0;
+    r->ideal_efficiency = brg_schedule_ideal_efficiency(t->opts.stages, t->opts.accumulation);
+    if (!f) return;
+    if (isatty(fileno(f))) fputc('\n', f);
+    fprintf(f, "trained %lld steps in %.1fs: %.0f tokens/s, pipeline efficiency %.0f%% (ideal %.0f%%)\n",
+            (long long)r->steps, r->seconds, r->tokens_per_second, 100 * r->pipeline_efficiency,
+            100 * r->ideal_efficiency);
+    for (int d = 0; d < devices; d++) {
+        brg_device_stats s;
+        brg_runtime_device_stats(t->rt, d, &s);
+        fprintf(f, "  device %d: busy %.0f%%, peak memory %.1f MiB (activations %.1f MiB)\n", d,
+                r->seconds > 0 ? 100 * s.busy_seconds / r->seconds : 0, (double)s.peak_bytes / (1 << 20),
+                (double)s.activation_peak_bytes / (1 << 20));
+    }
+}
+
+static brg_status loop(trainer *t, brg_train_result *r) {
+    const brg_train_options *o = &t->opts;
+    double t0 = now_seconds(), tokens = 0, call_sum = 0;
+    int64_t first = t->step;
+    double tokens_per_step = (double)(o->micro_batch * o->accumulation * o->replicas * t->data->seq_len);
+    while (t->step < t->total_steps) {
+        int64_t in_call = (t->step - first) % o->device_iterations;
+        double loss, grad_norm;
+        float lr;
+        BRG_TRY(train_step(t, &loss, &lr, &grad_norm));
+        tokens += tokens_per_step;
+        call_sum += loss;
+        r->last_loss = loss;
+        if (o->on_step) o->on_step(o->on_step_ctx, t->step, loss, lr);
+        double elapsed = now_seconds() - t0, tps = tokens / (elapsed > 0 ? elapsed : 1e-9);
+        bool last_of_call = in_call == o->device_iterations - 1 || t->step == t->total_steps;
+        if (reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
+            double shown = o->output_mode == BRG_OUTPUT_SUM ? call_sum : loss;
+            log_line(t, shown, lr, grad_norm, tps);
+            progress_line(t, shown, lr, tps, elapsed / (double)(t->step - first) * (double)(t->total_steps - t->step));
+        }
+        if (last_of_call) call_sum = 0;
+        if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0 && t->step < t->total_steps)
+            BRG_TRY(trainer_save(t, o->output_dir));
+    }
+    r->steps = t->step;
+    r->seconds = now_seconds() - t0;
+    if (o->output_dir) BRG_TRY(trainer_save(t, o->output_dir));
+    summary(t, r, tokens);
+    return BRG_OK;
+}
+
+brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_options *opts,
+                     brg_train_result *result) {
+    BRG_TRY(check_options(opts, data));
+    if (data->seq_len > model->max_positions)
+        return brg_error(BRG_ERR_INVALID_ARG, "dataset rows of %lld tokens exceed the model's %lld positions",
+                         (long long)data->seq_len, (long long)model->max_positions);
+    trainer t = {.model = model, .data = data, .opts = *opts};
+    brg_train_result r = {0};
+    brg_status st = setup(&t);
+    if (st == BRG_OK) st = loop(&t, &r);
+    if (st == BRG_OK) brg_runtime_sync_to_model(t.rt);
+    teardown(&t);
+    if (result) *result = r;
+    return st;
+}

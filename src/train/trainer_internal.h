@@ -1,0 +1,26 @@
+/* Trainer state shared by trainer.c and train_checkpoint.c. */
+#ifndef BRIGADE_TRAINER_INTERNAL_H
+#define BRIGADE_TRAINER_INTERNAL_H
+
+#include "brigade/trainer.h"
+
+typedef struct trainer {
+    brg_model *model;
+    const brg_dataset *data;
+    brg_train_options opts;
+    brg_runtime *rt;
+    brg_optimizer **optimizers; /* one per device */
+    int *block_stage;
+    brg_data_order order;
+    brg_step_batch batch;
+    float *losses;
+    int64_t total_steps, step;
+    FILE *log;
+} trainer;
+
+/* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json. */
+brg_status trainer_save(trainer *t, const char *dir);
+/* Restores weights, optimizer state and the step from a checkpoint folder. */
+brg_status trainer_resume(trainer *t, const char *dir);
+
+#endif
