@@ -65,7 +65,7 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
             ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->ids + first * T));
             mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, (void *)(d->mask + first * T));
             labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->labels + first * T));
-            mbs[slot] = (brg_micro_batch){&ids[slot], &mask[slot], &labels[slot]};
+            mbs[slot] = (brg_micro_batch){.input_ids = &ids[slot], .attention_mask = &mask[slot], .labels = &labels[slot]};
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)d->labels);
     double denom = (double)m->ops->count_loss_items(m, &all_labels);

@@ -13,5 +13,7 @@
 #include "brigade/model.h"
 #include "brigade/inputs.h"
 #include "brigade/gpt2.h"
+#include "brigade/optim.h"
+#include "brigade/lr_schedule.h"
 
 #endif

@@ -50,12 +50,20 @@ typedef struct brg_block {
     int layer; /* layer index for BRG_BLOCK_LAYER, else -1 */
 } brg_block;
 
-/* What flows through the blocks of one micro-batch (the message between pipeline stages). */
+/* What flows through the blocks of one micro-batch. Inputs come from the host to every stage;
+ * the carried tensors (hidden, encoder_hidden) are what travels from stage to stage, with their
+ * gradients travelling back. */
 typedef struct brg_bundle {
     brg_tensor *input_ids;      /* I32 [B, T] */
     brg_tensor *attention_mask; /* F32 [B, T] (1 attend, 0 padding) or NULL */
-    brg_tensor *labels;         /* I32 [B, T] or NULL */
-    brg_tensor *hidden;         /* F32 [B, T, C] between blocks */
+    brg_tensor *labels;         /* I32 [B, T] (or [B] for sequence classification) or NULL */
+    brg_tensor *token_type_ids; /* I32 [B, T] or NULL (BERT) */
+    brg_tensor *pixel_values;   /* F32 [B, C, H, W] or NULL (ViT) */
+    brg_tensor *decoder_input_ids;      /* I32 [B, Td] or NULL (T5) */
+    brg_tensor *decoder_attention_mask; /* F32 [B, Td] or NULL (T5) */
+    brg_tensor *extra_labels;   /* a second target, e.g. end_positions for question answering */
+    brg_tensor *hidden;         /* carried: F32 [B, T, C] between blocks */
+    brg_tensor *encoder_hidden; /* carried: the encoder's output, for cross-attention (T5) */
     brg_tensor *logits;         /* set by the head */
     brg_tensor *loss;           /* set by the head when labels are given */
     double loss_denominator;    /* counted targets of the whole global batch; 0: this batch's own */

@@ -73,6 +73,10 @@ brg_status brg_cross_entropy(brg_tape *tape, brg_tensor *logits, brg_tensor *tar
 brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tensor *targets, int32_t ignore_index,
                                    double denominator, brg_tensor **loss);
 
+/* ---- encoder ops (BERT, ViT) ---- */
+
+/* ---- encoder-decoder ops (T5) ---- */
+
 #ifdef __cplusplus
 }
 #endif

@@ -27,11 +27,17 @@ typedef struct brg_runtime_options {
     bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
 } brg_runtime_options;
 
-/* One micro-batch's inputs (host memory, read by every stage of its replica). */
+/* One micro-batch's inputs (host memory, read by every stage of its replica); the fields
+ * mirror brg_bundle's inputs and may be NULL when a model does not take them. */
 typedef struct brg_micro_batch {
     brg_tensor *input_ids;      /* I32 [b, T] */
     brg_tensor *attention_mask; /* F32 [b, T] or NULL */
-    brg_tensor *labels;         /* I32 [b, T] or NULL */
+    brg_tensor *labels;         /* I32 or NULL */
+    brg_tensor *token_type_ids;
+    brg_tensor *pixel_values;
+    brg_tensor *decoder_input_ids;
+    brg_tensor *decoder_attention_mask;
+    brg_tensor *extra_labels;
 } brg_micro_batch;
 
 typedef struct brg_device brg_device;

@@ -46,6 +46,9 @@ brg_status brg_tape_backward(brg_tape *tape, brg_tensor *loss);
 /* Seeds the gradient of `out` with `dout` (same element count) and runs backward: the entry
  * point for a pipeline stage that receives its output gradient from the next stage. */
 brg_status brg_tape_backward_from(brg_tape *tape, brg_tensor *out, const float *dout);
+/* Seeds several outputs at once (entries whose tensor does not require grad, or whose dout is
+ * NULL, are skipped) and runs backward once. */
+brg_status brg_tape_backward_multi(brg_tape *tape, brg_tensor *const *outs, const float *const *douts, int n);
 
 /* Forgets the recorded nodes (the arena is the caller's to reset). */
 void brg_tape_clear(brg_tape *tape);

@@ -85,11 +85,18 @@ brg_status brg_tape_backward(brg_tape *tape, brg_tensor *loss) {
 
 brg_status brg_tape_backward_from(brg_tape *tape, brg_tensor *out, const float *dout) {
     if (!out->requires_grad) return brg_error(BRG_ERR_INVALID_ARG, "backward from a tensor that does not require grad");
-    brg_status st = BRG_OK;
-    float *g = brg_tape_grad(tape, out, &st);
-    if (!g) return st;
-    int64_t n = brg_tensor_numel(out);
-    for (int64_t i = 0; i < n; i++) g[i] += dout[i];
+    return brg_tape_backward_multi(tape, &out, &dout, 1);
+}
+
+brg_status brg_tape_backward_multi(brg_tape *tape, brg_tensor *const *outs, const float *const *douts, int n) {
+    for (int k = 0; k < n; k++) {
+        if (!outs[k] || !douts[k] || !outs[k]->requires_grad) continue;
+        brg_status st = BRG_OK;
+        float *g = brg_tape_grad(tape, outs[k], &st);
+        if (!g) return st;
+        int64_t count = brg_tensor_numel(outs[k]);
+        for (int64_t i = 0; i < count; i++) g[i] += douts[k][i];
+    }
     return replay(tape);
 }
 

@@ -236,7 +236,7 @@ brg_status brg_step_batch_init(brg_step_batch *b, int replicas, int accumulation
         b->tensors[3 * s] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, b->ids + off);
         b->tensors[3 * s + 1] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, b->mask + off);
         b->tensors[3 * s + 2] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, b->labels + off);
-        b->mbs[s] = (brg_micro_batch){&b->tensors[3 * s], &b->tensors[3 * s + 1], &b->tensors[3 * s + 2]};
+        b->mbs[s] = (brg_micro_batch){.input_ids = &b->tensors[3 * s], .attention_mask = &b->tensors[3 * s + 1], .labels = &b->tensors[3 * s + 2]};
     }
     return BRG_OK;
 }

@@ -115,4 +115,8 @@ float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, c
 void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, const float *lse,
                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
 
+/* ---- encoder kernels (BERT, ViT) ---- */
+
+/* ---- encoder-decoder kernels (T5) ---- */
+
 #endif

@@ -74,9 +74,10 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     BRG_TRY(brg_arena_create(name, o->device_memory, &dev->arena));
     dev->tapes = calloc((size_t)M, sizeof *dev->tapes);
     dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
-    dev->inputs = calloc((size_t)M, sizeof *dev->inputs);
-    dev->outputs = calloc((size_t)M, sizeof *dev->outputs);
-    if (!dev->tapes || !dev->bundles || !dev->inputs || !dev->outputs)
+    dev->inputs = calloc((size_t)M * 2, sizeof *dev->inputs);
+    dev->outputs = calloc((size_t)M * 2, sizeof *dev->outputs);
+    dev->input_grads = calloc((size_t)M * 2, sizeof *dev->input_grads);
+    if (!dev->tapes || !dev->bundles || !dev->inputs || !dev->outputs || !dev->input_grads)
         return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
     for (int i = 0; i < M; i++) BRG_TRY(brg_tape_create(dev->arena, &dev->tapes[i]));
     BRG_TRY(make_view(dev, rt->model));
@@ -219,6 +220,7 @@ static void free_device(brg_device *d, int micro_batches) {
     free(d->bundles);
     free(d->inputs);
     free(d->outputs);
+    free(d->input_grads);
     free(d->view.params);
     free(d->holds);
     brg_arena_destroy(d->arena);

@@ -19,8 +19,9 @@ struct brg_device {
     bool *holds;           /* [n_params] */
     brg_tape **tapes;      /* one per micro-batch in a step */
     brg_bundle *bundles;   /* [micro_batches] */
-    brg_tensor **inputs;   /* stage input copies, [micro_batches] */
-    brg_tensor **outputs;  /* what goes to the next stage (hidden) or the loss, [micro_batches] */
+    brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
+    brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */
+    const float **input_grads; /* [micro_batches][2]: what goes back to the stage before */
     pthread_t thread;
     bool thread_started;
     double busy_seconds;
