@@ -288,8 +288,44 @@ static void test_attention_empty(void) {
     attn_free(&d);
 }
 
+/* Dropout on the probabilities: a fixed key gives a fixed mask, so central differences see the
+ * same function the analytic backward differentiates; about p of the weights are dropped; the
+ * expected output over many keys equals the output without dropout. */
+static void test_attention_dropout(void) {
+    attn_case c = attn_make(2, 2, 5, 5, 3, true, true, 1);
+    c.a.dropout = 0.3f, c.a.seed = 99, c.a.offset = 1234;
+    brg_k_attention_fwd(c.out, c.lse, c.q, c.k, c.v, &c.a);
+    float *dq = tk_zeros(nq(&c)), *dk = tk_zeros(nk(&c)), *dv = tk_zeros(nk(&c)), *db = tk_zeros(nbias(&c));
+    brg_k_attention_bwd(dq, dk, dv, db, c.r, c.out, c.lse, c.q, c.k, c.v, &c.a);
+    tk_gradcheck("dropout dq", &c, attn_loss, c.q, nq(&c), dq);
+    tk_gradcheck("dropout dk", &c, attn_loss, c.k, nk(&c), dk);
+    tk_gradcheck("dropout dv", &c, attn_loss, c.v, nk(&c), dv);
+    tk_gradcheck("dropout dbias", &c, attn_loss, c.bias, nbias(&c), db);
+    float *plain = tk_zeros(nq(&c));
+    brg_attn_args no = c.a;
+    no.dropout = 0;
+    brg_k_attention_fwd(plain, NULL, c.q, c.k, c.v, &no);
+    CHECK(test_max_abs_diff(plain, c.out, nq(&c)) > 1e-3); /* the mask does something */
+    free(plain), free(dq), free(dk), free(dv), free(db);
+    attn_free(&c);
+
+    /* One query over many keys with v = 1: out = sum of kept weights / (1 - p), mean 1. */
+    attn_case m = attn_make(1, 1, 1, 4000, 1, false, false, 0);
+    for (int64_t j = 0; j < 4000; j++) m.v[j] = 1.0f, m.k[j] = 0.0f;
+    m.a.dropout = 0.25f, m.a.seed = 5;
+    double mean = 0;
+    for (int s = 0; s < 20; s++) {
+        m.a.offset = (uint64_t)s * 100000;
+        brg_k_attention_fwd(m.out, NULL, m.q, m.k, m.v, &m.a);
+        mean += m.out[0] / 20.0;
+    }
+    CHECK_NEAR(mean, 1.0, 0.02);
+    attn_free(&m);
+}
+
 int main(void) {
     tk_seed(3);
+    test_attention_dropout();
     test_attention_configs();
     test_attention_mask_semantics();
     test_attention_accumulate_and_null();

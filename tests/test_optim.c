@@ -3,6 +3,8 @@
  * (through brg_lr_at) and its gradient clipping (through brg_clip_grad_norm); parameters after
  * every step and the final optimizer state must match within 1e-5 (relative above 1 in
  * magnitude, absolute below). */
+#include <dirent.h>
+
 #include "test_util.h"
 
 #include "brigade/lr_schedule.h"
@@ -12,11 +14,9 @@
 #define MAX_PARAMS 8
 #define TOL 1e-5
 
-static const char *const cases[] = {
-    "sgd_plain",         "sgd_momentum_dampening", "sgd_nesterov_wd", "adam",
-    "adam_wd",           "adamw_linear_clip",      "adamw_nobias",    "rmsprop",
-    "rmsprop_centered_momentum", "lamb_cosine_clip", "lamb_nobias_maxnorm",
-};
+/* Files in FIXTURE_DIR that are not optimizer runs. */
+static const char *const other_fixtures[] = {"lr_schedules.safetensors", "clip_grad_norm.safetensors"};
+#define MIN_CASES 11 /* what tools/optim_fixtures.py writes today */
 
 typedef struct fixture {
     brg_safetensors *st;
@@ -246,7 +246,36 @@ static void run_case(const char *name) {
     fixture_close(&f);
 }
 
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Every <case>.safetensors in FIXTURE_DIR, sorted, as malloc'd names without the extension. */
+static int list_cases(char **names, int max) {
+    DIR *dir = opendir(FIXTURE_DIR);
+    CHECK_MSG(dir != NULL, "cannot open %s (run from the source root)", FIXTURE_DIR);
+    if (!dir) return 0;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL && n < max;) {
+        const char *dot = strrchr(e->d_name, '.');
+        if (!dot || strcmp(dot, ".safetensors") != 0) continue;
+        bool other = false;
+        for (size_t i = 0; i < sizeof other_fixtures / sizeof other_fixtures[0]; i++)
+            other = other || strcmp(e->d_name, other_fixtures[i]) == 0;
+        if (!other) names[n++] = strndup(e->d_name, (size_t)(dot - e->d_name));
+    }
+    closedir(dir);
+    qsort(names, (size_t)n, sizeof names[0], compare_names);
+    return n;
+}
+
 int main(void) {
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(cases[i]);
+    char *names[64];
+    int n = list_cases(names, 64);
+    CHECK_MSG(n >= MIN_CASES, "%d optimizer fixtures in %s, expected at least %d", n, FIXTURE_DIR, MIN_CASES);
+    for (int i = 0; i < n; i++) {
+        run_case(names[i]);
+        free(names[i]);
+    }
     return test_finish();
 }

@@ -39,11 +39,12 @@ Regenerating gives byte-identical files for the same library versions.
 
 import argparse
 import dataclasses
+import json
 import math
 import os
+import struct
 
 import torch
-from safetensors.torch import save_file
 from transformers import (get_constant_schedule, get_constant_schedule_with_warmup,
                           get_cosine_schedule_with_warmup, get_linear_schedule_with_warmup)
 
@@ -319,6 +320,30 @@ def clip_fixture():
     return tensors, meta
 
 
+def write_safetensors(path, tensors, metadata):
+    """safetensors.torch.save_file's layout (data ordered by name, all F32; header padded with
+    spaces to 8 bytes), but with the metadata keys sorted: save_file writes them in hash order,
+    which changes from run to run and would make regenerated files differ."""
+    header = {"__metadata__": dict(sorted(metadata.items()))}
+    blobs, offset = [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().to(torch.float32).contiguous()
+        data = t.numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+    os.replace(tmp, path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests",
@@ -328,12 +353,11 @@ def main():
     torch.set_num_threads(1)
     for case in CASES:
         tensors, meta = run_case(case)
-        save_file({k: v.contiguous() for k, v in tensors.items()},
-                  os.path.join(args.out, f"{case.name}.safetensors"), metadata=meta)
+        write_safetensors(os.path.join(args.out, f"{case.name}.safetensors"), tensors, meta)
     tensors, meta = schedule_fixture()
-    save_file(tensors, os.path.join(args.out, "lr_schedules.safetensors"), metadata=meta)
+    write_safetensors(os.path.join(args.out, "lr_schedules.safetensors"), tensors, meta)
     tensors, meta = clip_fixture()
-    save_file(tensors, os.path.join(args.out, "clip_grad_norm.safetensors"), metadata=meta)
+    write_safetensors(os.path.join(args.out, "clip_grad_norm.safetensors"), tensors, meta)
     print(f"wrote {len(CASES) + 2} files to {os.path.normpath(args.out)}")
 
 

@@ -13,6 +13,9 @@
 #include "brigade/model.h"
 #include "brigade/inputs.h"
 #include "brigade/gpt2.h"
+#include "brigade/ipu_config.h"
+#include "brigade/placement.h"
+#include "brigade/registry.h"
 #include "brigade/optim.h"
 #include "brigade/lr_schedule.h"
 

@@ -30,6 +30,10 @@ brg_status brg_dataset_from_rows(const int32_t *ids, const float *mask, const in
                                  int64_t seq_len, brg_dataset **out);
 void brg_dataset_free(brg_dataset *d);
 
+/* A dataset brigade generates itself ("reverse": reverse a word of 3-6 letters, byte-level,
+ * vocabulary >= 256, rows of at least 14 tokens, loss on the answer only). */
+brg_status brg_dataset_builtin(const char *name, int64_t rows, int64_t seq_len, uint64_t seed, brg_dataset **out);
+
 /* The order rows are read in: identity, or a seeded permutation per epoch. */
 typedef struct brg_data_order {
     int64_t rows;

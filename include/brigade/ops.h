@@ -35,6 +35,8 @@ brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_
 brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, brg_tensor **y);
 brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y);
 brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y);
+/* y = s * x (shared by every architecture: attention scaling, T5's head rescale). */
+brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y);
 
 /* Inverted dropout keyed by (seed, offset): the same key gives the same mask. p == 0 (or
  * `training` false) returns x itself. */
@@ -55,6 +57,8 @@ typedef struct brg_attention_opts {
     bool causal;
     brg_tensor *key_mask; /* F32 [B, Tk], 1 = attend, 0 = padding; or NULL */
     brg_tensor *bias;     /* F32 [H, Tq, Tk] additive (differentiable), or NULL */
+    float dropout;        /* on the probabilities, in training; 0 for none */
+    uint64_t seed, offset; /* dropout key (see brg_dropout) */
 } brg_attention_opts;
 
 /* Scaled dot-product attention, fused: q [B,H,Tq,D], k and v [B,H,Tk,D] -> y [B,H,Tq,D]. */
@@ -75,7 +79,63 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
 
 /* ---- encoder ops (BERT, ViT) ---- */
 
+/* y = x with dimension `dim` removed by taking element `index` (the [CLS] row x[:, 0] of
+ * [B, T, C] hidden states; one column of [B, T, 2] span logits). */
+brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg_tensor **y);
+
+/* y [B, N+1, C] = the token (C elements, any shape such as [1, 1, C]) followed by x [B, N, C]
+ * in every batch row: ViT's [CLS] token. */
+brg_status brg_prepend_token(brg_tape *tape, brg_tensor *token, brg_tensor *x, brg_tensor **y);
+
+/* y = x + p with p broadcast: p has x's number of dims, each equal to x's or 1, and the dims
+ * where p is 1 but x is not form one contiguous run (p [1, N, C] over x [B, N, C]; a mask
+ * [B, 1, 1, T] over scores [B, H, T, T]). */
+brg_status brg_add_broadcast(brg_tape *tape, brg_tensor *x, brg_tensor *p, brg_tensor **y);
+
+/* brg_embedding whose row `padding_idx` receives no gradient, as nn.Embedding(padding_idx=...)
+ * (BERT's word embeddings). padding_idx < 0: every row learns. */
+brg_status brg_embedding_padded(brg_tape *tape, brg_tensor *ids, brg_tensor *table, int32_t padding_idx,
+                                brg_tensor **y);
+
+brg_status brg_tanh(brg_tape *tape, brg_tensor *x, brg_tensor **y);
+
+/* sum((x - target)^2) / denominator as a 0-d tensor; target is F32 data with x's element count
+ * (no gradient flows to it). denominator <= 0 means x's element count (torch's MSELoss mean);
+ * a micro-batch passes its share of a global batch's count. */
+brg_status brg_mse_loss_share(brg_tape *tape, brg_tensor *x, brg_tensor *target, double denominator,
+                              brg_tensor **loss);
+/* BCEWithLogitsLoss the same way: sum over elements of the stable
+ * max(x,0) - x*t + log(1 + exp(-|x|)), divided by the denominator (<= 0: element count). */
+brg_status brg_bce_with_logits_share(brg_tape *tape, brg_tensor *x, brg_tensor *target, double denominator,
+                                     brg_tensor **loss);
+
+/* pixels [B, C, H, W] -> patches [B, (H/ph)*(W/pw), C*ph*pw], each row ordered (c, ky, kx) so
+ * that patches @ W.view(out, -1)^T is Conv2d(kernel = stride = (ph, pw)). H and W must be at
+ * least ph and pw; pixels beyond the last whole patch are dropped, as the convolution does. */
+brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int64_t pw, brg_tensor **y);
+
 /* ---- encoder-decoder ops (T5) ---- */
+
+/* T5LayerNorm: y = weight * x / sqrt(mean(x^2) + eps) over the last dim; no mean subtraction, no
+ * bias. */
+brg_status brg_rms_norm(brg_tape *tape, brg_tensor *x, brg_tensor *weight, float eps, brg_tensor **y);
+brg_status brg_relu(brg_tape *tape, brg_tensor *x, brg_tensor **y);
+/* Elementwise product of two tensors of the same shape (T5's gated feed-forward). */
+brg_status brg_mul(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y);
+
+/* T5's relative position buckets: I32 [Tq, Tk], the bucket of (key j - query i), bidirectional for
+ * an encoder, causal for a decoder. Not differentiable; needs num_buckets >= 4 and
+ * max_distance > num_buckets / 2. */
+brg_status brg_relative_position_buckets(brg_tape *tape, int64_t Tq, int64_t Tk, bool bidirectional,
+                                         int64_t num_buckets, int64_t max_distance, brg_tensor **buckets);
+/* The attention bias [H, Tq, Tk] gathered from table [num_buckets, H] (relative_attention_bias)
+ * at buckets [Tq, Tk]; the gradient flows back into the table. */
+brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_tensor *buckets, brg_tensor **bias);
+/* Attention made explicit (for dropout on the probabilities): scores [B,H,Tq,Tk] = q @ k^T become
+ * opts->scale * scores + opts->bias, masked as brg_attention masks them, so that
+ * softmax(y) @ v equals brg_attention with the same opts. */
+brg_status brg_attention_mask_scores(brg_tape *tape, brg_tensor *scores, const brg_attention_opts *opts,
+                                     brg_tensor **y);
 
 #ifdef __cplusplus
 }

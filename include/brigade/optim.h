@@ -110,7 +110,8 @@ brg_status brg_optimizer_add_param(brg_optimizer *opt, float *value, const float
 int brg_optimizer_param_count(const brg_optimizer *opt);
 
 /* Applies one update to every slot with learning rate `lr` (>= 0, finite) and advances the
- * step count. With lr 0 the values are left bit-for-bit as they are (the state still advances). */
+ * step count. With lr 0 and finite gradients the values are left bit-for-bit as they are (the
+ * state still advances), for every kind including AdamW (p *= 1 - 0*wd). */
 brg_status brg_optimizer_step(brg_optimizer *opt, float lr);
 
 /* Steps taken so far (torch's state["step"]). Setting it is for restoring a checkpoint together

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "brigade/dataset.h"
+#include "brigade/ipu_config.h"
 #include "brigade/lr_schedule.h"
 #include "brigade/optim.h"
 #include "brigade/runtime.h"
@@ -16,12 +17,6 @@
 extern "C" {
 #endif
 
-typedef enum brg_output_mode {
-    BRG_OUTPUT_FINAL = 0, /* "final" and "default": the last step of each host call */
-    BRG_OUTPUT_ALL,       /* every step */
-    BRG_OUTPUT_SUM,       /* the sum over a host call's steps */
-} brg_output_mode;
-
 typedef struct brg_train_options {
     /* placement and batching (from the IPUConfig's training view) */
     int replicas, stages, accumulation, device_iterations;
@@ -29,6 +24,8 @@ typedef struct brg_train_options {
     brg_schedule_kind schedule;
     size_t device_memory;
     bool recompute;
+    /* which losses a host call (device_iterations steps) reports: ALL every step, SUM their
+     * sum, FINAL and DEFAULT the last step's */
     brg_output_mode output_mode;
     /* data */
     int64_t micro_batch;
@@ -46,6 +43,8 @@ typedef struct brg_train_options {
     const char *log_path;   /* JSON lines; NULL: none */
     const char *resume_dir; /* continue from a checkpoint written by an earlier run */
     FILE *progress;         /* progress and summary lines; NULL: quiet */
+    const brg_dataset *eval_data; /* evaluated every eval_every steps and at the end; NULL: none */
+    int64_t eval_every;
     /* called after every step with the step's loss (mean over the global batch) */
     void (*on_step)(void *ctx, int64_t step, double loss, float lr);
     void *on_step_ctx;
@@ -57,6 +56,7 @@ void brg_train_options_default(brg_train_options *o);
 typedef struct brg_train_result {
     int64_t steps;     /* global step reached */
     double last_loss;
+    double eval_loss; /* the last evaluation's mean loss (NAN when none ran) */
     double seconds;
     double tokens_per_second;
     double pipeline_efficiency; /* busy time over device time */

@@ -128,7 +128,10 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
         .scale = opts->scale, .causal = opts->causal,
         .key_mask = opts->key_mask ? OPS_CF32(opts->key_mask) : NULL,
         .bias = opts->bias ? OPS_CF32(opts->bias) : NULL,
+        .dropout = opts->dropout, .seed = opts->seed, .offset = opts->offset,
     };
+    if (!(args.dropout >= 0.0f && args.dropout < 1.0f))
+        return brg_error(BRG_ERR_INVALID_ARG, "attention dropout %g not in [0, 1)", args.dropout);
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(args.B * args.H * args.Tq) * sizeof(float),
                                  "attention statistics");
     if (!lse) return BRG_ERR_OOM;

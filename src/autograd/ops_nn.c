@@ -180,6 +180,35 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     return BRG_OK;
 }
 
+/* ---- scale ---- */
+typedef struct scale_ctx {
+    brg_tensor *x, *y;
+    float s;
+} scale_ctx;
+
+static brg_status scale_backward(brg_tape *tape, void *p) {
+    scale_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (!dx) return BRG_OK;
+    int64_t n = brg_tensor_numel(c->x);
+    for (int64_t i = 0; i < n; i++) dx[i] += c->s * c->y->grad[i];
+    return BRG_OK;
+}
+
+brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("scale", x, 0));
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(new_like(tape, x, rec, "scale output", y));
+    brg_k_scale(OPS_F32(*y), OPS_CF32(x), s, brg_tensor_numel(x));
+    if (!rec) return BRG_OK;
+    scale_ctx *c = brg_tape_record(tape, scale_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (scale_ctx){x, *y, s};
+    return BRG_OK;
+}
+
 /* ---- dropout ---- */
 typedef struct dropout_ctx {
     brg_tensor *x, *y;

@@ -20,6 +20,15 @@ static bool store(const char *command, arg_spec *s, const char *value) {
     }
     errno = 0;
     char *end;
+    if (s->kind == ARG_DOUBLE) {
+        double d = strtod(value, &end);
+        if (errno || end == value || *end || d != d) {
+            fprintf(stderr, "brigade %s: --%s expects a number, got '%s'\n", command, s->name, value);
+            return false;
+        }
+        *(double *)s->dest = d;
+        return true;
+    }
     long long v = strtoll(value, &end, 10);
     if (errno || end == value || *end) {
         fprintf(stderr, "brigade %s: --%s expects an integer, got '%s'\n", command, s->name, value);
@@ -71,7 +80,8 @@ bool args_parse(const char *command, int argc, char **argv, int first, arg_spec 
 void args_usage(const char *command, const char *summary, const arg_spec *specs, int n) {
     printf("usage: brigade %s [options]\n%s\n\noptions:\n", command, summary);
     for (int i = 0; i < n; i++) {
-        const char *meta = specs[i].kind == ARG_INT ? " N" : specs[i].kind == ARG_STRING ? " VALUE" : "";
+        const char *meta = specs[i].kind == ARG_INT ? " N" : specs[i].kind == ARG_DOUBLE ? " X"
+                           : specs[i].kind == ARG_STRING ? " VALUE" : "";
         printf("  --%s%s%*s%s%s\n", specs[i].name, meta, (int)(24 - strlen(specs[i].name) - strlen(meta)), "",
                specs[i].help, specs[i].required ? " (required)" : "");
     }

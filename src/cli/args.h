@@ -5,12 +5,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-typedef enum { ARG_STRING, ARG_INT, ARG_FLAG } arg_kind;
+typedef enum { ARG_STRING, ARG_INT, ARG_DOUBLE, ARG_FLAG } arg_kind;
 
 typedef struct arg_spec {
     const char *name; /* without the leading dashes */
     arg_kind kind;
-    void *dest;       /* const char **, int64_t *, or bool * */
+    void *dest;       /* const char **, int64_t *, double * or bool * */
     bool required;
     const char *help;
     bool seen;

@@ -3,5 +3,9 @@
 
 int cmd_init(int argc, char **argv);
 int cmd_forward(int argc, char **argv);
+int cmd_config(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
 
 #endif

@@ -13,6 +13,10 @@ typedef struct command {
 static const command commands[] = {
     {"init", cmd_init, "write a random-init Hugging Face model folder"},
     {"forward", cmd_forward, "run a model on inputs from a safetensors file"},
+    {"config", cmd_config, "show or validate an ipu_config.json"},
+    {"plan", cmd_plan, "show where a model's blocks go and what each device holds"},
+    {"train", cmd_train, "train a model pipelined and replicated as an ipu_config.json says"},
+    {"generate", cmd_generate, "continue a prompt greedily"},
 };
 
 static void usage(FILE *out) {
@@ -33,6 +37,8 @@ int main(int argc, char **argv) {
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc, argv);
-    fprintf(stderr, "brigade: unknown command '%s' (commands: init, forward; see brigade --help)\n", argv[1]);
+    fprintf(stderr, "brigade: unknown command '%s' (commands:", argv[1]);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, "; see brigade --help)\n");
     return 2;
 }

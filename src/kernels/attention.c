@@ -122,6 +122,18 @@ static void row_probs_from_lse(float *s, float lse, int64_t Tk, int64_t kend, in
     *used = kend;
 }
 
+/* Inverted dropout on the block's probability rows, keyed by their (b, h, i, j) position. */
+static void apply_dropout(float *p, const block *blk, int64_t used, const brg_attn_args *a) {
+    if (a->dropout <= 0.0f) return;
+    const float keep_scale = 1.0f / (1.0f - a->dropout);
+    for (int64_t r = 0; r < blk->nr; r++) {
+        uint64_t base = a->offset + (uint64_t)((blk->bh * a->Tq + blk->i0 + r) * a->Tk);
+        float *row = p + r * a->Tk;
+        for (int64_t j = 0; j < used; j++)
+            row[j] = brg_k_dropout_keep(a->dropout, a->seed, base + (uint64_t)j) ? row[j] * keep_scale : 0.0f;
+    }
+}
+
 void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args) {
     check_args(args);
@@ -144,6 +156,7 @@ void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k,
                     if (lse) lse[row0 + r] = l;
                     used = u > used ? u : used;
                 }
+                apply_dropout(p, &blk, used, args);
                 brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, v + blk.bh * Tk * D, D, 0.0f, out + row0 * D, D);
             }
     free(p);
@@ -185,16 +198,21 @@ static void block_backward(const attn_grads *g, float *p, float *dp, const float
         row_probs_from_lse(p + r * Tk, lse[row0 + r], Tk, kend, &u);
         used = u > used ? u : used;
     }
-    if (g->dv) /* dv += P^T dout */
+    if (g->dq || g->dk || g->dbias) {
+        /* dP = dout v^T (through the dropout mask, which scales it like the forward), then dS in
+         * place; D_i = dout_i . out_i still equals sum_j P_ij dP_ij with dropout. */
+        brg_gemm(false, true, blk->nr, used, D, 1.0f, gb, D, vbh, D, 0.0f, dp, Tk);
+        apply_dropout(dp, blk, used, a);
+        block_dscores(dp, p, dout, out, blk, used, g->dbias, a);
+        if (g->dq) /* dq += scale dS k */
+            brg_gemm(false, false, blk->nr, D, used, a->scale, dp, Tk, kbh, D, 1.0f, g->dq + row0 * D, D);
+        if (g->dk) /* dk += scale dS^T q */
+            brg_gemm(true, false, used, D, blk->nr, a->scale, dp, Tk, qb, D, 1.0f, g->dk + blk->bh * Tk * D, D);
+    }
+    if (g->dv) { /* dv += dropout(P)^T dout */
+        apply_dropout(p, blk, used, a);
         brg_gemm(true, false, used, D, blk->nr, 1.0f, p, Tk, gb, D, 1.0f, g->dv + blk->bh * Tk * D, D);
-    if (!(g->dq || g->dk || g->dbias)) return;
-    /* dP = dout v^T, then dS in place */
-    brg_gemm(false, true, blk->nr, used, D, 1.0f, gb, D, vbh, D, 0.0f, dp, Tk);
-    block_dscores(dp, p, dout, out, blk, used, g->dbias, a);
-    if (g->dq) /* dq += scale dS k */
-        brg_gemm(false, false, blk->nr, D, used, a->scale, dp, Tk, kbh, D, 1.0f, g->dq + row0 * D, D);
-    if (g->dk) /* dk += scale dS^T q */
-        brg_gemm(true, false, used, D, blk->nr, a->scale, dp, Tk, qb, D, 1.0f, g->dk + blk->bh * Tk * D, D);
+    }
 }
 
 void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const float *dout, const float *out,

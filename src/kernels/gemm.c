@@ -1,12 +1,58 @@
-/* GEMM: the single entry point for matrix products. brg_gemm hands the work to OpenBLAS;
+/* GEMM: the single entry point for matrix products, and the choice of who computes them.
+ *
+ * Backends, chosen once per process:
+ *   avx512    the packed AVX-512 kernel in gemm_avx512.c; the default when the CPU has AVX-512,
+ *             because it measured faster than OpenBLAS on every GPT-2 small training shape
+ *             (see bench/README.md and `brigade_bench_gemm`).
+ *   openblas  cblas_sgemm; the default without AVX-512.
+ *   ref       brg_gemm_ref, the double-accumulating scalar loop (slow; for debugging).
+ * The environment variable BRIGADE_GEMM=openblas|avx512|ref overrides the default; asking for
+ * avx512 on a CPU without it gives openblas. brg_gemm_backend() names what actually runs.
+ *
  * brg_gemm_ref is the slow, accurate yardstick the tests compare everything against. */
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
-
-#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "brigade/status.h"
+#include "kernels/gemm_avx512.h"
 #include "kernels/kernels.h"
+
+/* Last: OpenBLAS's header pulls in <complex.h>, whose macro I would break any prototype with a
+ * parameter of that name in the headers above. */
+#include <cblas.h>
+
+typedef enum backend { BACKEND_OPENBLAS = 0, BACKEND_AVX512, BACKEND_REF } backend;
+
+static const char *const backend_names[] = {"openblas", "avx512", "ref"};
+static backend active = BACKEND_OPENBLAS;
+static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
+
+static void choose_backend(void) {
+    const bool avx512 = brg_gemm_avx512_supported();
+    active = avx512 ? BACKEND_AVX512 : BACKEND_OPENBLAS;
+    const char *env = getenv("BRIGADE_GEMM");
+    if (!env || !*env) return;
+    if (strcmp(env, "openblas") == 0) {
+        active = BACKEND_OPENBLAS;
+    } else if (strcmp(env, "ref") == 0) {
+        active = BACKEND_REF;
+    } else if (strcmp(env, "avx512") == 0) {
+        active = avx512 ? BACKEND_AVX512 : BACKEND_OPENBLAS;
+    } else {
+        /* A typo must not silently benchmark the wrong kernel. */
+        fprintf(stderr, "brigade: BRIGADE_GEMM=%s is not one of openblas, avx512, ref; using %s\n", env,
+                backend_names[active]);
+    }
+}
+
+static backend current_backend(void) {
+    pthread_once(&choose_once, choose_backend);
+    return active;
+}
 
 /* Leading-dimension rules of row-major BLAS: a [rows, cols] operand needs ld >= cols. */
 static void check_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, int64_t lda, int64_t ldb,
@@ -41,6 +87,15 @@ void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
         scale_c(M, N, beta, C, ldc);
         return;
     }
+    const backend be = current_backend();
+    if (be == BACKEND_REF) {
+        brg_gemm_ref(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    /* The kernel declines only when its packing buffers cannot be allocated: OpenBLAS then
+     * computes the product, which needs no buffers of ours. */
+    if (be == BACKEND_AVX512 && brg_gemm_avx512(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     /* The BLAS interface takes int sizes; larger problems must be split by the caller. */
     BRG_ASSERT(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
     BRG_ASSERT(lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX);
@@ -66,8 +121,9 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
     }
 }
 
-const char *brg_gemm_backend(void) { return "openblas"; }
+const char *brg_gemm_backend(void) { return backend_names[current_backend()]; }
 
 /* Devices compute single-threaded by default: parallelism comes from devices, and OpenBLAS
- * serialises concurrent callers when it runs its own thread pool. */
+ * serialises concurrent callers when it runs its own thread pool. The avx512 kernel always runs
+ * on the calling thread alone, whatever this is set to. */
 void brg_gemm_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }

@@ -73,6 +73,11 @@ typedef struct brg_attn_args {
     bool causal;
     const float *key_mask; /* [B,Tk] or NULL */
     const float *bias;     /* [H,Tq,Tk] or NULL */
+    /* Dropout on the probabilities (transformers' attn_dropout), 0 for none: probability
+     * (b,h,i,j) is kept iff brg_k_dropout_keep(dropout, seed, offset + ((b*H+h)*Tq+i)*Tk+j), so
+     * backward regenerates the mask instead of storing it. */
+    float dropout;
+    uint64_t seed, offset;
 } brg_attn_args;
 void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args);
@@ -117,6 +122,94 @@ void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, c
 
 /* ---- encoder kernels (BERT, ViT) ---- */
 
+/* ---- select: x viewed as [outer, n, inner]; y[outer, inner] = x[outer, index, inner] ------
+ * (the [CLS] row of [B,T,C] hidden states; one column of [B,T,2] question-answering logits). */
+void brg_k_select_fwd(float *y, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t index);
+/* dx[outer, index, inner] += dy[outer, inner]. */
+void brg_k_select_bwd(float *dx, const float *dy, int64_t outer, int64_t n, int64_t inner, int64_t index);
+
+/* ---- prepend a token: y[b] = [token; x[b]] with token [c], x [B,n,c], y [B,n+1,c] --------- */
+void brg_k_prepend_token_fwd(float *y, const float *token, const float *x, int64_t B, int64_t n, int64_t c);
+/* dtoken[c] += sum_b dy[b,0,:]; dx[b] += dy[b,1:]. Either may be NULL. */
+void brg_k_prepend_token_bwd(float *dtoken, float *dx, const float *dy, int64_t B, int64_t n, int64_t c);
+
+/* ---- broadcast add: y[a,m,i] = x[a,m,i] + p[a,i] (p repeats along the middle dim) -------- */
+void brg_k_add_bcast_fwd(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t I);
+/* dx += dy; dp[a,i] += sum_m dy[a,m,i]. Either may be NULL. */
+void brg_k_add_bcast_bwd(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t I);
+
+/* ---- embedding backward that skips one row, as nn.Embedding(padding_idx) does: ids equal to
+ * padding_idx send no gradient to the table (padding_idx < 0: none skipped) ----------------- */
+void brg_k_embedding_pad_bwd(float *dtable, const float *dy, const int32_t *ids, int64_t n, int64_t dim,
+                             int32_t padding_idx);
+
+/* ---- tanh; backward from the output: dx += dy * (1 - y^2) ------------------------------- */
+void brg_k_tanh_fwd(float *y, const float *x, int64_t n);
+void brg_k_tanh_bwd(float *dx, const float *dy, const float *y, int64_t n);
+
+/* dx += s * dy */
+void brg_k_scaled_accumulate(float *dx, const float *dy, float s, int64_t n);
+
+/* ---- regression and multi-label losses, as sums (the caller divides) --------------------
+ * MSE: sum (x - t)^2. Backward: dx += scale * 2 (x - t). */
+double brg_k_mse_sum_fwd(const float *x, const float *t, int64_t n);
+void brg_k_mse_bwd(float *dx, float scale, const float *x, const float *t, int64_t n);
+/* BCE with logits, the stable form torch uses: sum max(x,0) - x t + log(1 + exp(-|x|)).
+ * Backward: dx += scale * (sigmoid(x) - t). */
+double brg_k_bce_logits_sum_fwd(const float *x, const float *t, int64_t n);
+void brg_k_bce_logits_bwd(float *dx, float scale, const float *x, const float *t, int64_t n);
+
+/* ---- patch unfold (im2col for a convolution whose stride equals its kernel) --------------
+ * pixels [B,C,H,W] -> patches [B, (H/ph)*(W/pw), C*ph*pw]; patches are numbered row-major over
+ * the (H/ph, W/pw) grid and each row is ordered (channel, ky, kx), the layout of a Conv2d
+ * weight [out, C, ph, pw], so conv(pixels) = patches @ weight.view(out, -1)^T. Pixels past the
+ * last whole patch are dropped, as the convolution drops them. */
+typedef struct brg_patch_dims {
+    int64_t B, C, H, W, ph, pw;
+} brg_patch_dims;
+void brg_k_patch_unfold_fwd(float *patches, const float *pixels, const brg_patch_dims *d);
+/* dpixels += the fold of dpatches. */
+void brg_k_patch_unfold_bwd(float *dpixels, const float *dpatches, const brg_patch_dims *d);
+/* Reference: the strided convolution itself, y [B, (H/ph)*(W/pw), out] = conv(pixels, w [out,C,ph,pw]) + b
+ * (b may be NULL), computed directly, for tests. */
+void brg_k_patch_conv_ref(float *y, const float *pixels, const float *w, const float *b, int64_t out,
+                          const brg_patch_dims *d);
+
 /* ---- encoder-decoder kernels (T5) ---- */
+
+/* RMS norm (T5LayerNorm) over the last dim c: y = w * x * rstd, rstd = 1/sqrt(mean(x^2) + eps);
+ * no mean subtraction, no bias. Saves rstd[n]. */
+void brg_k_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t n, int64_t c, float eps);
+void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
+                       int64_t n, int64_t c);
+
+void brg_k_relu_fwd(float *y, const float *x, int64_t n);
+void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
+
+/* y = a * b elementwise; da += dy * b, db += dy * a. */
+void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n);
+void brg_k_mul_bwd(float *da, float *db, const float *dy, const float *a, const float *b, int64_t n);
+/* The backward of brg_k_scale: dx += s * dy. */
+void brg_k_scale_bwd(float *dx, const float *dy, float s, int64_t n);
+
+/* T5's relative position bucket of key position minus query position (transformers'
+ * _relative_position_bucket); requires num_buckets >= 4 and max_distance > num_buckets / 2.
+ * buckets[Tq, Tk] holds the bucket of (j - i) for query i and key j. */
+int32_t brg_k_relative_position_bucket(int64_t relative_position, bool bidirectional, int64_t num_buckets,
+                                       int64_t max_distance);
+void brg_k_relative_position_buckets(int32_t *buckets, int64_t Tq, int64_t Tk, bool bidirectional,
+                                     int64_t num_buckets, int64_t max_distance);
+/* bias[H, Tq, Tk] = table[buckets[i, j], h] with table [num_buckets, H] (the embedding's layout);
+ * backward scatters dbias into dtable. */
+void brg_k_relpos_bias_fwd(float *bias, const float *table, const int32_t *buckets, int64_t H, int64_t Tq,
+                           int64_t Tk);
+void brg_k_relpos_bias_bwd(float *dtable, const float *dbias, const int32_t *buckets, int64_t H, int64_t Tq,
+                           int64_t Tk);
+
+/* Attention scores made explicit, for attention-probability dropout: y[B,H,Tq,Tk] = scale *
+ * scores (+ bias) masked exactly as brg_k_attention_fwd masks them (args->D is unused), so
+ * softmax(y) @ v equals the fused kernel's output. dbias (may be NULL) accumulates [H,Tq,Tk]. */
+void brg_k_mask_scores_fwd(float *y, const float *scores, const brg_attn_args *args);
+void brg_k_mask_scores_bwd(float *dscores, float *dbias, const float *dy, const brg_attn_args *args);
 
 #endif

@@ -152,10 +152,9 @@ static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg
     BRG_TRY(brg_split_heads(tape, qkv, 2 * C, H, D, &v));
     float scale = c->scale_attn_weights ? 1.0f / sqrtf((float)D) : 1.0f;
     if (c->scale_attn_by_inverse_layer_idx) scale /= (float)(layer + 1);
-    if (b->training && c->attn_pdrop > 0)
-        return brg_error(BRG_ERR_UNSUPPORTED, "attention dropout (attn_pdrop %g) in training is not supported yet; set attn_pdrop to 0",
-                         c->attn_pdrop);
-    brg_attention_opts opts = {.scale = scale, .causal = true, .key_mask = b->attention_mask, .bias = NULL};
+    brg_attention_opts opts = {.scale = scale, .causal = true, .key_mask = b->attention_mask,
+                               .dropout = b->training ? c->attn_pdrop : 0.0f, .seed = b->seed,
+                               .offset = dropout_offset(block, 0)};
     BRG_TRY(brg_attention(tape, q, k, v, &opts, &att));
     BRG_TRY(brg_merge_heads(tape, att, &merged));
     BRG_TRY(brg_linear(tape, merged, LP(m, layer, L_APROJ_W), LP(m, layer, L_APROJ_B), true, &proj));

@@ -1,20 +1,136 @@
-/* Maps config.json's architectures[0] (or model_type) to the code that builds the model. */
+/* The model registry: config.json's architectures[0] (or model_type) -> the code that builds the
+ * model; and placing a model's blocks on devices from an IPUConfig. */
+#include "brigade/registry.h"
+
 #include <cJSON.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "brigade/gpt2.h"
-#include "brigade/model.h"
 #include "io/json.h"
 
-typedef struct arch_entry {
-    const char *architecture;
-    const char *model_type;
-    brg_status (*load_dir)(const char *dir, brg_model **out);
-} arch_entry;
+/* ---- GPT-2 ------------------------------------------------------------------------------- */
 
-static const arch_entry builtin[] = {
-    {"GPT2LMHeadModel", "gpt2", brg_gpt2_load_dir},
+static brg_status gpt2_create_dir(const char *dir, brg_model **out) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    brg_gpt2_config cfg;
+    BRG_TRY(brg_gpt2_config_load(path, &cfg));
+    return brg_gpt2_create(&cfg, out);
+}
+
+/* Forward FLOPs (2 per multiply-add, matmuls and attention only) and saved FP32 elements for
+ * one micro-batch of B x T tokens; docs/config.md gives the formulas. */
+static brg_status gpt2_block_cost(const brg_model *m, int block, int64_t B, int64_t T, brg_block_cost *out) {
+    const brg_gpt2_config *c = m->config;
+    double C = (double)c->n_embd, F = (double)(c->n_inner ? c->n_inner : 4 * c->n_embd);
+    double V = (double)c->vocab_size, H = (double)c->n_head, BT = (double)(B * T);
+    const brg_block *b = &m->blocks[block];
+    double saved = 0, input = BT * C;
+    switch (b->kind) {
+    case BRG_BLOCK_EMBEDDINGS:
+        out->flops = BT * C;       /* token + position embedding sum */
+        saved = BT * (C + 1);      /* dropout mask, token ids */
+        input = BT;
+        break;
+    case BRG_BLOCK_LAYER:
+        out->flops = BT * (8 * C * C + 4 * C * F) + 4 * BT * (double)T * C;
+        /* x, ln_1 out, q/k/v, context, dropout mask, ln_2 in/out, dropout mask; c_fc and gelu
+         * outputs; LayerNorm statistics; attention probabilities and their dropout mask */
+        saved = BT * (10 * C + 2 * F + 4) + 2 * (double)B * H * (double)T * (double)T;
+        break;
+    case BRG_BLOCK_HEAD: {
+        out->flops = 2 * BT * C * V;
+        saved = BT * (2 * C + 2 + V); /* ln_f in/out and statistics, the softmax of the logits */
+        int p = brg_model_find_param(m, "lm_head.weight");
+        if (p >= 0 && m->params[p].block != block) {
+            out->tied_params = brg_tensor_numel(m->params[p].tensor);
+            out->tied_owner = m->params[p].block;
+        }
+        break;
+    }
+    }
+    out->saved_bytes = (int64_t)(4 * saved);
+    out->input_bytes = (int64_t)(4 * input);
+    return BRG_OK;
+}
+
+static const brg_model_arch gpt2_arch = {
+    .architecture = "GPT2LMHeadModel",
+    .model_type = "gpt2",
+    .load_dir = brg_gpt2_load_dir,
+    .create_dir = gpt2_create_dir,
+    .block_cost = gpt2_block_cost,
+    /* upstream's PipelinedGPT2LMHeadModel wording and alignment */
+    .labels = {{"Token Embedding     ", "Position Embedding  ", NULL}, "Layer", "            ",
+               "Head                "},
 };
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+#define MAX_ARCHS 64
+
+static brg_model_arch table[MAX_ARCHS];
+static int n_archs = -1; /* -1 until the built-ins are in */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void ensure_builtins(void) {
+    if (n_archs >= 0) return;
+    table[0] = gpt2_arch;
+    n_archs = 1;
+}
+
+brg_status brg_register_model(const brg_model_arch *arch) {
+    if (!arch || !arch->architecture || !arch->architecture[0] || !arch->load_dir)
+        return brg_error(BRG_ERR_INVALID_ARG, "brg_register_model: an architecture needs a name and load_dir");
+    pthread_mutex_lock(&table_lock);
+    ensure_builtins();
+    int slot = n_archs;
+    for (int i = 0; i < n_archs; i++)
+        if (strcmp(table[i].architecture, arch->architecture) == 0) slot = i;
+    brg_status st = BRG_OK;
+    if (slot == MAX_ARCHS) st = brg_error(BRG_ERR_INVALID_ARG, "cannot register %s: the registry holds %d "
+                                          "architectures at most", arch->architecture, MAX_ARCHS);
+    else table[slot] = *arch;
+    if (st == BRG_OK && slot == n_archs) n_archs++;
+    pthread_mutex_unlock(&table_lock);
+    return st;
+}
+
+const brg_model_arch *brg_model_arch_find(const char *architecture, const char *model_type) {
+    const brg_model_arch *found = NULL;
+    pthread_mutex_lock(&table_lock);
+    ensure_builtins();
+    bool by_arch = architecture && architecture[0];
+    for (int i = 0; i < n_archs && !found; i++) {
+        const brg_model_arch *a = &table[i];
+        if (by_arch ? strcmp(a->architecture, architecture) == 0
+                    : model_type && a->model_type && strcmp(a->model_type, model_type) == 0)
+            found = a;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return found;
+}
+
+const brg_model_arch *brg_model_arch_of(const brg_model *m) {
+    return m && m->ops && m->ops->architecture ? brg_model_arch_find(m->ops->architecture, NULL) : NULL;
+}
+
+const char *brg_model_arch_names(char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    pthread_mutex_lock(&table_lock);
+    ensure_builtins();
+    for (int i = 0; i < n_archs && at < len; i++) {
+        int n = snprintf(buf + at, len - at, "%s%s", i ? ", " : "", table[i].architecture);
+        at += n > 0 ? (size_t)n : 0;
+    }
+    pthread_mutex_unlock(&table_lock);
+    return buf;
+}
+
+/* ---- loading ------------------------------------------------------------------------------ */
 
 static brg_status architecture_of(const char *config_path, char *arch, size_t arch_len, char *type, size_t type_len) {
     cJSON *j;
@@ -32,17 +148,123 @@ static brg_status architecture_of(const char *config_path, char *arch, size_t ar
     return BRG_OK;
 }
 
-brg_status brg_model_load(const char *ref, brg_model **out) {
-    char dir[4096], path[4200];
-    BRG_TRY(brg_hf_resolve(ref, dir, sizeof dir));
+static brg_status find_arch(const char *ref, char *dir, size_t dir_len, const brg_model_arch **out) {
+    char path[4200];
+    BRG_TRY(brg_hf_resolve(ref, dir, dir_len));
     snprintf(path, sizeof path, "%s/config.json", dir);
-    char arch[128], type[64];
+    char arch[128], type[64], names[512];
     BRG_TRY(architecture_of(path, arch, sizeof arch, type, sizeof type));
-    size_t n = sizeof builtin / sizeof builtin[0];
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(arch, builtin[i].architecture) == 0) return builtin[i].load_dir(dir, out);
-    for (size_t i = 0; i < n; i++)
-        if (!arch[0] && strcmp(type, builtin[i].model_type) == 0) return builtin[i].load_dir(dir, out);
-    return brg_error(BRG_ERR_UNSUPPORTED, "%s: architecture '%s' (model_type '%s') is not supported; supported: GPT2LMHeadModel",
-                     path, arch[0] ? arch : "?", type[0] ? type : "?");
+    *out = brg_model_arch_find(arch, type);
+    if (*out) return BRG_OK;
+    return brg_error(BRG_ERR_UNSUPPORTED, "%s: architecture '%s' (model_type '%s') is not supported; supported: %s",
+                     path, arch[0] ? arch : "?", type[0] ? type : "?", brg_model_arch_names(names, sizeof names));
+}
+
+brg_status brg_model_load(const char *ref, brg_model **out) {
+    char dir[4096];
+    const brg_model_arch *a;
+    BRG_TRY(find_arch(ref, dir, sizeof dir, &a));
+    return a->load_dir(dir, out);
+}
+
+brg_status brg_model_create_from_config(const char *ref, brg_model **out) {
+    char dir[4096];
+    const brg_model_arch *a;
+    BRG_TRY(find_arch(ref, dir, sizeof dir, &a));
+    return a->create_dir ? a->create_dir(dir, out) : a->load_dir(dir, out);
+}
+
+/* ---- placement ---------------------------------------------------------------------------- */
+
+static int count_layers(const brg_model *m) {
+    int n = 0;
+    for (int b = 0; b < m->n_blocks; b++) n += m->blocks[b].kind == BRG_BLOCK_LAYER;
+    return n;
+}
+
+static brg_status place_blocks(const brg_model *m, brg_placement *p) {
+    for (int b = 0; b < m->n_blocks; b++) {
+        const brg_block *blk = &m->blocks[b];
+        switch (blk->kind) {
+        case BRG_BLOCK_EMBEDDINGS: p->block_device[b] = 0; break;
+        case BRG_BLOCK_HEAD: p->block_device[b] = p->n_devices - 1; break;
+        case BRG_BLOCK_LAYER:
+            if (blk->layer < 0 || blk->layer >= p->n_layers)
+                return brg_error(BRG_ERR_INTERNAL, "block %s has layer index %d of %d", blk->name, blk->layer,
+                                 p->n_layers);
+            p->block_device[b] = p->layer_device[blk->layer];
+            break;
+        }
+    }
+    return BRG_OK;
+}
+
+brg_status brg_model_parallelize(const brg_model *m, const brg_ipu_config *cfg, brg_ipu_mode mode,
+                                 brg_placement *out) {
+    if (cfg->execute_encoder_on_cpu_for_generation)
+        return brg_error(BRG_ERR_UNSUPPORTED, "execute_encoder_on_cpu_for_generation=true is not supported");
+    brg_ipu_config *c = malloc(sizeof *c);
+    brg_placement p = {.mode = mode, .n_blocks = m->n_blocks, .n_layers = count_layers(m)};
+    p.block_device = calloc((size_t)m->n_blocks + 1, sizeof *p.block_device);
+    p.layer_device = calloc((size_t)p.n_layers + 1, sizeof *p.layer_device);
+    brg_status st = c && p.block_device && p.layer_device ? BRG_OK : brg_error(BRG_ERR_OOM, "out of memory placing blocks");
+    if (st == BRG_OK) {
+        *c = *cfg;
+        c->mode = mode;
+        brg_ipu_view v;
+        brg_ipu_config_view(c, mode, &v);
+        p.n_devices = (int)v.ipus_per_replica;
+        int count;
+        st = brg_ipu_config_get_layer_ipu(c, p.n_layers, p.layer_device, p.n_layers, &count);
+        if (st == BRG_OK && count != p.n_layers)
+            st = brg_error(BRG_ERR_INTERNAL, "placed %d of %d layers", count, p.n_layers);
+        if (st == BRG_OK) st = place_blocks(m, &p);
+    }
+    free(c);
+    if (st != BRG_OK) brg_placement_free(&p);
+    else *out = p;
+    return st;
+}
+
+void brg_placement_print(FILE *out, const brg_model *m, const brg_placement *p) {
+    static const brg_alloc_labels defaults = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Head "};
+    const brg_model_arch *a = brg_model_arch_of(m);
+    const brg_alloc_labels *l = a && a->labels.layer ? &a->labels : &defaults;
+    fprintf(out, "-------------------- Device Allocation --------------------\n");
+    for (int b = 0; b < m->n_blocks && b < p->n_blocks; b++) {
+        const brg_block *blk = &m->blocks[b];
+        int dev = p->block_device[b];
+        if (blk->kind == BRG_BLOCK_EMBEDDINGS)
+            for (int i = 0; i < 3 && l->embeddings[i]; i++) fprintf(out, "%s--> IPU %d\n", l->embeddings[i], dev);
+        else if (blk->kind == BRG_BLOCK_LAYER)
+            fprintf(out, "%s %-2d%s--> IPU %d\n", l->layer, blk->layer, l->layer_gap, dev);
+        else
+            fprintf(out, "%s--> IPU %d\n", l->head, dev);
+    }
+    fprintf(out, "-----------------------------------------------------------\n");
+}
+
+brg_status brg_model_deparallelize(const brg_model *m, brg_named_tensor **out, size_t *n) {
+    brg_named_tensor *t = malloc(((size_t)m->n_params + 1) * sizeof *t);
+    if (!t) return brg_error(BRG_ERR_OOM, "out of memory listing %d parameters", m->n_params);
+    for (int i = 0; i < m->n_params; i++) t[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
+    *out = t;
+    *n = (size_t)m->n_params;
+    return BRG_OK;
+}
+
+brg_status brg_model_block_costs(const brg_model *m, int64_t batch, int64_t seq, brg_block_cost *out) {
+    if (batch < 1 || seq < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "micro-batch size %lld and sequence length %lld must be >= 1",
+                         (long long)batch, (long long)seq);
+    const brg_model_arch *a = brg_model_arch_of(m);
+    for (int b = 0; b < m->n_blocks; b++) {
+        memset(&out[b], 0, sizeof out[b]);
+        out[b].tied_owner = -1;
+        if (a && a->block_cost) BRG_TRY(a->block_cost(m, b, batch, seq, &out[b]));
+        out[b].layer = m->blocks[b].kind == BRG_BLOCK_LAYER ? m->blocks[b].layer : -1;
+        out[b].params = 0;
+    }
+    for (int i = 0; i < m->n_params; i++) out[m->params[i].block].params += brg_tensor_numel(m->params[i].tensor);
+    return BRG_OK;
 }

@@ -2,8 +2,10 @@
  *
  * Each update loop reproduces torch.optim's _single_tensor_* code one element at a time: every
  * tensor op of the Python becomes one fp32 operation here, in the same order, with its Python
- * scalar computed in double and rounded to float where torch's fp32 kernel receives it. Ops on
- * the same element commute with the loop, so fusing them into one pass changes nothing. */
+ * scalar computed in double and rounded to float where torch's fp32 kernel receives it. torch
+ * runs each op over the whole tensor before the next; running them all on one element before
+ * the next element gives the same values, since no op reads another element (LAMB's norms are
+ * the exception and get a pass of their own). */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>

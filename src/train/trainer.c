@@ -161,6 +161,9 @@ static void progress_line(trainer *t, double loss, float lr, double tokens_per_s
     FILE *f = t->opts.progress;
     if (!f) return;
     bool tty = isatty(fileno(f));
+    /* A log file or pipe gets about twenty lines, a terminal one line rewritten in place. */
+    int64_t every = t->total_steps >= 20 ? t->total_steps / 20 : 1;
+    if (!tty && t->step % every != 0 && t->step != t->total_steps) return;
     fprintf(f, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  ETA %.0fs%s", tty ? "\r" : "", (long long)t->step,
             (long long)t->total_steps, loss, (double)lr, tokens_per_s, eta, tty ? "   " : "\n");
     fflush(f);
@@ -168,7 +171,7 @@ static void progress_line(trainer *t, double loss, float lr, double tokens_per_s
 
 /* output_mode decides which losses a host call (device_iterations steps) reports. */
 static bool reports(const trainer *t, int64_t step_in_call, int calls_len) {
-    return t->opts.output_mode == BRG_OUTPUT_ALL || step_in_call == calls_len - 1;
+    return t->opts.output_mode == BRG_OUTPUT_MODE_ALL || step_in_call == calls_len - 1;
 }
 
 static void summary(trainer *t, brg_train_result *r, double tokens) {
@@ -197,6 +200,18 @@ static void summary(trainer *t, brg_train_result *r, double tokens) {
     }
 }
 
+static brg_status evaluate(trainer *t, brg_train_result *r) {
+    BRG_TRY(trainer_evaluate(t, &r->eval_loss));
+    if (t->log) {
+        fprintf(t->log, "{\"step\": %lld, \"eval_loss\": %.9g}\n", (long long)t->step, r->eval_loss);
+        fflush(t->log);
+    }
+    if (t->opts.progress)
+        fprintf(t->opts.progress, "%sstep %lld: eval loss %.4f\n", isatty(fileno(t->opts.progress)) ? "\n" : "",
+                (long long)t->step, r->eval_loss);
+    return BRG_OK;
+}
+
 static brg_status loop(trainer *t, brg_train_result *r) {
     const brg_train_options *o = &t->opts;
     double t0 = now_seconds(), tokens = 0, call_sum = 0;
@@ -214,16 +229,19 @@ static brg_status loop(trainer *t, brg_train_result *r) {
         double elapsed = now_seconds() - t0, tps = tokens / (elapsed > 0 ? elapsed : 1e-9);
         bool last_of_call = in_call == o->device_iterations - 1 || t->step == t->total_steps;
         if (reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
-            double shown = o->output_mode == BRG_OUTPUT_SUM ? call_sum : loss;
+            double shown = o->output_mode == BRG_OUTPUT_MODE_SUM ? call_sum : loss;
             log_line(t, shown, lr, grad_norm, tps);
             progress_line(t, shown, lr, tps, elapsed / (double)(t->step - first) * (double)(t->total_steps - t->step));
         }
         if (last_of_call) call_sum = 0;
+        if (o->eval_data && o->eval_every > 0 && t->step % o->eval_every == 0 && t->step < t->total_steps)
+            BRG_TRY(evaluate(t, r));
         if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0 && t->step < t->total_steps)
             BRG_TRY(trainer_save(t, o->output_dir));
     }
     r->steps = t->step;
     r->seconds = now_seconds() - t0;
+    if (o->eval_data) BRG_TRY(evaluate(t, r));
     if (o->output_dir) BRG_TRY(trainer_save(t, o->output_dir));
     summary(t, r, tokens);
     return BRG_OK;
@@ -236,7 +254,7 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
         return brg_error(BRG_ERR_INVALID_ARG, "dataset rows of %lld tokens exceed the model's %lld positions",
                          (long long)data->seq_len, (long long)model->max_positions);
     trainer t = {.model = model, .data = data, .opts = *opts};
-    brg_train_result r = {0};
+    brg_train_result r = {.eval_loss = NAN};
     brg_status st = setup(&t);
     if (st == BRG_OK) st = loop(&t, &r);
     if (st == BRG_OK) brg_runtime_sync_to_model(t.rt);

@@ -20,6 +20,8 @@ typedef struct trainer {
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json. */
 brg_status trainer_save(trainer *t, const char *dir);
+/* Mean loss of opts.eval_data under the current weights. */
+brg_status trainer_evaluate(trainer *t, double *mean_loss);
 /* Restores weights, optimizer state and the step from a checkpoint folder. */
 brg_status trainer_resume(trainer *t, const char *dir);
 

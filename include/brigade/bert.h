@@ -1,0 +1,69 @@
+/* BERT as transformers' BertForMaskedLM, BertForSequenceClassification and
+ * BertForQuestionAnswering: blocks "embeddings", "layer.0" ... "layer.{L-1}", "head".
+ *
+ * Inputs (brg_bundle): input_ids I32 [B, T]; attention_mask F32 [B, T] (optional);
+ * token_type_ids I32 [B, T] (optional, zeros when absent); labels:
+ *   masked LM: I32 [B, T], -100 where no prediction counts;
+ *   sequence classification: see brg_problem_type (I32 [B] or F32 [B] / [B, num_labels]);
+ *   question answering: start_positions I32 [B] in `labels`, end_positions I32 [B] in
+ *   `extra_labels` (positions outside [0, T) are clamped to T and then ignored, as transformers).
+ * Outputs: logits [B, T, vocab] (masked LM), [B, num_labels] (classification), or [B, T, 2] for
+ * question answering, whose [..., 0] is start_logits and [..., 1] end_logits. */
+#ifndef BRIGADE_BERT_H
+#define BRIGADE_BERT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brigade/encoder.h"
+#include "brigade/model.h"
+#include "brigade/ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum brg_bert_task {
+    BRG_BERT_MASKED_LM = 0,             /* BertForMaskedLM */
+    BRG_BERT_SEQUENCE_CLASSIFICATION,   /* BertForSequenceClassification */
+    BRG_BERT_QUESTION_ANSWERING,        /* BertForQuestionAnswering */
+} brg_bert_task;
+
+typedef struct brg_bert_config {
+    brg_bert_task task;
+    int64_t vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size;
+    int64_t max_position_embeddings, type_vocab_size;
+    brg_activation hidden_act;
+    char hidden_act_name[32]; /* as written in config.json */
+    float hidden_dropout_prob, attention_probs_dropout_prob;
+    float classifier_dropout; /* < 0: null, hidden_dropout_prob is used */
+    float layer_norm_eps, initializer_range;
+    int64_t pad_token_id;     /* < 0: null (no padding row) */
+    bool tie_word_embeddings; /* masked LM: the decoder reads the word embeddings */
+    int64_t num_labels;       /* classification outputs; 2 for question answering */
+    brg_problem_type problem_type;
+} brg_bert_config;
+
+/* BertConfig's defaults (bert-base) for `task`. */
+void brg_bert_config_default(brg_bert_config *cfg, brg_bert_task task);
+/* Reads config.json: the task from architectures[0] (masked LM when absent), sizes, dropout,
+ * hidden_act, num_labels (from id2label, else num_labels, else 2), problem_type. */
+brg_status brg_bert_config_load(const char *path, brg_bert_config *cfg);
+brg_status brg_bert_config_validate(const brg_bert_config *cfg);
+/* "BertForMaskedLM", ... */
+const char *brg_bert_architecture(brg_bert_task task);
+
+/* Allocates parameters (zeroed) for `cfg`. */
+brg_status brg_bert_create(const brg_bert_config *cfg, brg_model **out);
+/* brg_model_init_weights, then the padding row of the word embeddings zeroed as transformers'
+ * nn.Embedding(padding_idx) initialisation leaves it. */
+void brg_bert_init_weights(brg_model *m, uint64_t seed);
+
+/* Loads config.json and the weights of a BERT model folder (a BertModel checkpoint without the
+ * "bert." prefix loads too; the pretraining heads' extra tensors are skipped). */
+brg_status brg_bert_load_dir(const char *dir, brg_model **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+/* Layer placement from an IPUConfig (optimum-graphcore's get_layer_ipu, the -1 wildcard and the
+ * encoder/decoder split), and the per-device plan: what each device holds and computes. */
+#ifndef BRIGADE_PLACEMENT_H
+#define BRIGADE_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "brigade/ipu_config.h"
+#include "brigade/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* "The model's layer count is not known": the lists are returned as written. */
+#define BRG_LAYERS_UNSPECIFIED (-1)
+
+/* layers_per_ipu of cfg->mode with its -1 wildcards resolved for a model of n_layers layers:
+ *  - ipus_per_replica == 1: every layer on IPU 0, whatever layers_per_ipu says;
+ *  - [-1] or all -1: an even split, the remainder on the last IPU;
+ *  - some -1: the layers not placed explicitly split evenly over the wildcard IPUs, the
+ *    remainder on the last wildcard IPU;
+ *  - otherwise the list must have ipus_per_replica entries and sum to n_layers.
+ * Errors name the attribute (inference_layers_per_ipu in inference mode) and its value. With
+ * n_layers == BRG_LAYERS_UNSPECIFIED the list is copied unchanged. */
+brg_status brg_ipu_config_expand_layers(const brg_ipu_config *cfg, int n_layers, brg_ipu_list *out);
+
+/* The IPU of every layer (upstream's get_layer_ipu): `count` entries written to layer_ipu,
+ * which has room for `cap`. */
+brg_status brg_ipu_config_get_layer_ipu(const brg_ipu_config *cfg, int n_layers, int *layer_ipu, int cap,
+                                        int *count);
+
+/* Splits a config for an encoder-decoder model run as two pipelines: the cut is the largest
+ * power-of-two IPU count whose layers add up to n_encoder. Each half gets its layers,
+ * ipus_per_replica, matmul_proportion (when a list) and serialized splits (embedding splits on
+ * the encoder, projection splits on the decoder), all in cfg->mode; everything else is copied. */
+brg_status brg_ipu_config_split_encoder_decoder(const brg_ipu_config *cfg, int n_encoder, int n_decoder,
+                                                brg_ipu_config *encoder, brg_ipu_config *decoder);
+
+/* Where a model's blocks run: produced by brg_model_parallelize (brigade/registry.h). */
+typedef struct brg_placement {
+    brg_ipu_mode mode;
+    int n_devices;     /* ipus_per_replica of the mode: the pipeline stages of one replica */
+    int n_blocks;
+    int *block_device; /* [n_blocks] */
+    int n_layers;
+    int *layer_device; /* [n_layers]: get_layer_ipu */
+} brg_placement;
+
+void brg_placement_free(brg_placement *p);
+
+/* ---- per-device plan ---------------------------------------------------------------------- */
+
+/* Estimated cost of one block for one micro-batch (filled by the model's architecture). */
+typedef struct brg_block_cost {
+    int layer;           /* layer index, or -1 for embeddings and head */
+    int64_t params;      /* parameters the block owns (a tied weight counts at its owner) */
+    int64_t tied_params; /* parameters it uses that another block owns (a tied LM head) */
+    int tied_owner;      /* that block, or -1 */
+    double flops;        /* forward FLOPs */
+    int64_t saved_bytes; /* tensors its forward keeps for backward */
+    int64_t input_bytes; /* its input: all that recomputation keeps */
+} brg_block_cost;
+
+/* What one device of a replica holds (bytes, FP32 everywhere) and computes.
+ *  weights:    owned parameters, plus a copy of tied weights owned on another device;
+ *  gradients:  the same count (training only);
+ *  optimizer:  AdamW, two FP32 moments per owned parameter (training only);
+ *  activations per micro-batch: training, the tensors saved for backward (with recomputation,
+ *    each layer's input plus the largest layer's saved set, rebuilt one layer at a time);
+ *    inference, the largest block's forward tensors (nothing is kept between blocks). */
+typedef struct brg_device_plan {
+    int id;
+    int n_blocks;
+    int64_t params;
+    int64_t weight_bytes, gradient_bytes, optimizer_bytes, activation_bytes, total_bytes;
+    double flops;         /* forward FLOPs per micro-batch */
+    double compute_share; /* flops / all devices' flops */
+} brg_device_plan;
+
+brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                            brg_ipu_mode mode, bool recompute, brg_device_plan *out);
+
+/* A layers_per_ipu for n_devices that evens the load, where a device's load is the larger of
+ * its share of all FLOPs and its share of all memory (as brg_plan_devices counts it). Blocks
+ * that are not layers stay on the device block_device gives them (embeddings on 0, head on the
+ * last) and weigh in; layers stay in order. out->n == n_devices; a device may get 0 layers. */
+brg_status brg_plan_balance(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                            brg_ipu_mode mode, bool recompute, brg_ipu_list *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,250 @@
+/* brigade plan: where a model's blocks go under an IPUConfig, and what each device of a replica
+ * holds and computes; --balance proposes a layers_per_ipu that evens them out. */
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "brigade/brigade.h"
+#include "commands.h"
+
+typedef struct plan_args {
+    const char *model, *ipu_config, *mode_name, *overrides;
+    int64_t batch, seq;
+    bool json, balance;
+} plan_args;
+
+typedef struct plan {
+    brg_model *m;
+    brg_ipu_config *cfg;
+    brg_ipu_mode mode;
+    brg_block_cost *costs;
+    brg_placement place;
+    brg_device_plan *devices;
+} plan;
+
+static brg_status compute(plan *p) {
+    brg_placement_free(&p->place);
+    free(p->devices);
+    p->devices = NULL;
+    BRG_TRY(brg_model_parallelize(p->m, p->cfg, p->mode, &p->place));
+    p->devices = calloc((size_t)p->place.n_devices, sizeof *p->devices);
+    if (!p->devices) return brg_error(BRG_ERR_OOM, "out of memory planning %d devices", p->place.n_devices);
+    return brg_plan_devices(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, p->mode,
+                            p->cfg->recompute_checkpoint_every_layer, p->devices);
+}
+
+/* ---- text --------------------------------------------------------------------------------- */
+
+static const char *mib(int64_t bytes, char *buf, size_t len) {
+    snprintf(buf, len, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+    return buf;
+}
+
+/* "embeddings, h.0..h.5": consecutive layers shown as a range. */
+static void block_summary(const plan *p, int dev, char *buf, size_t len) {
+    size_t at = 0;
+    buf[0] = '\0';
+    const brg_block *b = p->m->blocks;
+    for (int i = 0; i < p->m->n_blocks; i++) {
+        if (p->place.block_device[i] != dev) continue;
+        int j = i;
+        while (b[i].kind == BRG_BLOCK_LAYER && j + 1 < p->m->n_blocks && b[j + 1].kind == BRG_BLOCK_LAYER &&
+               p->place.block_device[j + 1] == dev)
+            j++;
+        int n = j > i ? snprintf(buf + at, len - at, "%s%s..%s", at ? ", " : "", b[i].name, b[j].name)
+                      : snprintf(buf + at, len - at, "%s%s", at ? ", " : "", b[i].name);
+        if (n < 0 || (size_t)n >= len - at) return;
+        at += (size_t)n;
+        i = j;
+    }
+    if (!at) snprintf(buf, len, "(none)");
+}
+
+static void print_devices(const plan *p) {
+    bool train = p->mode == BRG_IPU_MODE_TRAINING;
+    printf("%-6s %-24s %12s %12s %12s %12s %12s %12s %8s\n", "device", "blocks", "parameters", "weights", "gradients",
+           "optimizer", "activations", "total", "compute");
+    for (int d = 0; d < p->place.n_devices; d++) {
+        const brg_device_plan *dp = &p->devices[d];
+        char blocks[256], w[32], g[32], o[32], a[32], t[32];
+        block_summary(p, d, blocks, sizeof blocks);
+        printf("%-6d %-24s %12lld %12s %12s %12s %12s %12s %7.1f%%\n", d, blocks, (long long)dp->params,
+               mib(dp->weight_bytes, w, sizeof w), train ? mib(dp->gradient_bytes, g, sizeof g) : "-",
+               train ? mib(dp->optimizer_bytes, o, sizeof o) : "-", mib(dp->activation_bytes, a, sizeof a),
+               mib(dp->total_bytes, t, sizeof t), 100.0 * dp->compute_share);
+    }
+}
+
+static void print_notes(const plan *p, const plan_args *a) {
+    if (p->mode == BRG_IPU_MODE_TRAINING)
+        printf("optimizer: AdamW, two FP32 moments per parameter; gradients FP32; activations: tensors saved for "
+               "backward by one micro-batch of %lld x %lld tokens%s (estimate: see docs/config.md)\n",
+               (long long)a->batch, (long long)a->seq,
+               p->cfg->recompute_checkpoint_every_layer ? ", layers recomputed from their inputs" : "");
+    else
+        printf("inference: weights only; activations: the largest block's forward tensors for one micro-batch of "
+               "%lld x %lld tokens (estimate: see docs/config.md)\n",
+               (long long)a->batch, (long long)a->seq);
+    printf("compute: share of forward FLOPs per micro-batch\n");
+}
+
+static void print_header(const plan *p, const plan_args *a) {
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    printf("model: %s, %d blocks, %lld parameters; mode: %s\n", p->m->ops->architecture, p->m->n_blocks,
+           (long long)brg_model_num_parameters(p->m), brg_ipu_mode_name(p->mode));
+    printf("devices: %lld replica(s) x %d stage(s) = %lld (device id = replica * %d + stage); "
+           "micro-batch %lld x %lld tokens\n",
+           (long long)v.replication_factor, p->place.n_devices, (long long)v.replication_factor * p->place.n_devices,
+           p->place.n_devices, (long long)a->batch, (long long)a->seq);
+}
+
+/* ---- JSON --------------------------------------------------------------------------------- */
+
+static cJSON *ints_json(const int *v, int n) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++) cJSON_AddItemToArray(arr, cJSON_CreateNumber(v[i]));
+    return arr;
+}
+
+static cJSON *devices_json(const plan *p) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int d = 0; arr && d < p->place.n_devices; d++) {
+        const brg_device_plan *dp = &p->devices[d];
+        cJSON *o = cJSON_CreateObject(), *blocks = cJSON_CreateArray();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddNumberToObject(o, "id", d);
+        for (int b = 0; b < p->m->n_blocks; b++)
+            if (p->place.block_device[b] == d) cJSON_AddItemToArray(blocks, cJSON_CreateString(p->m->blocks[b].name));
+        cJSON_AddItemToObject(o, "blocks", blocks);
+        cJSON_AddNumberToObject(o, "parameters", (double)dp->params);
+        cJSON_AddNumberToObject(o, "weight_bytes", (double)dp->weight_bytes);
+        cJSON_AddNumberToObject(o, "gradient_bytes", (double)dp->gradient_bytes);
+        cJSON_AddNumberToObject(o, "optimizer_bytes", (double)dp->optimizer_bytes);
+        cJSON_AddNumberToObject(o, "activation_bytes", (double)dp->activation_bytes);
+        cJSON_AddNumberToObject(o, "total_bytes", (double)dp->total_bytes);
+        cJSON_AddNumberToObject(o, "flops", dp->flops);
+        cJSON_AddNumberToObject(o, "compute_share", dp->compute_share);
+    }
+    return arr;
+}
+
+static cJSON *plan_json(const plan *p, const plan_args *a) {
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    cJSON_AddStringToObject(o, "model", p->m->ops->architecture);
+    cJSON_AddStringToObject(o, "mode", brg_ipu_mode_name(p->mode));
+    cJSON_AddNumberToObject(o, "micro_batch_size", (double)a->batch);
+    cJSON_AddNumberToObject(o, "sequence_length", (double)a->seq);
+    cJSON_AddNumberToObject(o, "replication_factor", (double)v.replication_factor);
+    cJSON_AddNumberToObject(o, "ipus_per_replica", p->place.n_devices);
+    cJSON_AddStringToObject(o, "optimizer", p->mode == BRG_IPU_MODE_TRAINING ? "AdamW, two FP32 moments per parameter"
+                                                                             : "none (inference)");
+    cJSON_AddItemToObject(o, "devices", devices_json(p));
+    cJSON_AddItemToObject(o, "layer_ipu", ints_json(p->place.layer_device, p->place.n_layers));
+    return o;
+}
+
+/* ---- running ------------------------------------------------------------------------------ */
+
+static brg_status load(plan *p, plan_args *a) {
+    BRG_TRY(brg_ipu_mode_parse(a->mode_name, &p->mode));
+    p->cfg = malloc(sizeof *p->cfg);
+    if (!p->cfg) return brg_error(BRG_ERR_OOM, "out of memory loading %s", a->ipu_config);
+    BRG_TRY(brg_ipu_config_load(a->ipu_config, p->cfg));
+    for (int i = 0; i < p->cfg->n_warnings; i++) fprintf(stderr, "warning: %s: %s\n", a->ipu_config, p->cfg->warnings[i]);
+    if (a->overrides) BRG_TRY(brg_ipu_config_update_from_string(p->cfg, a->overrides));
+    BRG_TRY(brg_model_create_from_config(a->model, &p->m));
+    if (a->seq == 0) a->seq = p->m->max_positions > 0 ? p->m->max_positions : 128;
+    if (a->batch < 1 || a->seq < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "--micro-batch-size and --sequence-length must be >= 1");
+    if (p->m->max_positions > 0 && a->seq > p->m->max_positions)
+        return brg_error(BRG_ERR_INVALID_ARG, "--sequence-length %lld exceeds the model's %lld positions",
+                         (long long)a->seq, (long long)p->m->max_positions);
+    p->costs = calloc((size_t)p->m->n_blocks, sizeof *p->costs);
+    if (!p->costs) return brg_error(BRG_ERR_OOM, "out of memory planning %d blocks", p->m->n_blocks);
+    BRG_TRY(brg_model_block_costs(p->m, a->batch, a->seq, p->costs));
+    return compute(p);
+}
+
+/* Replaces the mode's layers_per_ipu by the balanced proposal and plans again. */
+static brg_status balance(plan *p, brg_ipu_list *proposal) {
+    BRG_TRY(brg_plan_balance(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, p->mode,
+                             p->cfg->recompute_checkpoint_every_layer, proposal));
+    if (p->mode == BRG_IPU_MODE_INFERENCE) p->cfg->inference_layers_per_ipu = *proposal;
+    else p->cfg->layers_per_ipu = *proposal;
+    return compute(p);
+}
+
+static brg_status report(plan *p, const plan_args *a) {
+    cJSON *root = a->json ? plan_json(p, a) : NULL;
+    if (a->json && !root) return brg_error(BRG_ERR_OOM, "out of memory formatting the plan");
+    if (!a->json) {
+        print_header(p, a);
+        brg_placement_print(stdout, p->m, &p->place);
+        print_devices(p);
+        print_notes(p, a);
+    }
+    brg_status st = BRG_OK;
+    if (a->balance) {
+        brg_ipu_list proposal;
+        st = balance(p, &proposal);
+        char name[64];
+        brg_ipu_config_mode_name(p->mode, "layers_per_ipu", name, sizeof name);
+        if (st == BRG_OK && a->json) {
+            cJSON *b = cJSON_CreateObject();
+            cJSON_AddItemToObject(root, "balance", b);
+            cJSON_AddItemToObject(b, name, ints_json(proposal.v, proposal.n));
+            cJSON_AddItemToObject(b, "devices", devices_json(p));
+            cJSON_AddItemToObject(b, "layer_ipu", ints_json(p->place.layer_device, p->place.n_layers));
+        } else if (st == BRG_OK) {
+            printf("\nbalanced: \"%s\": [", name);
+            for (int i = 0; i < proposal.n; i++) printf("%s%d", i ? ", " : "", proposal.v[i]);
+            printf("]\n");
+            print_devices(p);
+        }
+    }
+    if (st == BRG_OK && root) {
+        char *text = cJSON_Print(root);
+        if (text) printf("%s\n", text);
+        else st = brg_error(BRG_ERR_OOM, "out of memory formatting the plan");
+        free(text);
+    }
+    cJSON_Delete(root);
+    return st;
+}
+
+int cmd_plan(int argc, char **argv) {
+    plan_args a = {.mode_name = "training", .batch = 1};
+    arg_spec specs[] = {
+        {"model", ARG_STRING, &a.model, true, "model folder or hub id (config.json is enough)", false},
+        {"ipu-config", ARG_STRING, &a.ipu_config, true, "ipu_config.json, a folder holding one, or a hub id", false},
+        {"mode", ARG_STRING, &a.mode_name, false, "training (default) or inference", false},
+        {"ipu-config-overrides", ARG_STRING, &a.overrides, false, "\"k1=v1,k2=[1 2 3]\" applied to the config", false},
+        {"micro-batch-size", ARG_INT, &a.batch, false, "sequences per micro-batch (default 1)", false},
+        {"sequence-length", ARG_INT, &a.seq, false, "tokens per sequence (default: the model's positions)", false},
+        {"balance", ARG_FLAG, &a.balance, false, "propose a layers_per_ipu that evens compute and memory", false},
+        {"json", ARG_FLAG, &a.json, false, "print the plan as JSON", false},
+    };
+    int n = (int)(sizeof specs / sizeof specs[0]);
+    if (args_wants_help(argc, argv, 2)) {
+        args_usage("plan", "Places a model's blocks on devices as the IPU config says and estimates what each device "
+                   "of one replica holds (weights, gradients, AdamW state, activations) and computes.",
+                   specs, n);
+        return 0;
+    }
+    if (!args_parse("plan", argc, argv, 2, specs, n)) return 2;
+    plan p = {0};
+    brg_status st = load(&p, &a);
+    if (st == BRG_OK) st = report(&p, &a);
+    brg_placement_free(&p.place);
+    free(p.devices);
+    free(p.costs);
+    free(p.cfg);
+    brg_model_destroy(p.m);
+    return st == BRG_OK ? 0 : cli_fail("plan");
+}

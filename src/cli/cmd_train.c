@@ -1,0 +1,166 @@
+/* brigade train: a model folder, an ipu_config.json and data in; a trained model folder out. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "args.h"
+#include "brigade/brigade.h"
+#include "brigade/generate.h"
+#include "brigade/registry.h"
+#include "brigade/trainer.h"
+#include "commands.h"
+
+typedef struct train_flags {
+    const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
+    const char *resume, *device_memory, *schedule;
+    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, seq_len, rows;
+    double epochs, lr, weight_decay, max_grad_norm;
+    bool no_shuffle, quiet;
+} train_flags;
+
+static void print_warnings(const brg_ipu_config *cfg) {
+    for (int i = 0; i < cfg->n_warnings; i++) fprintf(stderr, "warning: %s\n", cfg->warnings[i]);
+}
+
+static brg_status load_ipu_config(const train_flags *f, brg_ipu_config *cfg) {
+    brg_ipu_config_init(cfg);
+    if (f->ipu_config) BRG_TRY(brg_ipu_config_load(f->ipu_config, cfg));
+    if (f->overrides) BRG_TRY(brg_ipu_config_update_from_string(cfg, f->overrides));
+    BRG_TRY(brg_ipu_config_validate(cfg));
+    brg_ipu_config_train(cfg);
+    print_warnings(cfg);
+    return BRG_OK;
+}
+
+/* "builtin:NAME" is a dataset brigade generates; anything else a file. */
+static brg_status load_data(const char *ref, const brg_model *m, int64_t seq_len, int64_t rows, uint64_t seed,
+                            brg_dataset **out) {
+    if (strncmp(ref, "builtin:", 8) == 0) {
+        if (m->vocab_size < 256)
+            return brg_error(BRG_ERR_INVALID_ARG, "built-in datasets are byte-level: the model needs vocab_size >= 256");
+        return brg_dataset_builtin(ref + 8, rows, seq_len, seed, out);
+    }
+    return brg_dataset_load(ref, m->vocab_size, m->max_positions, seq_len, out);
+}
+
+static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,
+                               brg_train_options *o) {
+    brg_ipu_view v;
+    brg_ipu_config_view(cfg, BRG_IPU_MODE_TRAINING, &v);
+    brg_train_options_default(o);
+    o->replicas = (int)v.replication_factor;
+    o->stages = pl->n_devices;
+    o->accumulation = (int)v.gradient_accumulation_steps;
+    o->device_iterations = (int)v.device_iterations;
+    o->output_mode = v.output_mode;
+    o->block_stage = pl->block_device;
+    o->recompute = cfg->recompute_checkpoint_every_layer;
+    if (f->schedule) BRG_TRY(brg_schedule_kind_parse(f->schedule, &o->schedule));
+    if (f->device_memory) BRG_TRY(brg_parse_bytes(f->device_memory, &o->device_memory));
+    o->micro_batch = f->micro_batch;
+    o->steps = f->steps;
+    o->epochs = f->epochs;
+    o->shuffle = !f->no_shuffle;
+    o->seed = (uint64_t)(f->seed >= 0 ? f->seed : cfg->has_seed ? cfg->seed : 42);
+    brg_optimizer_kind kind;
+    BRG_TRY(brg_optimizer_kind_parse(f->optimizer, &kind));
+    o->optimizer = brg_optimizer_config_default(kind);
+    o->optimizer.lr = f->lr;
+    o->optimizer.weight_decay = f->weight_decay;
+    BRG_TRY(brg_lr_schedule_kind_parse(f->lr_schedule, &o->lr_schedule.kind));
+    o->lr_schedule.warmup_steps = f->warmup;
+    o->max_grad_norm = (float)f->max_grad_norm;
+    o->output_dir = f->output;
+    o->save_every = f->save_every;
+    o->log_path = f->log;
+    o->resume_dir = f->resume;
+    o->eval_every = f->eval_every;
+    o->progress = f->quiet ? NULL : stdout;
+    return BRG_OK;
+}
+
+/* For byte-level built-in tasks: show what the model now does with a few prompts. */
+static void print_samples(brg_model *m, const char *data) {
+    if (strcmp(data, "builtin:reverse") != 0) return;
+    const char *words[] = {"relay", "pipe", "hello", "stage"};
+    printf("samples (greedy):\n");
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        int32_t ids[64];
+        int64_t n = 0, len = 0;
+        for (const char *p = words[w]; *p; p++) ids[n++] = (unsigned char)*p;
+        ids[n++] = '>';
+        if (brg_generate_greedy(m, ids, n, 64, 12, '.', &len) != BRG_OK) return;
+        printf("  %s> ", words[w]);
+        for (int64_t i = n; i < len; i++) putchar(ids[i]);
+        putchar('\n');
+    }
+}
+
+static brg_status run(const train_flags *f) {
+    brg_ipu_config cfg;
+    BRG_TRY(load_ipu_config(f, &cfg));
+    brg_model *m = NULL;
+    brg_dataset *data = NULL, *eval = NULL;
+    brg_placement pl = {0};
+    brg_train_options o;
+    brg_status st = brg_model_load(f->model, &m);
+    if (st == BRG_OK) st = brg_model_parallelize(m, &cfg, BRG_IPU_MODE_TRAINING, &pl);
+    if (st == BRG_OK && !f->quiet) brg_placement_print(stdout, m, &pl);
+    if (st == BRG_OK) st = fill_options(f, &cfg, &pl, &o);
+    int64_t seq = f->seq_len > 0 ? f->seq_len : m ? m->max_positions : 0;
+    if (st == BRG_OK) st = load_data(f->data, m, seq, f->rows, o.seed, &data);
+    if (st == BRG_OK && f->eval_data) st = load_data(f->eval_data, m, seq, f->rows / 8 + 1, o.seed + 1, &eval);
+    if (st == BRG_OK) {
+        o.eval_data = eval;
+        brg_train_result r;
+        st = brg_train(m, data, &o, &r);
+    }
+    if (st == BRG_OK) st = brg_ipu_config_save_pretrained(&cfg, f->output);
+    if (st == BRG_OK && !f->quiet) print_samples(m, f->data);
+    brg_placement_free(&pl);
+    brg_dataset_free(data);
+    brg_dataset_free(eval);
+    brg_model_destroy(m);
+    return st;
+}
+
+int cmd_train(int argc, char **argv) {
+    train_flags f = {.optimizer = "adamw", .lr_schedule = "linear", .micro_batch = 1, .seed = -1, .lr = 5e-5,
+                     .rows = 4096};
+    arg_spec specs[] = {
+        {"model", ARG_STRING, &f.model, true, "model folder or hub id in the local cache", false},
+        {"ipu-config", ARG_STRING, &f.ipu_config, false, "ipu_config.json, a folder or hub id holding one", false},
+        {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        {"data", ARG_STRING, &f.data, true, "safetensors columns, a text file (bytes) or builtin:reverse", false},
+        {"output", ARG_STRING, &f.output, true, "folder for the trained model and checkpoint", false},
+        {"steps", ARG_INT, &f.steps, false, "optimizer steps (or --epochs)", false},
+        {"epochs", ARG_DOUBLE, &f.epochs, false, "passes over the data (default 1 when --steps is absent)", false},
+        {"micro-batch-size", ARG_INT, &f.micro_batch, false, "rows per micro-batch (default 1)", false},
+        {"lr", ARG_DOUBLE, &f.lr, false, "peak learning rate (default 5e-5)", false},
+        {"optimizer", ARG_STRING, &f.optimizer, false, "sgd, adam, adamw (default), rmsprop, lamb", false},
+        {"lr-schedule", ARG_STRING, &f.lr_schedule, false, "constant, constant_with_warmup, linear (default), cosine", false},
+        {"warmup-steps", ARG_INT, &f.warmup, false, "linear warm-up steps (default 0)", false},
+        {"weight-decay", ARG_DOUBLE, &f.weight_decay, false, "decoupled weight decay, not on biases/LayerNorm (default 0)", false},
+        {"max-grad-norm", ARG_DOUBLE, &f.max_grad_norm, false, "clip the global gradient norm (default: off)", false},
+        {"seed", ARG_INT, &f.seed, false, "seed for shuffling and dropout (default: the IPUConfig's, else 42)", false},
+        {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per step", false},
+        {"eval-data", ARG_STRING, &f.eval_data, false, "data to evaluate on", false},
+        {"eval-every", ARG_INT, &f.eval_every, false, "evaluate every K steps (and at the end)", false},
+        {"save-every", ARG_INT, &f.save_every, false, "write a checkpoint every K steps (and at the end)", false},
+        {"resume", ARG_STRING, &f.resume, false, "continue from a checkpoint folder", false},
+        {"no-shuffle", ARG_FLAG, &f.no_shuffle, false, "read rows in order", false},
+        {"device-memory", ARG_STRING, &f.device_memory, false, "memory budget per device, e.g. 2GiB", false},
+        {"schedule", ARG_STRING, &f.schedule, false, "pipeline schedule: 1f1b (default) or gpipe", false},
+        {"sequence-length", ARG_INT, &f.seq_len, false, "tokens per row for text data (default n_positions)", false},
+        {"rows", ARG_INT, &f.rows, false, "rows of a built-in dataset (default 4096)", false},
+        {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},
+    };
+    int n = (int)(sizeof specs / sizeof specs[0]);
+    if (args_wants_help(argc, argv, 2)) {
+        args_usage("train", "Trains a model pipelined and replicated as its IPUConfig says.", specs, n);
+        return 0;
+    }
+    if (!args_parse("train", argc, argv, 2, specs, n)) return 2;
+    return run(&f) == BRG_OK ? 0 : cli_fail("train");
+}

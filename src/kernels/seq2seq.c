@@ -1,0 +1,182 @@
+/* Kernels of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, scaling,
+ * relative position buckets and the bias gathered from them, and the masked attention scores of
+ * the unfused attention path. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "brigade/status.h"
+#include "kernels/kernels.h"
+
+/* ---- RMS norm ---- */
+
+/* The mean square is reduced in double: T5LayerNorm upcasts to float32 for the same reason in
+ * half precision, and a long row of float32 squares loses digits too. */
+void brg_k_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t n, int64_t c, float eps) {
+    BRG_ASSERT(n >= 0 && c >= 0);
+    for (int64_t i = 0; i < n; i++) {
+        const float *xr = x + i * c;
+        float *yr = y + i * c;
+        double ss = 0.0;
+        for (int64_t j = 0; j < c; j++) ss += (double)xr[j] * xr[j];
+        const float r = (float)(1.0 / sqrt(ss / (double)(c ? c : 1) + (double)eps));
+        rstd[i] = r;
+        for (int64_t j = 0; j < c; j++) yr[j] = w[j] * (xr[j] * r);
+    }
+}
+
+/* With g = dy * w: dx = r * g - r^3 * x * mean(g * x); dw += dy * x * r. */
+void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
+                       int64_t n, int64_t c) {
+    BRG_ASSERT(n >= 0 && c >= 0);
+    for (int64_t i = 0; i < n; i++) {
+        const float *xr = x + i * c, *g = dy + i * c;
+        const float r = rstd[i];
+        if (dw)
+            for (int64_t j = 0; j < c; j++) dw[j] += g[j] * (xr[j] * r);
+        if (!dx) continue;
+        double sgx = 0.0;
+        for (int64_t j = 0; j < c; j++) sgx += (double)g[j] * w[j] * xr[j];
+        const float k = (float)(sgx / (double)c * (double)r * (double)r * (double)r);
+        float *d = dx + i * c;
+        for (int64_t j = 0; j < c; j++) d[j] += r * g[j] * w[j] - k * xr[j];
+    }
+}
+
+/* ---- ReLU ---- */
+
+void brg_k_relu_fwd(float *y, const float *x, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* The gradient at exactly 0 is 0, as torch's threshold_backward gives. */
+void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    if (!dx) return;
+    for (int64_t i = 0; i < n; i++)
+        if (x[i] > 0.0f) dx[i] += dy[i];
+}
+
+/* ---- elementwise product and scaling ---- */
+
+void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
+}
+
+void brg_k_mul_bwd(float *da, float *db, const float *dy, const float *a, const float *b, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    if (da)
+        for (int64_t i = 0; i < n; i++) da[i] += dy[i] * b[i];
+    if (db)
+        for (int64_t i = 0; i < n; i++) db[i] += dy[i] * a[i];
+}
+
+void brg_k_scale_bwd(float *dx, const float *dy, float s, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    if (!dx) return;
+    for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * s;
+}
+
+/* ---- relative position buckets ---- */
+
+/* transformers computes the logarithmic buckets in float32 arithmetic and truncates; the same
+ * float operations in the same order give the same bucket at the points where the exact value
+ * is an integer (distance 16, 32, 64 with 32 buckets over 128), where double precision would
+ * land on the other side. */
+int32_t brg_k_relative_position_bucket(int64_t relative_position, bool bidirectional, int64_t num_buckets,
+                                       int64_t max_distance) {
+    BRG_ASSERT(num_buckets >= 4 && max_distance > num_buckets / 2);
+    int64_t bucket = 0, rp = relative_position, nb = num_buckets;
+    if (bidirectional) {
+        nb /= 2;
+        if (rp > 0) bucket += nb;
+        rp = rp < 0 ? -rp : rp;
+    } else {
+        rp = rp < 0 ? -rp : 0;
+    }
+    const int64_t max_exact = nb / 2;
+    if (rp < max_exact) return (int32_t)(bucket + rp);
+    float v = logf((float)rp / (float)max_exact);
+    v = v / (float)log((double)max_distance / (double)max_exact);
+    v = v * (float)(nb - max_exact);
+    int64_t large = max_exact + (int64_t)v;
+    if (large > nb - 1) large = nb - 1;
+    return (int32_t)(bucket + large);
+}
+
+void brg_k_relative_position_buckets(int32_t *buckets, int64_t Tq, int64_t Tk, bool bidirectional,
+                                     int64_t num_buckets, int64_t max_distance) {
+    BRG_ASSERT(Tq >= 0 && Tk >= 0);
+    for (int64_t i = 0; i < Tq; i++)
+        for (int64_t j = 0; j < Tk; j++)
+            buckets[i * Tk + j] = brg_k_relative_position_bucket(j - i, bidirectional, num_buckets, max_distance);
+}
+
+/* ---- relative position bias: bias[h, i, j] = table[buckets[i, j], h] ---- */
+
+void brg_k_relpos_bias_fwd(float *bias, const float *table, const int32_t *buckets, int64_t H, int64_t Tq,
+                           int64_t Tk) {
+    BRG_ASSERT(H >= 0 && Tq >= 0 && Tk >= 0);
+    const int64_t n = Tq * Tk;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t p = 0; p < n; p++) bias[h * n + p] = table[(int64_t)buckets[p] * H + h];
+}
+
+/* Visited in a fixed order, so the many positions that share a bucket sum deterministically. */
+void brg_k_relpos_bias_bwd(float *dtable, const float *dbias, const int32_t *buckets, int64_t H, int64_t Tq,
+                           int64_t Tk) {
+    BRG_ASSERT(H >= 0 && Tq >= 0 && Tk >= 0);
+    if (!dtable) return;
+    const int64_t n = Tq * Tk;
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t p = 0; p < n; p++) dtable[(int64_t)buckets[p] * H + h] += dbias[h * n + p];
+}
+
+/* ---- masked attention scores (the unfused attention path) ---- */
+
+static int64_t last_visible(const brg_attn_args *a, int64_t i) { return a->causal ? i + (a->Tk - a->Tq) : a->Tk - 1; }
+
+/* Each row is masked exactly as brg_k_attention_fwd masks it, so softmax of these scores gives
+ * the fused kernel's probabilities. A row that reached -inf everywhere (every key both causal-
+ * and padding-masked) is set to -FLT_MAX so softmax makes it uniform instead of 0/0. */
+void brg_k_mask_scores_fwd(float *y, const float *scores, const brg_attn_args *a) {
+    BRG_ASSERT(a != NULL && a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0);
+    const int64_t Tq = a->Tq, Tk = a->Tk;
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->H; h++)
+            for (int64_t i = 0; i < Tq; i++) {
+                const int64_t row = ((b * a->H + h) * Tq + i) * Tk, last = last_visible(a, i);
+                const float *s = scores + row, *bias = a->bias ? a->bias + (h * Tq + i) * Tk : NULL;
+                const float *mask = a->key_mask ? a->key_mask + b * Tk : NULL;
+                float *out = y + row;
+                bool finite = false;
+                for (int64_t j = 0; j < Tk; j++) {
+                    float sc = -FLT_MAX;
+                    if (j <= last) sc = a->scale * s[j] + (bias ? bias[j] : 0.0f);
+                    if (mask) sc += (1.0f - mask[j]) * -FLT_MAX;
+                    out[j] = sc;
+                    finite |= sc != -INFINITY;
+                }
+                if (!finite)
+                    for (int64_t j = 0; j < Tk; j++) out[j] = -FLT_MAX;
+            }
+}
+
+/* The causal where passes no gradient; the additive padding mask passes it unchanged. */
+void brg_k_mask_scores_bwd(float *dscores, float *dbias, const float *dy, const brg_attn_args *a) {
+    BRG_ASSERT(a != NULL && a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0);
+    const int64_t Tq = a->Tq, Tk = a->Tk;
+    for (int64_t b = 0; b < a->B; b++)
+        for (int64_t h = 0; h < a->H; h++)
+            for (int64_t i = 0; i < Tq; i++) {
+                const int64_t row = ((b * a->H + h) * Tq + i) * Tk, last = last_visible(a, i);
+                const int64_t end = last + 1 < Tk ? last + 1 : Tk;
+                const float *g = dy + row;
+                if (dscores)
+                    for (int64_t j = 0; j < end; j++) dscores[row + j] += a->scale * g[j];
+                if (dbias)
+                    for (int64_t j = 0; j < end; j++) dbias[(h * Tq + i) * Tk + j] += g[j];
+            }
+}

@@ -1,0 +1,201 @@
+/* BERT's forward, block by block: embeddings (word + token type + position, LayerNorm), post-LN
+ * encoder layers, and the task head (masked LM, pooled classification, span QA). */
+#include <string.h>
+
+#include "models/bert_internal.h"
+#include "models/encoder_common.h"
+
+static const brg_bert_config *cfg_of(const brg_model *m) { return &((const bert_model_config *)m->config)->c; }
+static brg_tensor *P(brg_model *m, int i) { return m->params[i].tensor; }
+static brg_tensor *LP(brg_model *m, int layer, int which) { return P(m, EMB_PARAMS + layer * PER_LAYER + which); }
+static brg_tensor *HP(brg_model *m, int which) {
+    return P(m, EMB_PARAMS + (int)cfg_of(m)->num_hidden_layers * PER_LAYER + which);
+}
+
+/* ---- embeddings ---- */
+
+static brg_status check_ids(const brg_bert_config *c, const brg_bundle *b) {
+    const brg_tensor *ids = b->input_ids;
+    if (!ids || ids->dtype != BRG_DTYPE_I32 || ids->ndim != 2 || ids->shape[0] < 1 || ids->shape[1] < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be I32 [batch, sequence]");
+    if (ids->shape[1] > c->max_position_embeddings)
+        return brg_error(BRG_ERR_INVALID_ARG, "sequence length %lld exceeds max_position_embeddings %lld",
+                         (long long)ids->shape[1], (long long)c->max_position_embeddings);
+    char s[128];
+    const brg_tensor *tt = b->token_type_ids, *mask = b->attention_mask;
+    if (tt && (tt->dtype != BRG_DTYPE_I32 || !brg_tensor_same_shape(tt, ids)))
+        return brg_error(BRG_ERR_INVALID_ARG, "token_type_ids must be I32 with the shape of input_ids, got %s %s",
+                         brg_dtype_name(tt->dtype), brg_shape_str(tt, s, sizeof s));
+    if (mask && (mask->dtype != BRG_DTYPE_F32 || !brg_tensor_same_shape(mask, ids)))
+        return brg_error(BRG_ERR_INVALID_ARG, "attention_mask must be F32 with the shape of input_ids, got %s %s",
+                         brg_dtype_name(mask->dtype), brg_shape_str(mask, s, sizeof s));
+    for (int64_t i = 0; tt && i < brg_tensor_numel(tt); i++) {
+        int32_t v = ((const int32_t *)tt->data)[i];
+        if (v < 0 || v >= c->type_vocab_size)
+            return brg_error(BRG_ERR_INVALID_ARG, "token_type_ids value %d at position %lld is outside [0, %lld)", v,
+                             (long long)i, (long long)c->type_vocab_size);
+    }
+    return BRG_OK;
+}
+
+/* Positions 0..T-1 per row, or zeros (token types when none are given). */
+static brg_status index_grid(brg_tape *tape, const brg_tensor *like, bool positions, brg_tensor **out) {
+    int64_t B = like->shape[0], T = like->shape[1];
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 2, like->shape, false, positions ? "position ids" : "token types",
+                                out));
+    int32_t *d = (*out)->data;
+    for (int64_t i = 0; i < B; i++)
+        for (int64_t t = 0; t < T; t++) d[i * T + t] = positions ? (int32_t)t : 0;
+    return BRG_OK;
+}
+
+static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
+    const brg_bert_config *c = cfg_of(m);
+    BRG_TRY(check_ids(c, b));
+    brg_tensor *types = b->token_type_ids, *pos_ids, *word, *type, *pos, *x, *x2, *n;
+    if (!types) BRG_TRY(index_grid(tape, b->input_ids, false, &types));
+    BRG_TRY(index_grid(tape, b->input_ids, true, &pos_ids));
+    int32_t pad = c->pad_token_id >= 0 ? (int32_t)c->pad_token_id : -1;
+    BRG_TRY(brg_embedding_padded(tape, b->input_ids, P(m, E_WORD), pad, &word));
+    BRG_TRY(brg_embedding(tape, types, P(m, E_TYPE), &type));
+    BRG_TRY(brg_embedding(tape, pos_ids, P(m, E_POS), &pos));
+    BRG_TRY(brg_add(tape, word, type, &x));
+    BRG_TRY(brg_add(tape, x, pos, &x2));
+    BRG_TRY(brg_layer_norm(tape, x2, P(m, E_LN_W), P(m, E_LN_B), c->layer_norm_eps, &n));
+    return brg_dropout(tape, n, c->hidden_dropout_prob, b->training, b->seed, enc_dropout_offset(0, 0), &b->hidden);
+}
+
+/* ---- encoder layer (post-LN) ---- */
+
+static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b) {
+    const brg_bert_config *c = cfg_of(m);
+    int block = layer + 1;
+    float eps = c->layer_norm_eps, p = c->hidden_dropout_prob;
+    brg_tensor *x = b->hidden, *ctx, *ao, *ad, *r1, *x1, *i, *ia, *o, *od, *r2;
+    if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
+    enc_attention_weights w = {LP(m, layer, L_Q_W), LP(m, layer, L_Q_B), LP(m, layer, L_K_W),
+                               LP(m, layer, L_K_B), LP(m, layer, L_V_W), LP(m, layer, L_V_B)};
+    BRG_TRY(enc_self_attention(tape, b, x, &w, c->num_attention_heads, c->attention_probs_dropout_prob,
+                               enc_dropout_offset(block, 0), &ctx));
+    BRG_TRY(brg_linear(tape, ctx, LP(m, layer, L_AO_W), LP(m, layer, L_AO_B), false, &ao));
+    BRG_TRY(brg_dropout(tape, ao, p, b->training, b->seed, enc_dropout_offset(block, 1), &ad));
+    BRG_TRY(brg_add(tape, ad, x, &r1));
+    BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_ALN_W), LP(m, layer, L_ALN_B), eps, &x1));
+    BRG_TRY(brg_linear(tape, x1, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, &i));
+    BRG_TRY(brg_activation_op(tape, i, c->hidden_act, &ia));
+    BRG_TRY(brg_linear(tape, ia, LP(m, layer, L_O_W), LP(m, layer, L_O_B), false, &o));
+    BRG_TRY(brg_dropout(tape, o, p, b->training, b->seed, enc_dropout_offset(block, 2), &od));
+    BRG_TRY(brg_add(tape, od, x1, &r2));
+    return brg_layer_norm(tape, r2, LP(m, layer, L_OLN_W), LP(m, layer, L_OLN_B), eps, &b->hidden);
+}
+
+/* ---- heads ---- */
+
+static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_bert_config *c = cfg_of(m);
+    brg_tensor *d, *a, *n;
+    BRG_TRY(brg_linear(tape, x, HP(m, MLM_DENSE_W), HP(m, MLM_DENSE_B), false, &d));
+    BRG_TRY(brg_activation_op(tape, d, c->hidden_act, &a));
+    BRG_TRY(brg_layer_norm(tape, a, HP(m, MLM_LN_W), HP(m, MLM_LN_B), c->layer_norm_eps, &n));
+    brg_tensor *w = c->tie_word_embeddings ? P(m, E_WORD) : HP(m, MLM_DECODER_W);
+    brg_tensor *bias = c->tie_word_embeddings ? HP(m, MLM_BIAS) : HP(m, MLM_DECODER_B);
+    BRG_TRY(brg_linear(tape, n, w, bias, false, &b->logits));
+    if (!b->labels) return BRG_OK;
+    const brg_tensor *l = b->labels;
+    if (l->dtype != BRG_DTYPE_I32 || l->ndim != 2 || l->shape[0] != x->shape[0] || l->shape[1] != x->shape[1])
+        return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids [%lld, %lld]",
+                         (long long)x->shape[0], (long long)x->shape[1]);
+    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+}
+
+static brg_status classification_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_bert_config *c = cfg_of(m);
+    int block = m->n_blocks - 1;
+    float p = c->classifier_dropout >= 0 ? c->classifier_dropout : c->hidden_dropout_prob;
+    brg_tensor *first, *pooled, *act, *dropped;
+    BRG_TRY(brg_select(tape, x, 1, 0, &first));
+    BRG_TRY(brg_linear(tape, first, HP(m, CLS_POOLER_W), HP(m, CLS_POOLER_B), false, &pooled));
+    BRG_TRY(brg_tanh(tape, pooled, &act));
+    BRG_TRY(brg_dropout(tape, act, p, b->training, b->seed, enc_dropout_offset(block, 0), &dropped));
+    BRG_TRY(brg_linear(tape, dropped, HP(m, CLS_W), HP(m, CLS_B), false, &b->logits));
+    if (!b->labels) return BRG_OK;
+    return enc_sequence_loss(tape, b, b->logits, c->problem_type, &b->loss);
+}
+
+/* transformers clamps positions to [0, T] and ignores T, so a position past the sequence drops
+ * out of the mean. Returns how many positions count. */
+static brg_status clamped_positions(brg_tape *tape, const brg_tensor *pos, const char *name, int64_t B, int64_t T,
+                                    brg_tensor **out, int64_t *counted) {
+    if (!pos || pos->dtype != BRG_DTYPE_I32 || brg_tensor_numel(pos) != B || pos->ndim > 2 ||
+        (pos->ndim == 2 && pos->shape[1] != 1))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be I32 [batch] (%lld examples)%s", name, (long long)B,
+                         pos ? "" : ": missing");
+    int64_t shape[1] = {B};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 1, shape, false, name, out));
+    int32_t *d = (*out)->data;
+    const int32_t *s = pos->data;
+    *counted = 0;
+    for (int64_t i = 0; i < B; i++) {
+        d[i] = s[i] < 0 ? 0 : s[i] > T ? (int32_t)T : s[i];
+        *counted += d[i] != T;
+    }
+    return BRG_OK;
+}
+
+/* (start CE + end CE) / 2, each a share over its own counted positions, or over the global
+ * denominator (examples) when one is given. */
+static brg_status span_loss(brg_tape *tape, brg_bundle *b, brg_tensor *start, brg_tensor *end) {
+    int64_t B = start->shape[0], T = start->shape[1], ns, ne;
+    brg_tensor *ts, *te, *ls, *le;
+    BRG_TRY(clamped_positions(tape, b->labels, "start_positions (labels)", B, T, &ts, &ns));
+    BRG_TRY(clamped_positions(tape, b->extra_labels, "end_positions (extra_labels)", B, T, &te, &ne));
+    double D = b->loss_denominator;
+    BRG_TRY(brg_cross_entropy_share(tape, start, ts, (int32_t)T, 2.0 * (D > 0 ? D : (double)ns), &ls));
+    BRG_TRY(brg_cross_entropy_share(tape, end, te, (int32_t)T, 2.0 * (D > 0 ? D : (double)ne), &le));
+    return brg_add(tape, ls, le, &b->loss);
+}
+
+static brg_status qa_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    brg_tensor *start, *end;
+    BRG_TRY(brg_linear(tape, x, HP(m, QA_W), HP(m, QA_B), false, &b->logits));
+    if (!b->labels && !b->extra_labels) return BRG_OK;
+    if (!b->labels || !b->extra_labels)
+        return brg_error(BRG_ERR_INVALID_ARG, "question answering needs both start_positions (labels) and "
+                                              "end_positions (extra_labels), got only %s",
+                         b->labels ? "start_positions" : "end_positions");
+    BRG_TRY(brg_select(tape, b->logits, 2, 0, &start));
+    BRG_TRY(brg_select(tape, b->logits, 2, 1, &end));
+    return span_loss(tape, b, start, end);
+}
+
+static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
+    brg_tensor *x = b->hidden;
+    if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
+    b->loss = NULL;
+    switch (cfg_of(m)->task) {
+    case BRG_BERT_MASKED_LM: return mlm_head(m, tape, b, x);
+    case BRG_BERT_SEQUENCE_CLASSIFICATION: return classification_head(m, tape, b, x);
+    case BRG_BERT_QUESTION_ANSWERING: return qa_head(m, tape, b, x);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "unknown BERT task");
+}
+
+brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
+    const brg_block *blk = &m->blocks[block];
+    switch (blk->kind) {
+    case BRG_BLOCK_EMBEDDINGS: return embeddings_forward(m, tape, b);
+    case BRG_BLOCK_LAYER: return layer_forward(m, blk->layer, tape, b);
+    case BRG_BLOCK_HEAD: return head_forward(m, tape, b);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
+}
+
+int64_t bert_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+    const brg_bert_config *c = cfg_of(m);
+    if (c->task == BRG_BERT_SEQUENCE_CLASSIFICATION)
+        return enc_sequence_loss_items(labels, c->num_labels, c->problem_type);
+    if (c->task == BRG_BERT_QUESTION_ANSWERING) return labels->ndim ? labels->shape[0] : 1;
+    int64_t n = 0, total = brg_tensor_numel(labels);
+    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(labels, i) != -100;
+    return n;
+}

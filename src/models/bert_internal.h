@@ -1,0 +1,32 @@
+/* BERT's parameter layout, shared by construction (bert.c) and the forward (bert_forward.c). */
+#ifndef BRIGADE_MODELS_BERT_INTERNAL_H
+#define BRIGADE_MODELS_BERT_INTERNAL_H
+
+#include <cJSON.h>
+
+#include "brigade/bert.h"
+
+/* The model's config: the public struct plus config.json's label names, written back on save. */
+typedef struct bert_model_config {
+    brg_bert_config c;
+    cJSON *id2label;
+} bert_model_config;
+
+/* Parameter indices follow construction order: embeddings, then PER_LAYER per layer, then the
+ * head's. */
+enum { E_WORD, E_POS, E_TYPE, E_LN_W, E_LN_B, EMB_PARAMS };
+enum {
+    L_Q_W, L_Q_B, L_K_W, L_K_B, L_V_W, L_V_B,
+    L_AO_W, L_AO_B, L_ALN_W, L_ALN_B,
+    L_I_W, L_I_B, L_O_W, L_O_B, L_OLN_W, L_OLN_B,
+    PER_LAYER
+};
+/* Head parameters, from the head's first index. */
+enum { MLM_DENSE_W, MLM_DENSE_B, MLM_LN_W, MLM_LN_B, MLM_BIAS, MLM_DECODER_W, MLM_DECODER_B };
+enum { CLS_POOLER_W, CLS_POOLER_B, CLS_W, CLS_B };
+enum { QA_W, QA_B };
+
+brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b);
+int64_t bert_count_loss_items(const brg_model *m, const brg_tensor *labels);
+
+#endif
