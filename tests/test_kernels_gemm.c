@@ -1,5 +1,11 @@
-/* GEMM, linear and batched matmul: the BLAS path against the reference, the reference against
- * hand-computed values, and finite-difference checks of every backward. */
+/* GEMM, linear and batched matmul: the dispatched path and the avx512 kernel against the
+ * reference on awkward shapes, strides and alpha/beta, the backend choice (BRIGADE_GEMM), the
+ * reference against hand-computed values, and finite-difference checks of every backward.
+ * On a CPU without AVX-512 the avx512 tests print a note and are skipped. */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "kernels/gemm_avx512.h"
 #include "test_kernels_util.h"
 
 /* ---- gemm ------------------------------------------------------------------------------ */
@@ -23,22 +29,68 @@ static void test_gemm_ref_known_values(void) {
     CHECK_NEAR(C[2], 10, 0);
 }
 
-/* One random case with padded leading dimensions; the padding of C must stay untouched. */
-static void gemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
-    const int64_t lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
-    const int64_t a_rows = ta ? K : M, b_rows = tb ? N : K;
-    float *A = tk_rand(a_rows * lda, -1, 1), *B = tk_rand(b_rows * ldb, -1, 1);
-    float *C1 = tk_rand(M * ldc, -1, 1), *C2 = tk_copy(C1, M * ldc), *C0 = tk_copy(C1, M * ldc);
-    brg_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C1, ldc);
+/* The implementation under test: brg_gemm (whatever it dispatches to) or the avx512 kernel
+ * called directly. */
+typedef enum gemm_impl { IMPL_DISPATCH = 0, IMPL_AVX512 } gemm_impl;
+
+static void gemm_run(gemm_impl impl, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                     int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    if (impl == IMPL_AVX512)
+        CHECK(brg_gemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+    else
+        brg_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Leading-dimension padding of one case: extra elements per row of A, B and C. */
+typedef struct pads {
+    int64_t a, b, c;
+} pads;
+
+/* One random case against the reference. Every buffer starts one float past a 64-byte boundary
+ * (the kernel must not assume aligned operands); the padding of C (ldc > N) and the floats just
+ * before and after C must stay untouched, and beta == 0 must overwrite NaN in C. Returns false
+ * after reporting a mismatch, so loops over many shapes report each failure once. */
+static bool gemm_case_full(gemm_impl impl, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta,
+                           pads pad) {
+    const int64_t lda = (ta ? M : K) + pad.a, ldb = (tb ? K : N) + pad.b, ldc = N + pad.c;
+    const int64_t a_rows = ta ? K : M, b_rows = tb ? N : K, nc = M * ldc;
+    float *Abuf = tk_rand(a_rows * lda + 16, -1, 1), *Bbuf = tk_rand(b_rows * ldb + 16, -1, 1);
+    float *C1buf = tk_rand(nc + 32, -1, 1), *C2 = tk_zeros(nc), *C0 = tk_zeros(nc);
+    const float *A = Abuf + 1, *B = Bbuf + 1;
+    float *C1 = C1buf + 16;
+    if (beta == 0.0f)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) C1[i * ldc + j] = NAN;
+    memcpy(C2, C1, (size_t)nc * sizeof(float));
+    memcpy(C0, C1, (size_t)nc * sizeof(float));
+    const float guard_lo = C1[-1], guard_hi = C1[nc];
+
+    gemm_run(impl, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C1, ldc);
     brg_gemm_ref(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C2, ldc);
-    double diff = test_max_abs_diff(C1, C2, M * ldc);
-    CHECK_MSG(diff <= 1e-5 * (1.0 + K), "gemm ta=%d tb=%d M=%lld N=%lld K=%lld beta=%g: diff %.3g", ta, tb,
-              (long long)M, (long long)N, (long long)K, beta, diff);
-    int pad_ok = 1;
-    for (int64_t i = 0; i < M; i++)
+
+    /* Float accumulation over K terms of size <= |alpha| + |beta| C: a bound that any
+     * indexing, packing or edge mistake (an O(1) error) exceeds by orders of magnitude. */
+    const double tol = 2e-6 * (double)(K + 1) * (fabs(alpha) + fabs(beta) + 1.0);
+    double diff = 0.0;
+    bool pad_ok = C1[-1] == guard_lo && C1[nc] == guard_hi;
+    for (int64_t i = 0; i < M; i++) {
+        for (int64_t j = 0; j < N; j++) {
+            double d = fabs((double)C1[i * ldc + j] - (double)C2[i * ldc + j]);
+            if (!(d <= diff)) diff = d == d ? d : INFINITY;
+        }
         for (int64_t j = N; j < ldc; j++) pad_ok &= C1[i * ldc + j] == C0[i * ldc + j];
-    CHECK_MSG(pad_ok, "gemm wrote into the padding of C (ldc > N)");
-    free(A), free(B), free(C0), free(C1), free(C2);
+    }
+    bool ok = diff <= tol && pad_ok;
+    CHECK_MSG(ok, "%s gemm ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g pads=%lld/%lld/%lld: diff %.3g (tol %.3g)%s",
+              impl == IMPL_AVX512 ? "avx512" : brg_gemm_backend(), ta, tb, (long long)M, (long long)N, (long long)K,
+              alpha, beta, (long long)pad.a, (long long)pad.b, (long long)pad.c, diff, tol,
+              pad_ok ? "" : "; wrote outside C's rows");
+    free(Abuf), free(Bbuf), free(C1buf), free(C2), free(C0);
+    return ok;
+}
+
+static void gemm_case(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, float beta) {
+    gemm_case_full(IMPL_DISPATCH, ta, tb, M, N, K, alpha, beta, (pads){3, 2, 5});
 }
 
 static void test_gemm_vs_ref(void) {
@@ -50,36 +102,99 @@ static void test_gemm_vs_ref(void) {
                 gemm_case(t & 1, t & 2, sizes[s][0], sizes[s][1], sizes[s][2], 1.5f, betas[b]);
 }
 
-/* beta == 0 means "do not read C": NaN garbage must be overwritten, not propagated. */
-static void test_gemm_beta_zero_overwrites_nan(void) {
-    const int64_t M = 5, N = 6, K = 4;
-    float *A = tk_rand(M * K, -1, 1), *B = tk_rand(K * N, -1, 1);
-    float C1[30], C2[30];
-    for (int i = 0; i < 30; i++) C1[i] = C2[i] = NAN;
-    brg_gemm(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
-    brg_gemm_ref(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
-    CHECK(test_max_abs_diff(C1, C2, 30) < 1e-5);
-    /* K == 0: the product is empty, so C = beta * C; beta 0 still clears NaN. */
-    for (int i = 0; i < 30; i++) C1[i] = C2[i] = NAN;
-    brg_gemm(false, false, M, N, 0, 1.0f, A, 1, B, N, 0.0f, C1, N);
-    brg_gemm_ref(false, false, M, N, 0, 1.0f, A, 1, B, N, 0.0f, C2, N);
-    int zero = 1;
-    for (int i = 0; i < 30; i++) zero &= C1[i] == 0.0f && C2[i] == 0.0f;
-    CHECK_MSG(zero, "K == 0, beta == 0 must zero C");
-    for (int i = 0; i < 30; i++) C1[i] = C2[i] = 2.0f;
-    brg_gemm(true, true, M, N, 0, 1.0f, A, M, B, 1, 0.25f, C1, N);
-    brg_gemm_ref(true, true, M, N, 0, 1.0f, A, M, B, 1, 0.25f, C2, N);
-    CHECK(C1[29] == 0.5f && C2[29] == 0.5f);
-    free(A), free(B);
+/* ---- the avx512 kernel, called directly ------------------------------------------------- */
+
+/* Every combination of small sizes around the tile edges (MR = 14, NR = 32, 16-wide vectors),
+ * all four transposes, with alpha/beta and leading-dimension padding varied across cases. */
+static void test_avx512_small_shapes(void) {
+    const int64_t ms[] = {1, 7, 13, 14, 15, 16, 17, 29, 33};
+    const int64_t ns[] = {1, 7, 15, 16, 17, 31, 32, 33, 47, 65};
+    const int64_t ks[] = {1, 2, 7, 15, 16, 17, 33};
+    const float alphas[] = {1.0f, -0.75f, 2.0f};
+    const float betas[] = {0.0f, 1.0f, -0.5f, 0.25f};
+    const pads padv[] = {{0, 0, 0}, {1, 3, 2}, {17, 5, 16}};
+    int n = 0, failed = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
+                for (int t = 0; t < 4 && failed < 10; t++, n++)
+                    failed += !gemm_case_full(IMPL_AVX512, t & 1, t & 2, ms[mi], ns[ni], ks[ki], alphas[n % 3],
+                                              betas[(n / 3) % 4], padv[(n / 12) % 3]);
 }
 
-static void test_gemm_empty(void) {
-    float A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4}, C[4] = {7, 7, 7, 7};
-    brg_gemm(false, false, 0, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
-    brg_gemm(false, false, 2, 0, 2, 1.0f, A, 2, B, 0, 0.0f, C, 0);
-    brg_gemm_ref(false, false, 0, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
-    CHECK(C[0] == 7 && C[3] == 7);
-    CHECK(strcmp(brg_gemm_backend(), "openblas") == 0);
+/* Shapes that cross the cache blocks (KC = 256 in depth, MC = 168 rows, NC = 3072 columns), the
+ * sizes the issue names, and GPT-2-like shapes with their real leading dimensions. */
+static void test_avx512_block_edges(void) {
+    const int64_t KC = BRG_GEMM_AVX512_KC, MC = BRG_GEMM_AVX512_MC, NC = BRG_GEMM_AVX512_NC;
+    const int64_t shapes[][3] = {
+        {255, 33, 1000},   {1000, 17, 255},   {33, 1000, 15},   {MC + 1, 40, KC + 1}, {MC - 1, 33, 2 * KC + 3},
+        {2 * MC + 15, 31, 3}, {9, NC + 33, 20}, {3, NC - 1, KC}, {16, 16, 16},          {64, 96, 64},
+    };
+    const float betas[] = {0.0f, 1.0f, -0.5f};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int t = 0; t < 4; t++)
+            gemm_case_full(IMPL_AVX512, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, betas[(s + t) % 3],
+                           (pads){(int64_t)(s % 3), (int64_t)(t * 7), (int64_t)(s & 1)});
+}
+
+/* Degenerate products through the kernel itself: C = beta * C, beta == 0 clears NaN, nothing
+ * is touched for M == 0 or N == 0. */
+static void test_avx512_degenerate(void) {
+    float A[8] = {1, 2, 3, 4, 5, 6, 7, 8}, B[8] = {1, 2, 3, 4, 5, 6, 7, 8}, C[6];
+    for (int i = 0; i < 6; i++) C[i] = NAN;
+    CHECK(brg_gemm_avx512(false, false, 2, 3, 0, 1.0f, A, 1, B, 3, 0.0f, C, 3));
+    int zero = 1;
+    for (int i = 0; i < 6; i++) zero &= C[i] == 0.0f;
+    CHECK_MSG(zero, "avx512: K == 0, beta == 0 must zero C");
+    for (int i = 0; i < 6; i++) C[i] = 2.0f;
+    CHECK(brg_gemm_avx512(true, true, 2, 3, 2, 0.0f, A, 2, B, 2, 0.5f, C, 3));
+    CHECK(C[0] == 1.0f && C[5] == 1.0f); /* alpha == 0: C = beta * C */
+    CHECK(brg_gemm_avx512(false, false, 0, 3, 2, 1.0f, A, 2, B, 3, 0.0f, C, 3));
+    CHECK(brg_gemm_avx512(false, false, 2, 0, 2, 1.0f, A, 2, B, 1, 0.0f, C, 1));
+    CHECK(C[0] == 1.0f && C[5] == 1.0f);
+}
+
+/* Threads each keep their own packing buffers: concurrent products must not interfere. */
+typedef struct thread_job {
+    int64_t M, N, K;
+    bool ok;
+} thread_job;
+
+static void *thread_main(void *p) {
+    thread_job *j = p;
+    const int64_t M = j->M, N = j->N, K = j->K;
+    float *A = malloc((size_t)(M * K) * sizeof(float)), *B = malloc((size_t)(K * N) * sizeof(float));
+    float *C1 = malloc((size_t)(M * N) * sizeof(float)), *C2 = malloc((size_t)(M * N) * sizeof(float));
+    uint64_t s = (uint64_t)(M * 131 + N);
+    for (int64_t i = 0; i < M * K; i++) A[i] = (float)((s = s * 6364136223846793005ULL + 1) >> 40) * 0x1p-24f - 0.5f;
+    for (int64_t i = 0; i < K * N; i++) B[i] = (float)((s = s * 6364136223846793005ULL + 1) >> 40) * 0x1p-24f - 0.5f;
+    j->ok = true;
+    for (int rep = 0; rep < 3; rep++) {
+        j->ok &= brg_gemm_avx512(rep & 1, false, M, N, K, 1.0f, A, (rep & 1) ? M : K, B, N, 0.0f, C1, N);
+        brg_gemm_ref(rep & 1, false, M, N, K, 1.0f, A, (rep & 1) ? M : K, B, N, 0.0f, C2, N);
+        for (int64_t i = 0; i < M * N; i++) j->ok &= fabs((double)C1[i] - (double)C2[i]) <= 2e-6 * (double)(K + 1);
+    }
+    free(A), free(B), free(C1), free(C2);
+    return NULL;
+}
+
+static void test_avx512_threads(void) {
+    thread_job jobs[3] = {{70, 90, 300, false}, {200, 40, 100, false}, {33, 65, 17, false}};
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) CHECK(pthread_create(&th[i], NULL, thread_main, &jobs[i]) == 0);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) CHECK_MSG(jobs[i].ok, "avx512 on thread %d differs from the reference", i);
+}
+
+static void test_avx512(void) {
+    if (!brg_gemm_avx512_supported()) {
+        printf("note: this CPU lacks AVX-512 F/BW/DQ/VL; the avx512 GEMM tests are skipped\n");
+        return;
+    }
+    test_avx512_small_shapes();
+    test_avx512_block_edges();
+    test_avx512_degenerate();
+    test_avx512_threads();
 }
 
 /* ---- linear ---------------------------------------------------------------------------- */
@@ -200,12 +315,18 @@ static void test_bmm(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     tk_seed(1);
+    if (argc > 1 && strcmp(argv[1], "--child-backend") == 0) return child_backend();
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len > 0) self[len] = '\0';
     test_gemm_ref_known_values();
     test_gemm_vs_ref();
     test_gemm_beta_zero_overwrites_nan();
     test_gemm_empty();
+    test_avx512();
+    test_backend_env(len > 0 ? self : NULL);
     test_linear();
     test_linear_bias_grad_many_rows();
     test_bmm();

@@ -18,5 +18,8 @@
 #include "brigade/registry.h"
 #include "brigade/optim.h"
 #include "brigade/lr_schedule.h"
+#include "brigade/encoder.h"
+#include "brigade/bert.h"
+#include "brigade/vit.h"
 
 #endif

@@ -131,11 +131,6 @@ brg_status brg_relative_position_buckets(brg_tape *tape, int64_t Tq, int64_t Tk,
 /* The attention bias [H, Tq, Tk] gathered from table [num_buckets, H] (relative_attention_bias)
  * at buckets [Tq, Tk]; the gradient flows back into the table. */
 brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_tensor *buckets, brg_tensor **bias);
-/* Attention made explicit (for dropout on the probabilities): scores [B,H,Tq,Tk] = q @ k^T become
- * opts->scale * scores + opts->bias, masked as brg_attention masks them, so that
- * softmax(y) @ v equals brg_attention with the same opts. */
-brg_status brg_attention_mask_scores(brg_tape *tape, brg_tensor *scores, const brg_attention_opts *opts,
-                                     brg_tensor **y);
 
 #ifdef __cplusplus
 }

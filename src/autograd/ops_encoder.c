@@ -92,34 +92,41 @@ static brg_status add_bcast_backward(brg_tape *tape, void *p) {
     return BRG_OK;
 }
 
-/* Splits x's dims into [A, M, I] where p is 1 exactly over M; fails unless that run is contiguous. */
-static brg_status broadcast_split(const brg_tensor *x, const brg_tensor *p, int64_t *A, int64_t *M, int64_t *I) {
-    char sx[128], sp[128];
-    if (p->ndim != x->ndim) goto bad;
-    int first = -1, last = -1;
+/* The run of dims [first, last] where p is 1 and x is not; false unless p broadcasts over x that
+ * way (first = -1 when p has x's shape). */
+static bool broadcast_run(const brg_tensor *x, const brg_tensor *p, int *first, int *last) {
+    *first = *last = -1;
+    if (p->ndim != x->ndim) return false;
     for (int d = 0; d < x->ndim; d++) {
         if (p->shape[d] == x->shape[d]) continue;
-        if (p->shape[d] != 1) goto bad;
-        if (first < 0) first = d;
-        else if (last != d - 1) goto bad;
-        last = d;
+        if (p->shape[d] != 1 || (*first >= 0 && *last != d - 1)) return false;
+        if (*first < 0) *first = d;
+        *last = d;
     }
+    return true;
+}
+
+/* Splits x's dims into [A, M, I] with p repeating over M. */
+static brg_status broadcast_split(const brg_tensor *x, const brg_tensor *p, int64_t *A, int64_t *M, int64_t *I) {
+    int first, last;
     *A = *M = *I = 1;
+    if (!broadcast_run(x, p, &first, &last)) {
+        char sx[128], sp[128];
+        return brg_error(BRG_ERR_INVALID_ARG, "add_broadcast: %s %s does not broadcast over %s", name_of(p, "addend"),
+                         brg_shape_str(p, sp, sizeof sp), brg_shape_str(x, sx, sizeof sx));
+    }
     for (int d = 0; d < x->ndim; d++) {
         if (first >= 0 && d >= first && d <= last) *M *= x->shape[d];
         else if (first < 0 || d < first) *A *= x->shape[d];
         else *I *= x->shape[d];
     }
     return BRG_OK;
-bad:
-    return brg_error(BRG_ERR_INVALID_ARG, "add_broadcast: %s %s does not broadcast over %s", name_of(p, "addend"),
-                     brg_shape_str(p, sp, sizeof sp), brg_shape_str(x, sx, sizeof sx));
 }
 
 brg_status brg_add_broadcast(brg_tape *tape, brg_tensor *x, brg_tensor *p, brg_tensor **y) {
     BRG_TRY(ops_check_f32("add_broadcast", x, 0));
     BRG_TRY(ops_check_f32("add_broadcast", p, 0));
-    int64_t A, M, I;
+    int64_t A = 1, M = 1, I = 1;
     BRG_TRY(broadcast_split(x, p, &A, &M, &I));
     const brg_tensor *ins[2] = {x, p};
     bool rec = brg_tape_needs(tape, ins, 2);
@@ -180,7 +187,7 @@ static brg_status unfold_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int64_t pw, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("patch_unfold", pixels, 4));
+    BRG_TRY(ops_check_f32("patch_unfold", pixels, 0));
     char s[128];
     if (pixels->ndim != 4)
         return brg_error(BRG_ERR_INVALID_ARG, "patch_unfold: %s must be [B, C, H, W], got %s",

@@ -1,5 +1,5 @@
-/* Ops of the encoder-decoder models (T5): RMS norm, ReLU, product, scaling, relative position
- * bias, and the explicit masked attention scores. */
+/* Ops of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, relative position
+ * buckets and bias. */
 #include "ops_internal.h"
 
 static brg_status new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
@@ -151,58 +151,5 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     relpos_ctx *c = brg_tape_record(tape, relpos_backward, sizeof *c);
     if (!c) return BRG_ERR_OOM;
     *c = (relpos_ctx){table, buckets, *bias};
-    return BRG_OK;
-}
-
-/* ---- masked attention scores ---- */
-typedef struct mask_scores_ctx {
-    brg_tensor *scores, *bias, *y;
-    brg_attn_args args;
-} mask_scores_ctx;
-
-static brg_status mask_scores_backward(brg_tape *tape, void *p) {
-    mask_scores_ctx *c = p;
-    if (!c->y->grad) return BRG_OK;
-    OPS_GRAD(ds, tape, c->scores);
-    OPS_GRAD(db, tape, c->bias);
-    brg_k_mask_scores_bwd(ds, db, c->y->grad, &c->args);
-    return BRG_OK;
-}
-
-static brg_status mask_scores_check(const brg_tensor *s, const brg_attention_opts *o) {
-    BRG_TRY(ops_check_f32("attention_mask_scores", s, 4));
-    if (s->ndim != 4) return brg_error(BRG_ERR_INVALID_ARG, "attention_mask_scores: scores must be [B, H, Tq, Tk]");
-    int64_t B = s->shape[0], H = s->shape[1], Tq = s->shape[2], Tk = s->shape[3];
-    if (o->key_mask) {
-        BRG_TRY(ops_check_f32("attention_mask_scores", o->key_mask, 2));
-        if (o->key_mask->ndim != 2 || o->key_mask->shape[0] != B || o->key_mask->shape[1] != Tk)
-            return brg_error(BRG_ERR_INVALID_ARG, "attention_mask_scores: key mask must be [B, Tk] = [%lld, %lld]",
-                             (long long)B, (long long)Tk);
-    }
-    if (o->bias) {
-        BRG_TRY(ops_check_f32("attention_mask_scores", o->bias, 3));
-        if (o->bias->ndim != 3 || o->bias->shape[0] != H || o->bias->shape[1] != Tq || o->bias->shape[2] != Tk)
-            return brg_error(BRG_ERR_INVALID_ARG, "attention_mask_scores: bias must be [H, Tq, Tk]");
-    }
-    return BRG_OK;
-}
-
-brg_status brg_attention_mask_scores(brg_tape *tape, brg_tensor *scores, const brg_attention_opts *opts,
-                                     brg_tensor **y) {
-    BRG_TRY(mask_scores_check(scores, opts));
-    const brg_tensor *ins[2] = {scores, opts->bias};
-    bool rec = brg_tape_needs(tape, ins, 2);
-    BRG_TRY(new_like(tape, scores, rec, "masked attention scores", y));
-    brg_attn_args args = {
-        .B = scores->shape[0], .H = scores->shape[1], .Tq = scores->shape[2], .Tk = scores->shape[3], .D = 0,
-        .scale = opts->scale, .causal = opts->causal,
-        .key_mask = opts->key_mask ? OPS_CF32(opts->key_mask) : NULL,
-        .bias = opts->bias ? OPS_CF32(opts->bias) : NULL,
-    };
-    brg_k_mask_scores_fwd(OPS_F32(*y), OPS_CF32(scores), &args);
-    if (!rec) return BRG_OK;
-    mask_scores_ctx *c = brg_tape_record(tape, mask_scores_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (mask_scores_ctx){scores, opts->bias, *y, args};
     return BRG_OK;
 }

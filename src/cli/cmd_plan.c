@@ -38,7 +38,10 @@ static brg_status compute(plan *p) {
 /* ---- text --------------------------------------------------------------------------------- */
 
 static const char *mib(int64_t bytes, char *buf, size_t len) {
-    snprintf(buf, len, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+    double b = (double)bytes;
+    if (b < 1024.0 * 1024.0) snprintf(buf, len, "%.1f KiB", b / 1024.0);
+    else if (b < 1024.0 * 1024.0 * 1024.0) snprintf(buf, len, "%.1f MiB", b / (1024.0 * 1024.0));
+    else snprintf(buf, len, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
     return buf;
 }
 

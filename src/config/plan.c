@@ -84,11 +84,12 @@ typedef struct load {
     double flops, bytes;
 } load;
 
-/* A block's memory as the plan counts it, with recomputation keeping only a layer's input.
- * Tied copies are left out: where they land depends on the answer. */
-static double block_bytes(const brg_block_cost *c, brg_ipu_mode m, bool recompute) {
+/* A block's memory as the plan counts it, with recomputation keeping only a layer's input. A
+ * tied copy counts when both blocks have fixed devices (a tied head); for layers, where it
+ * lands depends on the answer, so it is left out. */
+static double block_bytes(const brg_block_cost *c, bool tied_copy, brg_ipu_mode m, bool recompute) {
     int64_t act = !training(m) ? 0 : recompute && c->layer >= 0 ? c->input_bytes : c->saved_bytes;
-    return (double)(param_bytes(c, false, m) + act);
+    return (double)(param_bytes(c, tied_copy, m) + act);
 }
 
 typedef struct balancer {
@@ -159,12 +160,15 @@ brg_status brg_plan_balance(const brg_block_cost *costs, int n_blocks, const int
         balancer s = {L, n_devices, fixed, pre, pre + L + 1, 0, 0};
         for (int b = 0; b < n_blocks; b++)
             if (costs[b].layer < 0) {
+                int o = costs[b].tied_owner;
+                bool copy = o >= 0 && o < n_blocks && costs[o].layer < 0 &&
+                            tied_elsewhere(costs, n_blocks, block_device, b);
                 fixed[block_device[b]].flops += costs[b].flops;
-                fixed[block_device[b]].bytes += block_bytes(&costs[b], mode, recompute);
+                fixed[block_device[b]].bytes += block_bytes(&costs[b], copy, mode, recompute);
             }
         for (int l = 0; l < L; l++) {
             pre[l + 1] = pre[l] + costs[order[l]].flops;
-            pre[L + 1 + l + 1] = pre[L + 1 + l] + block_bytes(&costs[order[l]], mode, recompute);
+            pre[L + 1 + l + 1] = pre[L + 1 + l] + block_bytes(&costs[order[l]], false, mode, recompute);
         }
         for (int d = 0; d < n_devices; d++) s.total_f += fixed[d].flops, s.total_b += fixed[d].bytes;
         s.total_f += pre[L];

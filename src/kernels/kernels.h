@@ -189,8 +189,6 @@ void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
 /* y = a * b elementwise; da += dy * b, db += dy * a. */
 void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n);
 void brg_k_mul_bwd(float *da, float *db, const float *dy, const float *a, const float *b, int64_t n);
-/* The backward of brg_k_scale: dx += s * dy. */
-void brg_k_scale_bwd(float *dx, const float *dy, float s, int64_t n);
 
 /* T5's relative position bucket of key position minus query position (transformers'
  * _relative_position_bucket); requires num_buckets >= 4 and max_distance > num_buckets / 2.
@@ -205,11 +203,5 @@ void brg_k_relpos_bias_fwd(float *bias, const float *table, const int32_t *bucke
                            int64_t Tk);
 void brg_k_relpos_bias_bwd(float *dtable, const float *dbias, const int32_t *buckets, int64_t H, int64_t Tq,
                            int64_t Tk);
-
-/* Attention scores made explicit, for attention-probability dropout: y[B,H,Tq,Tk] = scale *
- * scores (+ bias) masked exactly as brg_k_attention_fwd masks them (args->D is unused), so
- * softmax(y) @ v equals the fused kernel's output. dbias (may be NULL) accumulates [H,Tq,Tk]. */
-void brg_k_mask_scores_fwd(float *y, const float *scores, const brg_attn_args *args);
-void brg_k_mask_scores_bwd(float *dscores, float *dbias, const float *dy, const brg_attn_args *args);
 
 #endif

@@ -1,9 +1,6 @@
-/* Kernels of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, scaling,
- * relative position buckets and the bias gathered from them, and the masked attention scores of
- * the unfused attention path. */
-#include <float.h>
+/* Kernels of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, relative
+ * position buckets and the bias gathered from them. */
 #include <math.h>
-#include <string.h>
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
@@ -58,7 +55,7 @@ void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n) {
         if (x[i] > 0.0f) dx[i] += dy[i];
 }
 
-/* ---- elementwise product and scaling ---- */
+/* ---- elementwise product ---- */
 
 void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n) {
     BRG_ASSERT(n >= 0);
@@ -71,12 +68,6 @@ void brg_k_mul_bwd(float *da, float *db, const float *dy, const float *a, const 
         for (int64_t i = 0; i < n; i++) da[i] += dy[i] * b[i];
     if (db)
         for (int64_t i = 0; i < n; i++) db[i] += dy[i] * a[i];
-}
-
-void brg_k_scale_bwd(float *dx, const float *dy, float s, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    if (!dx) return;
-    for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * s;
 }
 
 /* ---- relative position buckets ---- */
@@ -132,51 +123,4 @@ void brg_k_relpos_bias_bwd(float *dtable, const float *dbias, const int32_t *buc
     const int64_t n = Tq * Tk;
     for (int64_t h = 0; h < H; h++)
         for (int64_t p = 0; p < n; p++) dtable[(int64_t)buckets[p] * H + h] += dbias[h * n + p];
-}
-
-/* ---- masked attention scores (the unfused attention path) ---- */
-
-static int64_t last_visible(const brg_attn_args *a, int64_t i) { return a->causal ? i + (a->Tk - a->Tq) : a->Tk - 1; }
-
-/* Each row is masked exactly as brg_k_attention_fwd masks it, so softmax of these scores gives
- * the fused kernel's probabilities. A row that reached -inf everywhere (every key both causal-
- * and padding-masked) is set to -FLT_MAX so softmax makes it uniform instead of 0/0. */
-void brg_k_mask_scores_fwd(float *y, const float *scores, const brg_attn_args *a) {
-    BRG_ASSERT(a != NULL && a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0);
-    const int64_t Tq = a->Tq, Tk = a->Tk;
-    for (int64_t b = 0; b < a->B; b++)
-        for (int64_t h = 0; h < a->H; h++)
-            for (int64_t i = 0; i < Tq; i++) {
-                const int64_t row = ((b * a->H + h) * Tq + i) * Tk, last = last_visible(a, i);
-                const float *s = scores + row, *bias = a->bias ? a->bias + (h * Tq + i) * Tk : NULL;
-                const float *mask = a->key_mask ? a->key_mask + b * Tk : NULL;
-                float *out = y + row;
-                bool finite = false;
-                for (int64_t j = 0; j < Tk; j++) {
-                    float sc = -FLT_MAX;
-                    if (j <= last) sc = a->scale * s[j] + (bias ? bias[j] : 0.0f);
-                    if (mask) sc += (1.0f - mask[j]) * -FLT_MAX;
-                    out[j] = sc;
-                    finite |= sc != -INFINITY;
-                }
-                if (!finite)
-                    for (int64_t j = 0; j < Tk; j++) out[j] = -FLT_MAX;
-            }
-}
-
-/* The causal where passes no gradient; the additive padding mask passes it unchanged. */
-void brg_k_mask_scores_bwd(float *dscores, float *dbias, const float *dy, const brg_attn_args *a) {
-    BRG_ASSERT(a != NULL && a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0);
-    const int64_t Tq = a->Tq, Tk = a->Tk;
-    for (int64_t b = 0; b < a->B; b++)
-        for (int64_t h = 0; h < a->H; h++)
-            for (int64_t i = 0; i < Tq; i++) {
-                const int64_t row = ((b * a->H + h) * Tq + i) * Tk, last = last_visible(a, i);
-                const int64_t end = last + 1 < Tk ? last + 1 : Tk;
-                const float *g = dy + row;
-                if (dscores)
-                    for (int64_t j = 0; j < end; j++) dscores[row + j] += a->scale * g[j];
-                if (dbias)
-                    for (int64_t j = 0; j < end; j++) dbias[(h * Tq + i) * Tk + j] += g[j];
-            }
 }

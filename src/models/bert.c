@@ -313,8 +313,8 @@ void brg_bert_init_weights(brg_model *m, uint64_t seed) {
 static const char *const ignore_with_pooler[] = {".position_ids", "cls.seq_relationship.weight",
                                                  "cls.seq_relationship.bias", NULL};
 static const char *const ignore_without_pooler[] = {".position_ids", "cls.seq_relationship.weight",
-                                                    "cls.seq_relationship.bias", "bert.pooler.dense.weight",
-                                                    "bert.pooler.dense.bias", NULL};
+                                                    "cls.seq_relationship.bias", "pooler.dense.weight",
+                                                    "pooler.dense.bias", NULL};
 
 brg_status brg_bert_load_dir(const char *dir, brg_model **out) {
     char path[4200];

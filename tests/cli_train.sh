@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# brigade train end to end: pipelined run, log lines, checkpoint folder, resume, bad input.
+set -uo pipefail
+brigade=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+
+"$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --seed 2 --output "$tmp/m" >/dev/null || bad init
+cat >"$tmp/ipu.json" <<'JSON'
+{"ipus_per_replica": 2, "layers_per_ipu": [1, 1], "gradient_accumulation_steps": 2, "output_mode": "all",
+ "optimum_version": "1.6.1", "transformers_version": "4.29.2"}
+JSON
+run_train() { "$brigade" train --model "$tmp/m" --ipu-config "$tmp/ipu.json" --data builtin:reverse --rows 64 \
+  --micro-batch-size 2 --lr 1e-3 --lr-schedule constant --seed 4 "$@"; }
+
+if run_train --steps 6 --output "$tmp/out" --log "$tmp/log.jsonl" >"$tmp/stdout.txt" 2>&1; then ok; else bad "train: $(cat "$tmp/stdout.txt")"; fi
+grep -q 'Layer 1             --> IPU 1' "$tmp/stdout.txt" && ok || bad "no device allocation in: $(cat "$tmp/stdout.txt")"
+grep -q 'pipeline efficiency' "$tmp/stdout.txt" && ok || bad "no summary"
+(($(grep -c '"step": ' "$tmp/log.jsonl") == 6)) && ok || bad "log lines: $(cat "$tmp/log.jsonl")"
+grep -q '^{"step": 6, "loss": [0-9.e+-]*, "lr": [0-9.e+-]*, "grad_norm": .*, "tokens_per_s": ' "$tmp/log.jsonl" && ok || bad "log format: $(tail -1 "$tmp/log.jsonl")"
+for f in config.json model.safetensors optimizer.safetensors trainer_state.json ipu_config.json; do
+  [[ -f $tmp/out/$f ]] && ok || bad "checkpoint lacks $f"
+done
+grep -qE '"global_step":\s*6' "$tmp/out/trainer_state.json" && ok || bad "trainer_state: $(cat "$tmp/out/trainer_state.json")"
+
+# The trained folder is a model again: forward and generate run on it.
+bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
+"$brigade" forward --model "$tmp/out" --inputs "$tmp/in.st" --output "$tmp/o.st" >/dev/null && ok || bad "forward on the checkpoint"
+out=$("$brigade" generate --model "$tmp/out" --prompt "abc>" --max-new-tokens 4) && [[ ${out:0:4} == "abc>" && ${#out} == 8 ]] && ok || bad "generate: '$out'"
+
+# Resume: 3 steps, then 3 more from the checkpoint, equal the 6-step run's weights bit for bit.
+run_train --steps 3 --output "$tmp/half" --quiet >/dev/null 2>&1 || bad "first half"
+if run_train --steps 6 --output "$tmp/half" --resume "$tmp/half" --quiet 2>"$tmp/err.txt"; then ok; else bad "resume: $(cat "$tmp/err.txt")"; fi
+cmp -s "$tmp/out/model.safetensors" "$tmp/half/model.safetensors" && ok || bad "resumed weights differ from the uninterrupted run"
+
+# Bad input: one line, non-zero exit.
+expect_fail() {
+  local needle=$1
+  shift
+  local err
+  err=$("$@" 2>&1 >/dev/null) && { bad "exit 0 for $needle"; return; }
+  grep -qF -- "$needle" <<<"$err" && ok || bad "message '$err' lacks '$needle'"
+}
+echo '{"ipus_per_replica": 2, "layers_per_ipu": [1, 1], "gradient_accumulation_steps": 2, "bogus_key": 1}' >"$tmp/badkey.json"
+expect_fail "bogus_key" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badkey.json" --data builtin:reverse --output "$tmp/x" --steps 1
+echo '{"ipus_per_replica": 2, "layers_per_ipu": [1, 2]}' >"$tmp/badlayers.json"
+expect_fail "layers_per_ipu" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badlayers.json" --data builtin:reverse --output "$tmp/x" --steps 1
+expect_fail "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
+expect_fail "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope
+expect_fail "unknown optimizer" run_train --steps 1 --output "$tmp/x" --optimizer adafactor
+[[ -e $tmp/x ]] && bad "output folder written by a failed run" || ok
+
+echo "$passed passed, $failed failed"
+((failed == 0))

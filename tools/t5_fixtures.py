@@ -1,0 +1,503 @@
+"""Reference fixtures for brigade's T5: random-init T5ForConditionalGeneration models, their outputs
+and gradients.
+
+Each fixture is one folder:
+  config.json, model.safetensors   written by save_pretrained (a tied lm_head is not stored)
+  expected.safetensors             input_ids, [attention_mask], [decoder_input_ids],
+                                   [decoder_attention_mask], labels, logits, loss, grad.<name>
+
+`grad.<name>` exists for every tensor in model.safetensors: the gradient of the mean cross-entropy
+over the labels (what transformers returns for `labels`) computed by autograd in float32, eval
+mode (dropout off), eager attention. `grad.shared.weight` sums every use of the shared embedding
+(encoder and decoder inputs and, when tied, the LM head).
+
+Without decoder_input_ids the decoder inputs are the labels shifted right (decoder_start_token_id
+first, -100 replaced by pad_token_id), as transformers derives them.
+
+An untied fixture is T5 v1.1 style: a separate lm_head.weight in the checkpoint and no rescaling
+of the decoder output. transformers 5 always ties at construction, so the head is untied by hand;
+its config.json is then rewritten as the hub's v1.1 checkpoints have it (tie_word_embeddings
+false, no scale_decoder_outputs), which transformers 5 loads as the same model (both weights
+present with different values: not tied; no scaling).
+
+Weights are initialized by transformers and then every parameter, layer norms included, is
+perturbed with random noise so every gradient path is exercised. dropout_rate keeps its default.
+
+Usage:
+  python tools/t5_fixtures.py --out tests/fixtures                     # the committed set
+  python tools/t5_fixtures.py --random 3 --seed S --out DIR            # DIR/random_0 .. random_2
+  python tools/t5_fixtures.py --verify DIR [DIR ...]                   # recompute and check
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import sys
+import types
+
+import safetensors
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+from torch import nn
+from transformers import T5Config, T5ForConditionalGeneration
+from transformers.models.t5.modeling_t5 import T5LayerNorm
+
+FEED_FORWARD = ("relu", "gated-gelu", "gelu", "gated-relu", "gated-gelu_new")
+PERTURB_STD = 0.1
+PAD, EOS, START = 0, 1, 0
+
+
+@dataclasses.dataclass
+class FixtureSpec:
+    """One fixture: model hyper-parameters, batch shapes, which inputs are given, and seed."""
+
+    name: str
+    seed: int
+    num_layers: int
+    num_decoder_layers: int
+    d_model: int
+    d_kv: int
+    num_heads: int
+    d_ff: int
+    vocab_size: int
+    num_buckets: int
+    max_distance: int
+    feed_forward_proj: str
+    tied: bool
+    batch: int
+    enc_seq: int
+    dec_seq: int
+    enc_padding: bool
+    give_decoder_inputs: bool
+    dec_padding: bool
+    layer_norm_epsilon: float = 1e-6
+    initializer_factor: float = 1.0
+
+
+def committed_specs():
+    """The small fixtures checked into tests/fixtures (each folder well under 300 KB)."""
+    return [
+        FixtureSpec(name="t5_relu_tied", seed=2001, num_layers=2, num_decoder_layers=2, d_model=16, d_kv=6,
+                    num_heads=3, d_ff=32, vocab_size=40, num_buckets=8, max_distance=12,
+                    feed_forward_proj="relu", tied=True, batch=3, enc_seq=13, dec_seq=9,
+                    enc_padding=True, give_decoder_inputs=False, dec_padding=False),
+        FixtureSpec(name="t5_gated_untied", seed=2002, num_layers=2, num_decoder_layers=2, d_model=20, d_kv=4,
+                    num_heads=4, d_ff=24, vocab_size=36, num_buckets=10, max_distance=9,
+                    feed_forward_proj="gated-gelu", tied=False, batch=2, enc_seq=11, dec_seq=12,
+                    enc_padding=False, give_decoder_inputs=True, dec_padding=True, layer_norm_epsilon=1e-5),
+    ]
+
+
+def random_spec(rng, name, seed):
+    """A random small T5 configuration drawn from `rng`."""
+    num_buckets = rng.randint(4, 16)
+    return FixtureSpec(
+        name=name,
+        seed=seed,
+        num_layers=rng.randint(1, 3),
+        num_decoder_layers=rng.randint(1, 3),
+        d_model=rng.randint(4, 24),
+        d_kv=rng.randint(2, 8),
+        num_heads=rng.randint(1, 4),
+        d_ff=rng.randint(4, 40),
+        vocab_size=rng.randint(8, 120),
+        num_buckets=num_buckets,
+        max_distance=num_buckets // 2 + rng.randint(1, 20),
+        feed_forward_proj=rng.choice(FEED_FORWARD),
+        tied=rng.random() < 0.5,
+        batch=rng.randint(1, 4),
+        enc_seq=rng.randint(1, 16),
+        dec_seq=rng.randint(1, 16),
+        enc_padding=rng.random() < 0.5,
+        give_decoder_inputs=rng.random() < 0.5,
+        dec_padding=rng.random() < 0.5,
+        layer_norm_epsilon=rng.choice((1e-6, 1e-5)),
+    )
+
+
+def random_specs(count, seed):
+    """`count` random specs named random_0.. , reproducible from `seed`."""
+    rng = random.Random(seed)
+    return [random_spec(rng, f"random_{i}", seed * 1000 + i) for i in range(count)]
+
+
+def make_config(spec):
+    """The transformers config for `spec` (eager attention, default dropout_rate)."""
+    return T5Config(
+        vocab_size=spec.vocab_size,
+        d_model=spec.d_model,
+        d_kv=spec.d_kv,
+        d_ff=spec.d_ff,
+        num_layers=spec.num_layers,
+        num_decoder_layers=spec.num_decoder_layers,
+        num_heads=spec.num_heads,
+        relative_attention_num_buckets=spec.num_buckets,
+        relative_attention_max_distance=spec.max_distance,
+        feed_forward_proj=spec.feed_forward_proj,
+        layer_norm_epsilon=spec.layer_norm_epsilon,
+        initializer_factor=spec.initializer_factor,
+        tie_word_embeddings=spec.tied,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+        decoder_start_token_id=START,
+        attn_implementation="eager",
+    )
+
+
+def perturb_parameters(model, generator, std):
+    """Add N(0, std) noise to every (unique) parameter in place."""
+    with torch.no_grad():
+        for param in model.parameters():
+            noise = torch.randn(param.shape, generator=generator, dtype=param.dtype)
+            param.add_(noise * std)
+
+
+def untie_head(model):
+    """Give the LM head its own weight, and make save_pretrained store it."""
+    model.lm_head.weight = nn.Parameter(model.shared.weight.detach().clone())
+    model.all_tied_weights_keys.pop("lm_head.weight", None)
+
+
+def build_model(spec):
+    """A float32 T5ForConditionalGeneration, initialized from spec.seed then perturbed, in eval mode."""
+    torch.manual_seed(spec.seed)
+    model = T5ForConditionalGeneration(make_config(spec)).to(torch.float32)
+    if not spec.tied:
+        untie_head(model)
+    generator = torch.Generator().manual_seed(spec.seed + 1)
+    perturb_parameters(model, generator, PERTURB_STD)
+    return model.eval()
+
+
+def row_lengths(batch, seq, padded, generator):
+    """Unpadded length of each row: one row full, the others shorter when `padded`."""
+    if not padded or seq < 2:
+        return [seq] * batch
+    lengths = [seq] + [int(torch.randint(max(1, seq // 3), seq, (1,), generator=generator)) for _ in range(batch - 1)]
+    perm = torch.randperm(batch, generator=generator).tolist()
+    return [lengths[p] for p in perm]
+
+
+def valid_positions(batch, seq, padded, generator):
+    """[batch, seq] bool: True where a right-padded row has a token."""
+    lengths = torch.tensor(row_lengths(batch, seq, padded, generator))
+    return torch.arange(seq).unsqueeze(0) < lengths.unsqueeze(1)
+
+
+def random_ids(shape, vocab, generator):
+    """Token ids avoiding pad and eos where the vocabulary allows."""
+    low = 2 if vocab > 3 else 0
+    return torch.randint(low, vocab, shape, generator=generator)
+
+
+def make_labels(ids, valid, generator):
+    """ids with -100 at padding and at a few random extra positions (keeping >= 2 targets)."""
+    labels = ids.clone()
+    labels[~valid] = -100
+    positions = valid.nonzero().tolist()
+    extra = max(1, len(positions) // 6)
+    if len(positions) - extra < 2:
+        extra = max(0, len(positions) - 2)
+    order = torch.randperm(len(positions), generator=generator).tolist()
+    for idx in order[:extra]:
+        row, col = positions[idx]
+        labels[row, col] = -100
+    return labels
+
+
+def make_inputs(spec, generator):
+    """The forward's keyword inputs, all int64."""
+    enc_valid = valid_positions(spec.batch, spec.enc_seq, spec.enc_padding, generator)
+    input_ids = random_ids((spec.batch, spec.enc_seq), spec.vocab_size, generator)
+    input_ids[~enc_valid] = PAD
+    inputs = {"input_ids": input_ids}
+    if spec.enc_padding:
+        inputs["attention_mask"] = enc_valid.to(torch.int64)
+    dec_valid = valid_positions(spec.batch, spec.dec_seq, spec.dec_padding, generator)
+    targets = random_ids((spec.batch, spec.dec_seq), spec.vocab_size, generator)
+    if spec.give_decoder_inputs:
+        decoder_ids = random_ids((spec.batch, spec.dec_seq), spec.vocab_size, generator)
+        decoder_ids[~dec_valid] = PAD
+        inputs["decoder_input_ids"] = decoder_ids
+        if spec.dec_padding:
+            inputs["decoder_attention_mask"] = dec_valid.to(torch.int64)
+    inputs["labels"] = make_labels(targets, dec_valid, generator)
+    return {k: v.to(torch.int64) for k, v in inputs.items()}
+
+
+def saved_tensor_names(model_dir):
+    """Names of the tensors stored in model_dir/model.safetensors, sorted."""
+    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
+        return sorted(f.keys())
+
+
+def forward_backward(model, inputs, names):
+    """Run the model with labels and backpropagate; return logits, loss and grads of `names`."""
+    model.zero_grad(set_to_none=True)
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {}
+    for name in names:
+        grad = model.get_parameter(name).grad
+        if grad is None:
+            raise RuntimeError(f"no gradient for {name}")
+        grads[name] = grad.detach().clone()
+    return out.logits.detach().clone(), out.loss.detach().clone(), grads
+
+
+def version_metadata():
+    """Metadata stored in expected.safetensors."""
+    return {"transformers_version": transformers.__version__, "torch_version": torch.__version__}
+
+
+def sort_metadata_keys(path):
+    """Rewrite a safetensors header in place with its metadata keys sorted, so that regenerating
+    a fixture gives identical bytes (the writer does not keep a stable metadata order)."""
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        metadata = header.pop("__metadata__", {})
+        ordered = {"__metadata__": dict(sorted(metadata.items())), **header}
+        text = json.dumps(ordered, separators=(",", ":")).encode()
+        if len(text) > size:
+            raise RuntimeError(f"{path}: rewritten header is longer than the original")
+        f.seek(8)
+        f.write(text + b" " * (size - len(text)))
+
+
+def hub_v1_1_config(model_dir):
+    """Rewrite config.json the way the hub's T5 v1.1 checkpoints have it."""
+    path = os.path.join(model_dir, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["tie_word_embeddings"] = False
+    config.pop("scale_decoder_outputs", None)
+    with open(path, "w") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def write_fixture(spec, out_root):
+    """Build, save and run one fixture into out_root/spec.name; return the folder path."""
+    out_dir = os.path.join(out_root, spec.name)
+    model = build_model(spec)
+    model.save_pretrained(out_dir)
+    gen_config = os.path.join(out_dir, "generation_config.json")
+    if os.path.exists(gen_config):
+        os.remove(gen_config)
+    if not spec.tied:
+        hub_v1_1_config(out_dir)
+    names = saved_tensor_names(out_dir)
+    inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
+    logits, loss, grads = forward_backward(model, inputs, names)
+    tensors = dict(inputs)
+    tensors["logits"] = logits.contiguous()
+    tensors["loss"] = loss.reshape(())
+    for name, grad in grads.items():
+        tensors[f"grad.{name}"] = grad.contiguous()
+    metadata = version_metadata()
+    metadata["seed"] = str(spec.seed)
+    expected_path = os.path.join(out_dir, "expected.safetensors")
+    save_file(tensors, expected_path, metadata=metadata)
+    sort_metadata_keys(expected_path)
+    return out_dir
+
+
+def load_fixture_model(model_dir, dtype):
+    """Reload a fixture model with transformers, failing on missing or unexpected tensors."""
+    model, info = T5ForConditionalGeneration.from_pretrained(
+        model_dir, attn_implementation="eager", dtype=dtype, output_loading_info=True)
+    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
+    problems += list(info.get("error_msgs", []))
+    if problems:
+        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
+    return model.eval()
+
+
+INPUT_NAMES = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
+
+
+def fixture_inputs(expected):
+    """The model inputs stored in an expected.safetensors dict."""
+    return {k: expected[k] for k in INPUT_NAMES if k in expected}
+
+
+def max_rel_error(actual, reference):
+    """max|actual - reference| / max(max|reference|, tiny)."""
+    scale = max(reference.abs().max().item(), 1e-30)
+    return (actual - reference).abs().max().item() / scale
+
+
+def seq2seq_loss(logits, labels):
+    """Mean cross-entropy of logits against labels, ignoring -100, in logits' dtype."""
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1),
+                                             ignore_index=-100)
+
+
+def check_recompute(model_dir, expected):
+    """Recompute in float32 from the saved folder; return a list of problems."""
+    model = load_fixture_model(model_dir, torch.float32)
+    names = saved_tensor_names(model_dir)
+    logits, loss, grads = forward_backward(model, fixture_inputs(expected), names)
+    problems = []
+    if set(f"grad.{n}" for n in names) != {k for k in expected if k.startswith("grad.")}:
+        problems.append("grad.* names differ from model.safetensors names")
+    diff = (logits - expected["logits"]).abs().max().item()
+    if diff > 1e-5:
+        problems.append(f"logits differ by {diff:.3g}")
+    if abs(loss.item() - expected["loss"].item()) > 1e-6:
+        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
+    own = seq2seq_loss(expected["logits"].double(), expected["labels"]).item()
+    if abs(own - expected["loss"].item()) > 1e-5:
+        problems.append(f"stored loss {expected['loss'].item()} is not the mean CE {own}")
+    for name, grad in grads.items():
+        err = max_rel_error(grad, expected[f"grad.{name}"])
+        if err > 1e-5:
+            problems.append(f"grad.{name} differs (rel {err:.3g})")
+    return problems
+
+
+def loss_at(model, inputs, param, index, value):
+    """Loss with param[index] set to value (restored afterwards)."""
+    features = {k: v for k, v in inputs.items() if k != "labels"}
+    if "decoder_input_ids" not in features:
+        features["decoder_input_ids"] = model._shift_right(inputs["labels"])
+    with torch.no_grad():
+        old = param[index].item()
+        param[index] = value
+        loss = seq2seq_loss(model(**features).logits, inputs["labels"]).item()
+        param[index] = old
+    return loss
+
+
+def finite_difference(model, inputs, name, index, eps):
+    """Central-difference d(loss)/d(name[index]) in the model's dtype."""
+    param = model.get_parameter(name)
+    x = param[index].item()
+    return (loss_at(model, inputs, param, index, x + eps)
+            - loss_at(model, inputs, param, index, x - eps)) / (2 * eps)
+
+
+def probe_entries(expected, names):
+    """(name, index) pairs to check numerically: the shared embedding at an input token and at
+    one that no input uses, the LM head (when untied), both relative position biases, a cross-
+    attention weight and the encoder's final norm."""
+    token = int(expected["input_ids"][0, 0])
+    vocab = expected["logits"].shape[-1]
+    used = set(expected["input_ids"].flatten().tolist())
+    if "decoder_input_ids" in expected:
+        used |= set(expected["decoder_input_ids"].flatten().tolist())
+    unused = sorted(set(range(vocab)) - used)
+    probes = [("shared.weight", (token, 1))]
+    if unused:
+        probes.append(("shared.weight", (unused[0], 0)))
+    if "lm_head.weight" in names:
+        probes.append(("lm_head.weight", (token, 0)))
+    probes.append(("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", (1, 0)))
+    probes.append(("decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", (0, 0)))
+    probes.append(("decoder.block.0.layer.1.EncDecAttention.k.weight", (0, 1)))
+    probes.append(("encoder.final_layer_norm.weight", (2,)))
+    return probes
+
+
+def rms_norm_in_input_dtype(self, hidden_states):
+    """T5LayerNorm.forward without its float32 upcast of the variance."""
+    variance = hidden_states.pow(2).mean(-1, keepdim=True)
+    return self.weight * (hidden_states * torch.rsqrt(variance + self.variance_epsilon))
+
+
+def float64_model(model_dir):
+    """The fixture model computing in float64 throughout. T5 keeps its `wo` projections in
+    float32 whatever dtype is asked for, and T5LayerNorm computes the variance in float32: either
+    would round every central difference to float32 noise."""
+    model = load_fixture_model(model_dir, torch.float64).to(torch.float64)
+    for module in model.modules():
+        if isinstance(module, T5LayerNorm):
+            module.forward = types.MethodType(rms_norm_in_input_dtype, module)
+    return model
+
+
+def check_finite_differences(model_dir, expected):
+    """Compare stored float32 gradients with float64 central differences; return problems."""
+    model = float64_model(model_dir)
+    inputs = fixture_inputs(expected)
+    names = saved_tensor_names(model_dir)
+    problems = []
+    for name, index in probe_entries(expected, names):
+        stored = expected[f"grad.{name}"]
+        numeric = finite_difference(model, inputs, name, index, 1e-6)
+        scale = max(stored.abs().max().item(), 1e-12)
+        err = abs(numeric - stored[index].item()) / scale
+        status = "ok" if err < 1e-4 else "MISMATCH"
+        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} "
+              f"numeric {numeric:+.6e} rel-to-max {err:.2e} {status}")
+        if err >= 1e-4:
+            problems.append(f"finite difference mismatch for {name}{list(index)}")
+    return problems
+
+
+def verify_fixture(model_dir):
+    """Recompute a fixture and check a few gradient entries numerically; return problems."""
+    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
+    problems = check_recompute(model_dir, expected)
+    problems += check_finite_differences(model_dir, expected)
+    return problems
+
+
+def describe(spec, model_dir):
+    """A one-line summary of a written fixture."""
+    size = sum(os.path.getsize(os.path.join(model_dir, n)) for n in os.listdir(model_dir))
+    return (f"{model_dir}: layers={spec.num_layers}+{spec.num_decoder_layers} d_model={spec.d_model} "
+            f"heads={spec.num_heads}x{spec.d_kv} d_ff={spec.d_ff} vocab={spec.vocab_size} "
+            f"buckets={spec.num_buckets}/{spec.max_distance} ff={spec.feed_forward_proj} tied={spec.tied} "
+            f"B={spec.batch} Te={spec.enc_seq} Td={spec.dec_seq} enc_pad={spec.enc_padding} "
+            f"dec_inputs={spec.give_decoder_inputs} dec_pad={spec.dec_padding} size={size / 1024:.0f}KiB")
+
+
+def parse_args(argv):
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="output root folder (one sub-folder per fixture)")
+    parser.add_argument("--random", type=int, metavar="N",
+                        help="write N random configurations instead of the committed set")
+    parser.add_argument("--seed", type=int, default=0, help="seed for --random")
+    parser.add_argument("--verify", nargs="+", metavar="DIR",
+                        help="recompute fixture folders and check gradients numerically")
+    args = parser.parse_args(argv)
+    if not args.verify and not args.out:
+        parser.error("--out is required unless --verify is given")
+    return args
+
+
+def run_verify(dirs):
+    """Verify each folder; return the process exit status."""
+    failed = 0
+    for model_dir in dirs:
+        print(f"verify {model_dir}")
+        problems = verify_fixture(model_dir)
+        for problem in problems:
+            print(f"  FAIL {problem}")
+        failed += bool(problems)
+    print(f"{len(dirs) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    if args.verify:
+        return run_verify(args.verify)
+    specs = random_specs(args.random, args.seed) if args.random else committed_specs()
+    os.makedirs(args.out, exist_ok=True)
+    for spec in specs:
+        print(describe(spec, write_fixture(spec, args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
