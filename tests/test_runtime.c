@@ -44,14 +44,18 @@ static void make_data(data *d) {
 typedef struct result {
     double loss;
     float *grads[64];
+    size_t activation_peak; /* summed over devices */
 } result;
+
+static bool recompute_layers = false;
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
  * order) and runs them; collects the loss sum and each parameter's reduced gradient. */
 static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
                 brg_schedule_kind kind, result *out) {
     brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
-                             .micro_batches = micro_batches, .schedule = kind, .training = true};
+                             .micro_batches = micro_batches, .schedule = kind, .training = true,
+                             .recompute = recompute_layers};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     if (!rt) return;
@@ -73,6 +77,12 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
     CHECK_OK(brg_runtime_run(rt, mbs, denom, 1, losses));
     out->loss = 0;
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
+    out->activation_peak = 0;
+    for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+        brg_device_stats st;
+        brg_runtime_device_stats(rt, dv, &st);
+        out->activation_peak += st.activation_peak_bytes;
+    }
     for (int p = 0; p < m->n_params; p++) {
         int64_t n = brg_tensor_numel(m->params[p].tensor);
         out->grads[p] = calloc((size_t)n, sizeof(float));
@@ -129,6 +139,24 @@ int main(void) {
     run(m, &d, 1, 1, one, 8, BRG_SCHEDULE_1F1B, &r);
     compare(m, &single, &r, "8 micro-batches on one device");
     free_result(m, &r);
+
+    /* recompute_checkpoint_every_layer: the same numbers, less activation memory. */
+    result plain, recomputed;
+    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &plain);
+    recompute_layers = true;
+    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &recomputed);
+    run(m, &d, 2, 4, four, 1, BRG_SCHEDULE_GPIPE, &r);
+    recompute_layers = false;
+    compare(m, &single, &recomputed, "recomputation, 2 stages");
+    compare(m, &single, &r, "recomputation, 4 stages x 2 replicas");
+    CHECK(recomputed.loss == plain.loss);
+    CHECK_MSG(recomputed.activation_peak < plain.activation_peak, "recomputation peak %zu bytes, without %zu",
+              recomputed.activation_peak, plain.activation_peak);
+    printf("activation peak: %zu bytes without recomputation, %zu with\n", plain.activation_peak,
+           recomputed.activation_peak);
+    free_result(m, &r);
+    free_result(m, &plain);
+    free_result(m, &recomputed);
     free_result(m, &single);
     brg_model_destroy(m);
     return test_finish();

@@ -69,17 +69,79 @@ static void start_bundle(brg_device *dev, int mb, brg_bundle *b) {
     b->loss_denominator = rt->loss_denominator;
 }
 
+static int stage_blocks(const brg_device *dev) { return dev->last_block - dev->first_block + 1; }
+static brg_tape *tape_of(brg_device *dev, int mb, int block) {
+    return dev->tapes[mb * stage_blocks(dev) + block - dev->first_block];
+}
+static checkpoint *ckpt_of(brg_device *dev, int mb, int block) {
+    return &dev->ckpts[mb * stage_blocks(dev) + block - dev->first_block];
+}
+
+/* recompute_checkpoint_every_layer: layers keep their input only; embeddings and heads record
+ * as usual. */
+static bool recomputed(const brg_device *dev, int block) {
+    return dev->rt->opts.recompute && dev->rt->opts.training && dev->view.blocks[block].kind == BRG_BLOCK_LAYER;
+}
+
+static brg_status new_like(brg_device *dev, const brg_tensor *src, const char *what, brg_tensor **out) {
+    BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, what, out));
+    memcpy((*out)->data, src->data, brg_tensor_nbytes(src));
+    return BRG_OK;
+}
+
+/* Runs a layer without recording: its input is copied aside (the checkpoint) and everything the
+ * layer allocates is released again, except a copy of what it hands on. */
+static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_bundle *b) {
+    checkpoint *c = ckpt_of(dev, mb, block);
+    brg_tape *tape = tape_of(dev, mb, block);
+    for (int k = 0; k < CARRIED; k++) {
+        c->prev[k] = *carried(b, k);
+        c->in[k] = NULL;
+        if (c->prev[k]) BRG_TRY(new_like(dev, c->prev[k], "recomputation checkpoint", &c->in[k]));
+        if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(dev->arena, c->in[k]));
+        *carried(b, k) = c->in[k];
+    }
+    /* Room for the outputs before the mark: they outlive the layer's scratch. */
+    for (int k = 0; k < CARRIED; k++) c->out[k] = NULL;
+    if (c->in[0]) BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &c->out[0]));
+    size_t mark = brg_arena_mark(dev->arena);
+    brg_tape_set_grad_enabled(tape, false);
+    brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
+    if (st == BRG_OK) {
+        for (int k = 0; k < CARRIED; k++) {
+            brg_tensor *o = *carried(b, k);
+            if (o == c->in[k]) c->out[k] = c->prev[k]; /* passed through untouched */
+            else if (o && k == 0 && brg_tensor_same_shape(o, c->out[0])) memcpy(c->out[0]->data, o->data, brg_tensor_nbytes(o));
+            else if (o) st = brg_error(BRG_ERR_UNSUPPORTED, "recomputation of %s: it changes the shape of what it carries",
+                                       dev->view.blocks[block].name);
+        }
+    }
+    brg_arena_reset(dev->arena, mark);
+    for (int k = 0; k < CARRIED; k++) {
+        if (c->out[k] && c->out[k] != c->prev[k]) c->out[k]->requires_grad = true;
+        *carried(b, k) = c->out[k];
+    }
+    return st;
+}
+
 static brg_status forward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
     brg_bundle *b = &dev->bundles[mb];
     start_bundle(dev, mb, b);
     if (dev->stage > 0) BRG_TRY(receive_inputs(dev, mb, b));
-    brg_tape *tape = dev->tapes[mb];
-    brg_tape_clear(tape);
-    brg_tape_set_grad_enabled(tape, rt->opts.training);
     double t0 = runtime_now();
-    BRG_TRY(brg_model_forward_blocks(&dev->view, dev->first_block, dev->last_block, tape, b));
+    for (int blk = dev->first_block; blk <= dev->last_block; blk++) {
+        brg_tape *tape = tape_of(dev, mb, blk);
+        brg_tape_clear(tape);
+        if (recomputed(dev, blk)) {
+            brg_status st = forward_checkpointed(dev, mb, blk, b);
+            if (st != BRG_OK) return brg_error_wrap(st, "%s", dev->view.blocks[blk].name);
+            continue;
+        }
+        brg_tape_set_grad_enabled(tape, rt->opts.training);
+        BRG_TRY(brg_model_forward_blocks(&dev->view, blk, blk, tape, b));
+    }
     dev->busy_seconds += runtime_now() - t0;
     if (dev->stage == rt->opts.stages - 1) {
         dev->outputs[mb * CARRIED] = b->loss;
@@ -101,14 +163,63 @@ static brg_status send_input_grads(brg_device *dev, int mb) {
     return channel_send(bwd_link(dev->rt, dev->replica, dev->stage - 1), (channel_msg){mb, &dev->input_grads[mb * CARRIED]});
 }
 
+static brg_status add_grad(brg_device *dev, brg_tensor *t, const float *g) {
+    if (!t || !g || !t->requires_grad) return BRG_OK;
+    if (!t->grad) BRG_TRY(brg_tensor_ensure_grad(dev->arena, t));
+    int64_t n = brg_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) t->grad[i] += g[i];
+    return BRG_OK;
+}
+
+/* Rebuilds a layer's tape from its checkpoint, runs its backward from the gradient its output
+ * received, and passes the input gradient on to the tensor the checkpoint was copied from. */
+static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
+    checkpoint *c = ckpt_of(dev, mb, block);
+    brg_tape *tape = tape_of(dev, mb, block);
+    brg_bundle b;
+    start_bundle(dev, mb, &b);
+    for (int k = 0; k < CARRIED; k++) {
+        if (c->in[k]) {
+            memset(c->in[k]->grad, 0, brg_tensor_nbytes(c->in[k]));
+            c->in[k]->requires_grad = true;
+        }
+        *carried(&b, k) = c->in[k];
+    }
+    size_t mark = brg_arena_mark(dev->arena);
+    brg_tape_clear(tape);
+    brg_tape_set_grad_enabled(tape, true);
+    brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, &b);
+    brg_tensor *outs[CARRIED] = {NULL, NULL};
+    const float *seeds[CARRIED] = {NULL, NULL};
+    for (int k = 0; k < CARRIED; k++)
+        if (c->out[k] && c->out[k] != c->prev[k]) outs[k] = *carried(&b, k), seeds[k] = c->out[k]->grad;
+    if (st == BRG_OK) st = brg_tape_backward_multi(tape, outs, seeds, CARRIED);
+    brg_tape_clear(tape);
+    brg_arena_reset(dev->arena, mark);
+    for (int k = 0; st == BRG_OK && k < CARRIED; k++)
+        if (c->in[k]) st = add_grad(dev, c->prev[k], c->in[k]->grad);
+    return st;
+}
+
+/* Backward through the stage's blocks in reverse: a recorded block replays its tape (its outputs'
+ * gradients are already in place), a recomputed one rebuilds it first. */
+static brg_status backward_blocks(brg_device *dev, int mb) {
+    for (int blk = dev->last_block; blk >= dev->first_block; blk--) {
+        if (recomputed(dev, blk)) BRG_TRY(backward_checkpointed(dev, mb, blk));
+        else BRG_TRY(brg_tape_backward_multi(tape_of(dev, mb, blk), NULL, NULL, 0));
+    }
+    return BRG_OK;
+}
+
 static brg_status backward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
-    brg_tape *tape = dev->tapes[mb];
     brg_tensor **out = &dev->outputs[mb * CARRIED];
     double t0;
     if (dev->stage == rt->opts.stages - 1) {
         t0 = runtime_now();
-        if (out[0] && out[0]->requires_grad) BRG_TRY(brg_tape_backward(tape, out[0]));
+        float one = 1.0f;
+        if (!out[0] || !out[0]->requires_grad) goto done; /* nothing to learn from: no counted labels */
+        BRG_TRY(add_grad(dev, out[0], &one));
     } else {
         channel_msg msg;
         BRG_TRY(channel_recv(bwd_link(rt, dev->replica, dev->stage), &msg));
@@ -116,8 +227,11 @@ static brg_status backward_step(brg_device *dev, int mb) {
             return brg_error(BRG_ERR_INTERNAL, "stage %d expected the gradient of micro-batch %d, received %d",
                              dev->stage, mb, msg.micro_batch);
         t0 = runtime_now();
-        BRG_TRY(brg_tape_backward_multi(tape, out, (const float *const *)msg.payload, CARRIED));
+        const float *const *douts = msg.payload;
+        for (int k = 0; k < CARRIED; k++) BRG_TRY(add_grad(dev, out[k], douts[k]));
     }
+    BRG_TRY(backward_blocks(dev, mb));
+done:
     dev->busy_seconds += runtime_now() - t0;
     if (dev->stage > 0) BRG_TRY(send_input_grads(dev, mb));
     return BRG_OK;

@@ -95,7 +95,7 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double l
     if (st == BRG_OK && rt->opts.training) reduce_gradients(rt);
     for (int d = 0; d < rt->n_devices; d++) {
         brg_device *dev = &rt->devices[d];
-        for (int i = 0; i < rt->opts.micro_batches; i++) brg_tape_clear(dev->tapes[i]);
+        for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
         brg_arena_reset(dev->arena, dev->run_mark);
     }
     return st;

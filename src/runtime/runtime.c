@@ -72,14 +72,16 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     char name[32];
     snprintf(name, sizeof name, "device %d", id);
     BRG_TRY(brg_arena_create(name, o->device_memory, &dev->arena));
-    dev->tapes = calloc((size_t)M, sizeof *dev->tapes);
+    dev->n_tapes = M * (dev->last_block - dev->first_block + 1);
+    dev->tapes = calloc((size_t)dev->n_tapes, sizeof *dev->tapes);
+    dev->ckpts = calloc((size_t)dev->n_tapes, sizeof *dev->ckpts);
     dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
     dev->inputs = calloc((size_t)M * 2, sizeof *dev->inputs);
     dev->outputs = calloc((size_t)M * 2, sizeof *dev->outputs);
     dev->input_grads = calloc((size_t)M * 2, sizeof *dev->input_grads);
-    if (!dev->tapes || !dev->bundles || !dev->inputs || !dev->outputs || !dev->input_grads)
+    if (!dev->tapes || !dev->ckpts || !dev->bundles || !dev->inputs || !dev->outputs || !dev->input_grads)
         return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
-    for (int i = 0; i < M; i++) BRG_TRY(brg_tape_create(dev->arena, &dev->tapes[i]));
+    for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->arena, &dev->tapes[i]));
     BRG_TRY(make_view(dev, rt->model));
     dev->persistent_peak = brg_arena_used(dev->arena);
     return BRG_OK;
@@ -213,10 +215,11 @@ brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts,
     return BRG_OK;
 }
 
-static void free_device(brg_device *d, int micro_batches) {
+static void free_device(brg_device *d) {
     if (d->tapes)
-        for (int i = 0; i < micro_batches; i++) brg_tape_destroy(d->tapes[i]);
+        for (int i = 0; i < d->n_tapes; i++) brg_tape_destroy(d->tapes[i]);
     free(d->tapes);
+    free(d->ckpts);
     free(d->bundles);
     free(d->inputs);
     free(d->outputs);
@@ -234,7 +237,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
     pthread_mutex_unlock(&rt->lock);
     for (int i = 0; i < rt->n_devices; i++) {
         if (rt->devices[i].thread_started) pthread_join(rt->devices[i].thread, NULL);
-        free_device(&rt->devices[i], rt->opts.micro_batches);
+        free_device(&rt->devices[i]);
     }
     int links = rt->opts.replicas * (rt->opts.stages - 1);
     for (int i = 0; rt->fwd && i < links; i++) channel_destroy(&rt->fwd[i]);

@@ -9,6 +9,12 @@
 #include "brigade/tape.h"
 #include "channel.h"
 
+/* A recomputed block keeps only copies of its carried inputs; `prev` are the tensors they were
+ * copied from (whose gradients the block's backward feeds) and `out` what it handed on. */
+typedef struct checkpoint {
+    brg_tensor *in[2], *prev[2], *out[2];
+} checkpoint;
+
 struct brg_device {
     brg_runtime *rt;
     int id, replica, stage, first_block, last_block;
@@ -17,7 +23,9 @@ struct brg_device {
     size_t persistent_peak; /* bytes held before any activation: parameters, gradients, state */
     brg_model view;        /* the model with this device's parameter copies */
     bool *holds;           /* [n_params] */
-    brg_tape **tapes;      /* one per micro-batch in a step */
+    brg_tape **tapes;      /* one per (micro-batch, block of the stage): [mb * n_stage_blocks + i] */
+    int n_tapes;
+    struct checkpoint *ckpts; /* recomputed layers' saved inputs, same indexing as tapes */
     brg_bundle *bundles;   /* [micro_batches] */
     brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
     brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */

@@ -1,0 +1,454 @@
+"""Reference fixtures for brigade's BERT and ViT: random-init transformers models, outputs and gradients.
+
+Each fixture is one folder:
+  config.json, model.safetensors   written by save_pretrained (tied weights stored once)
+  expected.safetensors             the inputs by transformers' keyword names, the outputs, loss and
+                                   grad.<name> for every tensor in model.safetensors
+
+Kinds (the committed folder of each):
+  bert_mlm         BertForMaskedLM: input_ids, attention_mask, token_type_ids, labels [B, T] (-100 mostly)
+  bert_cls         BertForSequenceClassification, single-label: labels int [B]
+  bert_regression  BertForSequenceClassification, num_labels 1: labels float [B]
+  bert_multilabel  BertForSequenceClassification, multi-label: labels float [B, num_labels] of 0/1
+  bert_qa          BertForQuestionAnswering: start_positions, end_positions [B] (one out of range);
+                   outputs start_logits and end_logits instead of logits
+  vit_cls          ViTForImageClassification: pixel_values [B, 3, H, W], labels int [B]
+  vit_regression   ViTForImageClassification, num_labels 1, qkv_bias false, image_size [h, w]
+
+Gradients are of the loss transformers returns, computed by autograd in float32, eval mode
+(dropout off), eager attention. For the tied masked-LM decoder the word-embedding gradient is the sum
+of both uses; the padding row (pad_token_id) gets no gradient from the input lookup, as
+nn.Embedding(padding_idx) does. A parameter the loss never reaches (the untied masked-LM head's
+cls.predictions.bias) has a zero gradient. Weights are initialised by transformers with a large
+initializer_range and then every parameter is perturbed with noise so that every gradient path
+(LayerNorm weights and biases included) is exercised.
+
+Usage:
+  python tools/bert_vit_fixtures.py --out tests/fixtures                  # the committed set
+  python tools/bert_vit_fixtures.py --random 4 --seed S --out DIR         # DIR/random_<i>_<kind>
+  python tools/bert_vit_fixtures.py --verify DIR [DIR ...]                # recompute and check
+"""
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import sys
+
+import safetensors
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+PERTURB_STD = 0.1
+BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa")
+VIT_KINDS = ("vit_cls", "vit_regression")
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh")
+
+
+@dataclasses.dataclass
+class FixtureSpec:
+    """One fixture: which head, model hyper-parameters, batch shape and seed."""
+
+    name: str
+    kind: str
+    seed: int
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+    batch: int
+    hidden_act: str = "gelu"
+    initializer_range: float = 0.15
+    layer_norm_eps: float = 1e-12
+    num_labels: int = 2
+    # BERT
+    vocab_size: int = 0
+    max_positions: int = 0
+    type_vocab_size: int = 2
+    seq: int = 0
+    use_mask: bool = True
+    tie_word_embeddings: bool = True
+    # ViT
+    image_size: object = 8
+    patch_size: int = 4
+    num_channels: int = 3
+    qkv_bias: bool = True
+
+
+def committed_specs():
+    """The small fixtures checked into tests/fixtures (each folder well under 300 KB)."""
+    return [
+        FixtureSpec(name="bert_mlm", kind="bert_mlm", seed=2001, layers=2, hidden=32, heads=4, intermediate=48,
+                    batch=2, vocab_size=97, max_positions=16, seq=9, hidden_act="gelu"),
+        FixtureSpec(name="bert_cls", kind="bert_cls", seed=2002, layers=2, hidden=24, heads=3, intermediate=40,
+                    batch=3, vocab_size=61, max_positions=12, type_vocab_size=3, seq=7, num_labels=3,
+                    hidden_act="gelu_new"),
+        FixtureSpec(name="bert_regression", kind="bert_regression", seed=2003, layers=1, hidden=24, heads=2,
+                    intermediate=32, batch=4, vocab_size=53, max_positions=10, seq=6, num_labels=1),
+        FixtureSpec(name="bert_multilabel", kind="bert_multilabel", seed=2004, layers=1, hidden=16, heads=2,
+                    intermediate=24, batch=3, vocab_size=41, max_positions=10, seq=8, num_labels=4,
+                    hidden_act="gelu_pytorch_tanh"),
+        FixtureSpec(name="bert_qa", kind="bert_qa", seed=2005, layers=2, hidden=24, heads=4, intermediate=36,
+                    batch=3, vocab_size=59, max_positions=14, seq=10),
+        FixtureSpec(name="vit_cls", kind="vit_cls", seed=2006, layers=2, hidden=24, heads=3, intermediate=40,
+                    batch=3, image_size=8, patch_size=4, num_labels=5),
+        FixtureSpec(name="vit_regression", kind="vit_regression", seed=2007, layers=1, hidden=16, heads=2,
+                    intermediate=24, batch=2, image_size=[8, 12], patch_size=4, num_labels=1, qkv_bias=False,
+                    num_channels=2, hidden_act="gelu_new"),
+    ]
+
+
+def random_spec(rng, name, seed):
+    """A random small configuration of a random kind drawn from `rng`."""
+    kind = rng.choice(BERT_KINDS + VIT_KINDS)
+    heads = rng.randint(1, 4)
+    spec = FixtureSpec(name=f"{name}_{kind}", kind=kind, seed=seed, layers=rng.randint(1, 3),
+                       hidden=heads * rng.randint(4, 10), heads=heads, intermediate=rng.randint(8, 48),
+                       batch=rng.randint(1, 4), hidden_act=rng.choice(ACTIVATIONS),
+                       initializer_range=rng.uniform(0.1, 0.2), layer_norm_eps=rng.choice((1e-12, 1e-5)))
+    if kind.startswith("bert"):
+        spec.seq = rng.randint(2, 12)
+        spec.vocab_size = rng.randint(20, 120)
+        spec.max_positions = spec.seq + rng.randint(0, 6)
+        spec.type_vocab_size = rng.randint(1, 3)
+        spec.use_mask = rng.random() < 0.7
+        spec.tie_word_embeddings = rng.random() < 0.7
+        spec.num_labels = {"bert_cls": rng.randint(2, 5), "bert_regression": 1,
+                           "bert_multilabel": rng.randint(2, 5), "bert_qa": 2, "bert_mlm": 2}[kind]
+    else:
+        spec.patch_size = rng.randint(2, 4)
+        spec.image_size = [spec.patch_size * rng.randint(1, 3) + rng.randint(0, 1),
+                           spec.patch_size * rng.randint(1, 3)]
+        spec.num_channels = rng.randint(1, 3)
+        spec.qkv_bias = rng.random() < 0.5
+        spec.num_labels = 1 if kind == "vit_regression" else rng.randint(2, 5)
+    return spec
+
+
+def random_specs(count, seed):
+    """`count` random specs named random_<i>_<kind>, reproducible from `seed`."""
+    rng = random.Random(seed)
+    return [random_spec(rng, f"random_{i}", seed * 1000 + i) for i in range(count)]
+
+
+def make_model(spec):
+    """A float32 transformers model for `spec` (eager attention)."""
+    if spec.kind.startswith("bert"):
+        problem = {"bert_regression": "regression", "bert_multilabel": "multi_label_classification"}.get(spec.kind)
+        config = transformers.BertConfig(
+            vocab_size=spec.vocab_size, hidden_size=spec.hidden, num_hidden_layers=spec.layers,
+            num_attention_heads=spec.heads, intermediate_size=spec.intermediate, hidden_act=spec.hidden_act,
+            max_position_embeddings=spec.max_positions, type_vocab_size=spec.type_vocab_size,
+            initializer_range=spec.initializer_range, layer_norm_eps=spec.layer_norm_eps,
+            tie_word_embeddings=spec.tie_word_embeddings, num_labels=spec.num_labels, problem_type=problem,
+            pad_token_id=0, attn_implementation="eager")
+        cls = {"bert_mlm": transformers.BertForMaskedLM, "bert_qa": transformers.BertForQuestionAnswering}.get(
+            spec.kind, transformers.BertForSequenceClassification)
+    else:
+        config = transformers.ViTConfig(
+            hidden_size=spec.hidden, num_hidden_layers=spec.layers, num_attention_heads=spec.heads,
+            intermediate_size=spec.intermediate, hidden_act=spec.hidden_act, image_size=spec.image_size,
+            patch_size=spec.patch_size, num_channels=spec.num_channels, qkv_bias=spec.qkv_bias,
+            initializer_range=spec.initializer_range, layer_norm_eps=spec.layer_norm_eps,
+            num_labels=spec.num_labels, attn_implementation="eager")
+        cls = transformers.ViTForImageClassification
+    return cls(config).to(torch.float32)
+
+
+def build_model(spec):
+    """The model initialised from spec.seed, every parameter perturbed, in eval mode."""
+    torch.manual_seed(spec.seed)
+    model = make_model(spec)
+    generator = torch.Generator().manual_seed(spec.seed + 1)
+    with torch.no_grad():
+        for param in model.parameters():
+            param.add_(torch.randn(param.shape, generator=generator, dtype=param.dtype) * PERTURB_STD)
+    return model.eval()
+
+
+def bert_text_inputs(spec, generator):
+    """input_ids (padding = pad token 0 at the end of shorter rows), attention_mask, token_type_ids."""
+    ids = torch.randint(1, spec.vocab_size, (spec.batch, spec.seq), generator=generator)
+    lengths = [spec.seq] + [int(torch.randint(max(1, spec.seq // 2), spec.seq + 1, (1,), generator=generator))
+                            for _ in range(spec.batch - 1)]
+    valid = torch.arange(spec.seq).unsqueeze(0) < torch.tensor(lengths).unsqueeze(1)
+    if not spec.use_mask:
+        valid[:] = True
+    ids[~valid] = 0
+    if spec.seq > 2:
+        ids[0, 1] = 0  # the pad token inside a sequence still gets no embedding gradient
+    types = torch.zeros_like(ids)
+    for row, length in enumerate(lengths):
+        types[row, length // 2:] = torch.randint(0, spec.type_vocab_size, (1,), generator=generator).item()
+    inputs = {"input_ids": ids, "token_type_ids": types}
+    if spec.use_mask:
+        inputs["attention_mask"] = valid.to(torch.int64)
+    return inputs, valid
+
+
+def mlm_labels(ids, valid, generator):
+    """-100 except at roughly a third of the unpadded positions (at least two)."""
+    labels = torch.full_like(ids, -100)
+    positions = valid.nonzero().tolist()
+    order = torch.randperm(len(positions), generator=generator).tolist()
+    for idx in order[:max(2, len(positions) // 3)]:
+        row, col = positions[idx]
+        labels[row, col] = ids[row, col]
+    return labels
+
+
+def qa_positions(spec, generator):
+    """Start/end positions with one start past the sequence (ignored) and one negative end
+    (clamped to 0), as transformers handles them."""
+    start = torch.randint(0, spec.seq, (spec.batch,), generator=generator)
+    end = torch.randint(0, spec.seq, (spec.batch,), generator=generator)
+    if spec.batch > 1:
+        start[-1] = spec.seq + 2
+        end[0] = -1
+    return start, end
+
+
+def make_inputs(spec, generator):
+    """The forward's keyword arguments for the fixture (all integer tensors int64)."""
+    if spec.kind.startswith("vit"):
+        size = spec.image_size if isinstance(spec.image_size, list) else [spec.image_size] * 2
+        pixels = torch.randn((spec.batch, spec.num_channels, *size), generator=generator)
+        if spec.kind == "vit_regression":
+            labels = torch.randn((spec.batch,), generator=generator)
+        else:
+            labels = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
+        return {"pixel_values": pixels, "labels": labels}
+    inputs, valid = bert_text_inputs(spec, generator)
+    if spec.kind == "bert_mlm":
+        inputs["labels"] = mlm_labels(inputs["input_ids"], valid, generator)
+    elif spec.kind == "bert_cls":
+        inputs["labels"] = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
+    elif spec.kind == "bert_regression":
+        inputs["labels"] = torch.randn((spec.batch,), generator=generator)
+    elif spec.kind == "bert_multilabel":
+        inputs["labels"] = (torch.rand((spec.batch, spec.num_labels), generator=generator) < 0.5).float()
+    else:
+        inputs["start_positions"], inputs["end_positions"] = qa_positions(spec, generator)
+    return inputs
+
+
+def saved_tensor_names(model_dir):
+    """Names of the tensors in model_dir/model.safetensors, sorted."""
+    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
+        return sorted(f.keys())
+
+
+def saved_to_parameter(model, model_dir):
+    """{saved name: in-memory parameter name}. transformers may rename tensors when saving (ViT's
+    attention is q_proj in memory, attention.attention.query on disk), so tensors are matched by
+    value; the perturbed random weights make every match unique."""
+    saved = load_file(os.path.join(model_dir, "model.safetensors"))
+    params = list(model.named_parameters())
+    mapping = {}
+    for name, tensor in saved.items():
+        hits = [n for n, p in params if p.shape == tensor.shape and torch.equal(p.detach(), tensor)]
+        if len(hits) != 1:
+            raise RuntimeError(f"{model_dir}: {name} matches parameters {hits}")
+        mapping[name] = hits[0]
+    return mapping
+
+
+def outputs_of(out):
+    """{name: tensor} of the forward's outputs."""
+    if hasattr(out, "start_logits"):
+        return {"start_logits": out.start_logits, "end_logits": out.end_logits}
+    return {"logits": out.logits}
+
+
+def forward_backward(model, inputs, mapping):
+    """Run the model with labels and backpropagate; return outputs, loss and grads by saved name."""
+    model.zero_grad(set_to_none=True)
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {}
+    for saved, name in mapping.items():
+        grad = model.get_parameter(name).grad
+        if grad is None:
+            if saved != "cls.predictions.bias":
+                raise RuntimeError(f"no gradient for {saved}")
+            grad = torch.zeros_like(model.get_parameter(name))
+        grads[saved] = grad.detach().clone()
+    outputs = {k: v.detach().clone().contiguous() for k, v in outputs_of(out).items()}
+    return outputs, out.loss.detach().clone(), grads
+
+
+def sort_metadata_keys(path):
+    """Rewrite a safetensors header with its metadata keys sorted, so regenerating gives identical bytes."""
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+        metadata = header.pop("__metadata__", {})
+        ordered = {"__metadata__": dict(sorted(metadata.items())), **header}
+        text = json.dumps(ordered, separators=(",", ":")).encode()
+        if len(text) > size:
+            raise RuntimeError(f"{path}: rewritten header is longer than the original")
+        f.seek(8)
+        f.write(text + b" " * (size - len(text)))
+
+
+def write_fixture(spec, out_root):
+    """Build, save and run one fixture into out_root/spec.name; return the folder path."""
+    out_dir = os.path.join(out_root, spec.name)
+    model = build_model(spec)
+    model.save_pretrained(out_dir)
+    mapping = saved_to_parameter(model, out_dir)
+    inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
+    outputs, loss, grads = forward_backward(model, inputs, mapping)
+    tensors = {k: v.contiguous() for k, v in inputs.items()}
+    tensors.update(outputs)
+    tensors["loss"] = loss.reshape(())
+    for name, grad in grads.items():
+        tensors[f"grad.{name}"] = grad.contiguous()
+    metadata = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
+                "seed": str(spec.seed), "kind": spec.kind}
+    path = os.path.join(out_dir, "expected.safetensors")
+    save_file(tensors, path, metadata=metadata)
+    sort_metadata_keys(path)
+    return out_dir
+
+
+# ---- verification -------------------------------------------------------------------------
+
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "pixel_values", "labels", "start_positions",
+               "end_positions")
+
+
+def load_fixture_model(model_dir, dtype, attention="eager"):
+    """Reload a fixture with transformers, failing on missing or unexpected tensors."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        arch = json.load(f)["architectures"][0]
+    model, info = getattr(transformers, arch).from_pretrained(
+        model_dir, attn_implementation=attention, dtype=dtype, output_loading_info=True)
+    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
+    problems += list(info.get("error_msgs", []))
+    if problems:
+        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
+    return model.eval()
+
+
+def check_recompute(model_dir, expected):
+    """Recompute in float32 from the saved folder; return a list of problems."""
+    model = load_fixture_model(model_dir, torch.float32)
+    inputs = {k: expected[k] for k in INPUT_NAMES if k in expected}
+    outputs, loss, grads = forward_backward(model, inputs, saved_to_parameter(model, model_dir))
+    problems = []
+    if {f"grad.{n}" for n in saved_tensor_names(model_dir)} != {k for k in expected if k.startswith("grad.")}:
+        problems.append("grad.* names differ from model.safetensors names")
+    for name, value in outputs.items():
+        diff = (value - expected[name]).abs().max().item()
+        if diff > 1e-5:
+            problems.append(f"{name} differ by {diff:.3g}")
+    if abs(loss.item() - expected["loss"].item()) > 1e-6:
+        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
+    for name, grad in grads.items():
+        ref = expected[f"grad.{name}"]
+        err = (grad - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
+        if err > 1e-5:
+            problems.append(f"grad.{name} differs (rel {err:.3g})")
+    return problems
+
+
+def probe_entries(expected, mapping):
+    """(name, index) pairs to check numerically: a LayerNorm weight, the embedding row of a token in
+    the input, the head, and ViT's patch projection and [CLS] token. (The pad token's row is not
+    probed: its stored gradient leaves out the input lookup, as nn.Embedding(padding_idx) does, so
+    it is not the derivative.)"""
+    probes = [(n, (1,)) for n in sorted(mapping) if "LayerNorm.weight" in n or "layernorm_before.bias" in n][:1]
+    if "input_ids" in expected:
+        probes.append(("bert.embeddings.word_embeddings.weight", (int(expected["input_ids"][0, 0]), 1)))
+    for name in ("classifier.weight", "qa_outputs.weight", "cls.predictions.transform.dense.weight"):
+        if name in mapping:
+            probes.append((name, (0, 2)))
+    if "pixel_values" in expected:
+        probes += [("vit.embeddings.patch_embeddings.projection.weight", (1, 0, 1, 1)),
+                   ("vit.embeddings.cls_token", (0, 0, 1))]
+    return probes
+
+
+def check_finite_differences(model_dir, expected):
+    """Stored float32 gradients against float64 central differences of a few entries. ViT's eager
+    attention takes its softmax in float32 even for a float64 model, so its check runs SDPA (the
+    same computation, in float64)."""
+    attention = "sdpa" if "pixel_values" in expected else "eager"
+    model = load_fixture_model(model_dir, torch.float64, attention)
+    inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in expected.items() if k in INPUT_NAMES}
+    mapping = saved_to_parameter(model, model_dir)
+    problems = []
+    for name, index in probe_entries(expected, mapping):
+        param = model.get_parameter(mapping[name])
+        with torch.no_grad():
+            x = param[index].item()
+            param[index] = x + 1e-6
+            up = model(**inputs).loss.item()
+            param[index] = x - 1e-6
+            down = model(**inputs).loss.item()
+            param[index] = x
+        numeric = (up - down) / 2e-6
+        stored = expected[f"grad.{name}"]
+        err = abs(numeric - stored[index].item()) / max(stored.abs().max().item(), 1e-12)
+        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} numeric {numeric:+.6e} "
+              f"rel-to-max {err:.2e}")
+        if err >= 1e-4:
+            problems.append(f"finite difference mismatch for {name}{list(index)}")
+    return problems
+
+
+def run_verify(dirs):
+    """Verify each folder; return the process exit status."""
+    failed = 0
+    for model_dir in dirs:
+        print(f"verify {model_dir}")
+        expected = load_file(os.path.join(model_dir, "expected.safetensors"))
+        problems = check_recompute(model_dir, expected) + check_finite_differences(model_dir, expected)
+        for problem in problems:
+            print(f"  FAIL {problem}")
+        failed += bool(problems)
+    print(f"{len(dirs) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def describe(spec, model_dir):
+    """A one-line summary of a written fixture."""
+    size = sum(os.path.getsize(os.path.join(model_dir, n)) for n in os.listdir(model_dir))
+    shape = f"T={spec.seq} vocab={spec.vocab_size}" if spec.kind.startswith("bert") else \
+        f"image={spec.image_size} patch={spec.patch_size} channels={spec.num_channels}"
+    return (f"{model_dir}: {spec.kind} layers={spec.layers} hidden={spec.hidden} heads={spec.heads} "
+            f"act={spec.hidden_act} labels={spec.num_labels} B={spec.batch} {shape} size={size / 1024:.0f}KiB")
+
+
+def parse_args(argv):
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="output root folder (one sub-folder per fixture)")
+    parser.add_argument("--random", type=int, metavar="N", help="write N random configurations instead")
+    parser.add_argument("--seed", type=int, default=0, help="seed for --random")
+    parser.add_argument("--verify", nargs="+", metavar="DIR", help="recompute fixture folders and check them")
+    args = parser.parse_args(argv)
+    if not args.verify and not args.out:
+        parser.error("--out is required unless --verify is given")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(1)
+    if args.verify:
+        return run_verify(args.verify)
+    specs = random_specs(args.random, args.seed) if args.random else committed_specs()
+    os.makedirs(args.out, exist_ok=True)
+    for spec in specs:
+        print(describe(spec, write_fixture(spec, args.out)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
