@@ -31,6 +31,19 @@ bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
 "$brigade" forward --model "$tmp/out" --inputs "$tmp/in.st" --output "$tmp/o.st" >/dev/null && ok || bad "forward on the checkpoint"
 out=$("$brigade" generate --model "$tmp/out" --prompt "abc>" --max-new-tokens 4) && [[ ${out:0:4} == "abc>" && ${#out} == 8 ]] && ok || bad "generate: '$out'"
 
+# Inference as a pipeline (inference_* attributes): the loss of one forward pass agrees.
+cat >"$tmp/infer.json" <<'JSON'
+{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_device_iterations": 2,
+ "inference_replication_factor": 2}
+JSON
+bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in4.st" 4 8 256 labels mask
+single=$("$brigade" forward --model "$tmp/out" --inputs "$tmp/in4.st" --output "$tmp/o1.st" | awk '{print $NF}')
+piped=$("$brigade" forward --model "$tmp/out" --inputs "$tmp/in4.st" --output "$tmp/o2.st" --ipu-config "$tmp/infer.json" | tail -1 | awk '{print $NF}')
+awk -v a="$single" -v b="$piped" 'BEGIN { d = a - b; exit !(d < 2e-6 && d > -2e-6) }' && ok || bad "pipelined forward loss $piped vs $single"
+bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in3.st" 3 8 256
+expect_fail_early() { local err; err=$("$@" 2>&1 >/dev/null) && { bad "exit 0"; return; }; grep -qF "must be a multiple of inference_device_iterations (2) x inference_replication_factor (2) = 4" <<<"$err" && ok || bad "message: $err"; }
+expect_fail_early "$brigade" forward --model "$tmp/out" --inputs "$tmp/in3.st" --output "$tmp/o3.st" --ipu-config "$tmp/infer.json"
+
 # Resume: 3 steps, then 3 more from the checkpoint, equal the 6-step run's weights bit for bit.
 run_train --steps 3 --output "$tmp/half" --quiet >/dev/null 2>&1 || bad "first half"
 if run_train --steps 6 --output "$tmp/half" --resume "$tmp/half" --quiet 2>"$tmp/err.txt"; then ok; else bad "resume: $(cat "$tmp/err.txt")"; fi

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "config/ipu_config_internal.h"
 #include "test_util.h"
 
 #define FIX "tests/fixtures/ipu_configs"
@@ -144,6 +145,20 @@ static void test_saved_layout(void) {
     free(want);
 }
 
+/* repr(float) of Python 3 for values at the edges of its fixed/exponent switch. */
+static void test_float_repr(void) {
+    const double v[] = {0.1, 1e16, 1e-5, 123.456, 0.0001, 1e15, 2.5e-7, -0.0, 5e-324, 1.7976931348623157e308,
+                        0.1 + 0.2, 100.0, 12345678901234567.0, -1.5, 9999999999999998.0, 1e-4 * 0.99};
+    const char *want[] = {"0.1", "1e+16", "1e-05", "123.456", "0.0001", "1000000000000000.0", "2.5e-07", "-0.0",
+                          "5e-324", "1.7976931348623157e+308", "0.30000000000000004", "100.0", "1.2345678901234568e+16",
+                          "-1.5", "9999999999999998.0", "9.900000000000001e-05"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        char buf[64];
+        py_float_repr(v[i], buf, sizeof buf);
+        CHECK_MSG(strcmp(buf, want[i]) == 0, "repr(%.17g) = %s, wanted %s", v[i], buf, want[i]);
+    }
+}
+
 static void test_view_json(void) {
     char *text = NULL;
     CHECK_OK(brg_ipu_config_load(FIX "/gpt2-small-ipu.json", &a_));
@@ -194,6 +209,7 @@ int main(void) {
     test_other_published();
     test_invalid();
     test_saved_layout();
+    test_float_repr();
     test_view_json();
     test_save_pretrained_and_hub();
     return test_finish();

@@ -56,6 +56,12 @@ brg_device *brg_runtime_device(brg_runtime *rt, int id);
 brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, uint64_t seed,
                            float *losses);
 
+/* Forward only (a runtime created with training false): as brg_runtime_run, and the last
+ * stage copies each micro-batch's logits into logits[replica * micro_batches + m] (caller
+ * buffers of the logits' size; NULL entries are skipped). */
+brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, float **logits,
+                             float *losses);
+
 /* Per-device hooks for what follows the gradients (optimizer steps, zeroing): `fn` runs on every
  * device's own thread, in parallel; the first failure is returned. */
 typedef brg_status (*brg_device_fn)(brg_device *dev, void *arg);

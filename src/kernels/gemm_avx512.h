@@ -25,8 +25,8 @@ enum {
     BRG_GEMM_AVX512_MR = 14, /* rows of C per microkernel tile */
     BRG_GEMM_AVX512_NR = 32, /* columns of C per microkernel tile (two zmm vectors) */
     BRG_GEMM_AVX512_KC = 256, /* depth of one packed panel */
-    BRG_GEMM_AVX512_MC = 168, /* rows of A packed at once (a multiple of MR) */
-    BRG_GEMM_AVX512_NC = 3072, /* columns of B packed at once (a multiple of NR) */
+    BRG_GEMM_AVX512_MC = 1008, /* rows of A packed at once (a multiple of MR; L3) */
+    BRG_GEMM_AVX512_NC = 512,  /* columns of B packed at once (a multiple of NR; L2) */
 };
 
 #endif

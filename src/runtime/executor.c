@@ -146,6 +146,8 @@ static brg_status forward_step(brg_device *dev, int mb) {
     if (dev->stage == rt->opts.stages - 1) {
         dev->outputs[mb * CARRIED] = b->loss;
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
+        if (rt->logits && rt->logits[global] && b->logits)
+            memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
         return BRG_OK;
     }
     for (int k = 0; k < CARRIED; k++) dev->outputs[mb * CARRIED + k] = *carried(b, k);

@@ -85,6 +85,15 @@ void brg_runtime_sync_from_model(brg_runtime *rt) {
             }
 }
 
+brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, float **logits,
+                             float *losses) {
+    if (rt->opts.training) return brg_error(BRG_ERR_INVALID_ARG, "brg_runtime_infer needs a runtime made for inference");
+    rt->logits = logits;
+    brg_status st = brg_runtime_run(rt, mbs, loss_denominator, 0, losses);
+    rt->logits = NULL;
+    return st;
+}
+
 brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, uint64_t seed,
                            float *losses) {
     rt->mbs = mbs;

@@ -61,6 +61,7 @@ struct brg_runtime {
     double loss_denominator;
     uint64_t seed;
     float *losses;
+    float **logits; /* inference: where the last stage copies each micro-batch's logits */
 };
 
 /* executor.c: one device's part of a run (a brg_device_fn). */

@@ -1,0 +1,189 @@
+/* BERT and ViT against transformers: outputs, loss and every parameter gradient from fixtures that
+ * tools/bert_vit_fixtures.py wrote, plus a save / reload round trip of each fixture model. Shared by
+ * test_bert_parity and test_vit_parity; either accepts any fixture folder (the model comes from
+ * what the inputs hold: pixel_values means ViT). */
+#ifndef BRIGADE_TEST_ENCODER_PARITY_H
+#define BRIGADE_TEST_ENCODER_PARITY_H
+
+#include <glob.h>
+
+#include "test_util.h"
+
+#define LOGITS_TOL 1e-4
+#define LOSS_TOL 1e-5
+#define GRAD_REL_TOL 1e-4
+
+/* Contiguous I32 copy of an integer tensor (I64 in the fixtures), values unchecked: out-of-range
+ * positions are part of what is tested. */
+static brg_tensor *ep_i32(brg_arena *a, const brg_tensor *src) {
+    brg_tensor *t = NULL;
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_I32, src->ndim, src->shape, "input", &t));
+    if (!t) return NULL;
+    for (int64_t i = 0; i < brg_tensor_numel(src); i++) ((int32_t *)t->data)[i] = (int32_t)brg_tensor_get_int(src, i);
+    return t;
+}
+
+static brg_tensor *ep_f32(brg_arena *a, const brg_tensor *src) {
+    brg_tensor *t = NULL;
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, src->ndim, src->shape, "input", &t));
+    if (t) CHECK_OK(brg_tensor_copy(t, src));
+    return t;
+}
+
+/* The fixture's input `name` converted for the bundle (NULL when absent). */
+static brg_tensor *ep_input(brg_arena *a, const brg_safetensors *exp, const char *name) {
+    if (!brg_safetensors_has(exp, name)) return NULL;
+    brg_tensor src;
+    CHECK_OK(brg_safetensors_get(exp, name, &src));
+    bool is_float = src.dtype == BRG_DTYPE_F32 || strcmp(name, "attention_mask") == 0;
+    return is_float ? ep_f32(a, &src) : ep_i32(a, &src);
+}
+
+static void ep_bundle(brg_arena *a, const brg_safetensors *exp, brg_bundle *b) {
+    memset(b, 0, sizeof *b);
+    b->input_ids = ep_input(a, exp, "input_ids");
+    b->attention_mask = ep_input(a, exp, "attention_mask");
+    b->token_type_ids = ep_input(a, exp, "token_type_ids");
+    b->pixel_values = ep_input(a, exp, "pixel_values");
+    b->labels = ep_input(a, exp, "labels");
+    if (!b->labels) b->labels = ep_input(a, exp, "start_positions");
+    b->extra_labels = ep_input(a, exp, "end_positions");
+}
+
+/* Compares transformers' output `name` with column `col` of `ncols` of brigade's logits. */
+static void ep_compare_output(const char *dir, const brg_safetensors *exp, const char *name, const brg_tensor *got,
+                              int col, int ncols) {
+    brg_tensor ref;
+    CHECK_OK(brg_safetensors_get(exp, name, &ref));
+    long n = (long)brg_tensor_numel(&ref);
+    CHECK_MSG(got && brg_tensor_numel(got) == n * ncols, "%s: %s has %ld elements", dir, name, n);
+    if (!got || brg_tensor_numel(got) != n * ncols) return;
+    double worst = 0;
+    const float *g = got->data;
+    for (long i = 0; i < n; i++) worst = fmax(worst, fabs(brg_tensor_get(&ref, i) - g[i * ncols + col]));
+    CHECK_MSG(worst <= LOGITS_TOL, "%s: %s max diff %.3g", dir, name, worst);
+}
+
+/* Largest |grad| over all of transformers' gradients. */
+static double ep_global_grad_max(const brg_safetensors *exp) {
+    double g = 0;
+    for (size_t i = 0; i < brg_safetensors_count(exp); i++) {
+        const char *name = brg_safetensors_name(exp, i);
+        brg_tensor ref;
+        if (strncmp(name, "grad.", 5) != 0 || brg_safetensors_get(exp, name, &ref) != BRG_OK) continue;
+        for (int64_t k = 0; k < brg_tensor_numel(&ref); k++) g = fmax(g, fabs(brg_tensor_get(&ref, k)));
+    }
+    return g;
+}
+
+/* Each gradient within GRAD_REL_TOL of its own largest entry. Some gradients are zero in exact
+ * arithmetic (attention key biases: softmax ignores a shift shared by all keys; the span head's
+ * bias), and float32 leaves both sides with rounding noise there; a tensor's scale is therefore
+ * never taken below 1% of the model's largest gradient. */
+static void ep_compare_grads(const brg_model *m, const brg_safetensors *exp, const char *dir) {
+    int checked = 0;
+    double floor = 1e-2 * ep_global_grad_max(exp), worst = 0;
+    for (size_t i = 0; i < brg_safetensors_count(exp); i++) {
+        const char *name = brg_safetensors_name(exp, i);
+        if (strncmp(name, "grad.", 5) != 0) continue;
+        int p = brg_model_find_param(m, name + 5);
+        CHECK_MSG(p >= 0, "%s: no parameter for %s", dir, name);
+        if (p < 0) continue;
+        brg_tensor ref;
+        CHECK_OK(brg_safetensors_get(exp, name, &ref));
+        brg_tensor *t = m->params[p].tensor;
+        CHECK_MSG(brg_tensor_same_shape(&ref, t), "%s: %s shape", dir, name);
+        long n = (long)brg_tensor_numel(t);
+        float *r = malloc((size_t)n * sizeof *r);
+        brg_tensor rt = brg_tensor_wrap(BRG_DTYPE_F32, t->ndim, t->shape, r);
+        CHECK_OK(brg_tensor_copy(&rt, &ref));
+        double scale = test_max_abs(r, n), diff = test_max_abs_diff(r, t->grad, n);
+        CHECK_MSG(diff <= GRAD_REL_TOL * fmax(scale, floor), "%s: %s max diff %.3g (max |grad| %.3g)", dir, name,
+                  diff, scale);
+        worst = fmax(worst, diff / fmax(scale, floor));
+        free(r);
+        checked++;
+    }
+    printf("%s: %d gradients, worst difference %.2g of the tensor's scale\n", dir, checked, worst);
+    CHECK_MSG(checked == m->n_params, "%s: %d gradients checked, model has %d parameters", dir, checked, m->n_params);
+}
+
+static brg_status ep_load(const char *dir, bool vit, brg_model **m) {
+    return vit ? brg_vit_load_dir(dir, m) : brg_bert_load_dir(dir, m);
+}
+
+/* brigade's save reloads to the same parameters (and config). */
+static void ep_round_trip(brg_model *m, bool vit, const char *dir) {
+    char out[1024];
+    const char *base = strrchr(dir, '/');
+    snprintf(out, sizeof out, "%s/encoder_parity_%s", test_tmp_dir(), base ? base + 1 : dir);
+    CHECK_OK(brg_model_save(m, out));
+    brg_model *back = NULL;
+    CHECK_OK(ep_load(out, vit, &back));
+    if (!back) return;
+    CHECK_MSG(back->n_params == m->n_params && back->n_aliases == m->n_aliases &&
+                  strcmp(back->ops->architecture, m->ops->architecture) == 0,
+              "%s: the saved model reloads with a different layout", dir);
+    for (int p = 0; p < m->n_params && p < back->n_params; p++)
+        CHECK_MSG(memcmp(back->params[p].tensor->data, m->params[p].tensor->data,
+                         brg_tensor_nbytes(m->params[p].tensor)) == 0,
+                  "%s: %s changed through save and load", dir, m->params[p].name);
+    brg_model_destroy(back);
+}
+
+static void ep_check_fixture(const char *dir) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    brg_safetensors *exp = NULL;
+    CHECK_OK(brg_safetensors_open(path, &exp));
+    if (!exp) return;
+    bool vit = brg_safetensors_has(exp, "pixel_values");
+    brg_model *m = NULL;
+    CHECK_OK(ep_load(dir, vit, &m));
+    brg_arena *a = NULL;
+    CHECK_OK(brg_arena_create("device 0", 0, &a));
+    brg_tape *tape = NULL;
+    if (m && a) CHECK_OK(brg_tape_create(a, &tape));
+    if (!m || !tape) goto done;
+    brg_bundle b;
+    ep_bundle(a, exp, &b);
+    brg_model_zero_grad(m);
+    CHECK_OK(brg_model_forward(m, tape, &b));
+    CHECK_MSG(b.loss != NULL, "%s: no loss", dir);
+    if (!b.loss) goto done;
+    CHECK_OK(brg_tape_backward(tape, b.loss));
+    if (brg_safetensors_has(exp, "start_logits")) {
+        ep_compare_output(dir, exp, "start_logits", b.logits, 0, 2);
+        ep_compare_output(dir, exp, "end_logits", b.logits, 1, 2);
+    } else {
+        ep_compare_output(dir, exp, "logits", b.logits, 0, 1);
+    }
+    brg_tensor loss;
+    CHECK_OK(brg_safetensors_get(exp, "loss", &loss));
+    double ref = brg_tensor_get(&loss, 0), got = ((float *)b.loss->data)[0];
+    CHECK_MSG(fabs(ref - got) <= LOSS_TOL, "%s: loss %.8f vs transformers %.8f", dir, got, ref);
+    printf("%s: loss %.7f (transformers %.7f)\n", dir, got, ref);
+    ep_compare_grads(m, exp, dir);
+    ep_round_trip(m, vit, dir);
+done:
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+    brg_safetensors_close(exp);
+    brg_model_destroy(m);
+}
+
+/* Checks the folders given as arguments, else the committed ones matching `pattern`. */
+static int ep_main(int argc, char **argv, const char *pattern, int expected_count) {
+    if (argc > 1) {
+        for (int i = 1; i < argc; i++) ep_check_fixture(argv[i]);
+        return test_finish();
+    }
+    glob_t g;
+    int found = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
+    CHECK_MSG(found >= expected_count, "expected %d fixtures matching %s (found %d)", expected_count, pattern, found);
+    for (int i = 0; i < found; i++) ep_check_fixture(g.gl_pathv[i]);
+    if (found) globfree(&g);
+    return test_finish();
+}
+
+#endif

@@ -1,0 +1,5 @@
+/* BERT (masked LM, single-label / regression / multi-label classification, question answering)
+ * against transformers fixtures; with arguments, checks those fixture folders instead. */
+#include "encoder_parity.h"
+
+int main(int argc, char **argv) { return ep_main(argc, argv, "tests/fixtures/bert_*", 5); }

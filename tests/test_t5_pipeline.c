@@ -1,0 +1,191 @@
+/* T5 pipelined over 2 and 4 stages and replicated gives the single-device loss and gradients:
+ * the encoder output travels with the pipeline to the decoder stages and its gradient comes
+ * back; the shared embedding and each stack's relative position bias are copied to every stage
+ * that reads them and their gradients summed. */
+#include "brigade/rng.h"
+#include "brigade/runtime.h"
+#include "brigade/t5.h"
+#include "test_util.h"
+
+enum { ROWS = 8, TE = 7, TD = 6, VOCAB = 37, MAX_PARAMS = 96 };
+
+static brg_model *tiny_t5(const char *feed_forward, bool tied, uint64_t seed) {
+    brg_t5_config c;
+    brg_t5_config_default(&c);
+    c.vocab_size = VOCAB, c.d_model = 16, c.d_kv = 4, c.num_heads = 3, c.d_ff = 24;
+    c.num_layers = 2, c.num_decoder_layers = 2;
+    c.relative_attention_num_buckets = 8, c.relative_attention_max_distance = 12;
+    c.dropout_rate = 0;
+    c.decoder_start_token_id = 0;
+    snprintf(c.feed_forward_proj, sizeof c.feed_forward_proj, "%s", feed_forward);
+    c.is_gated_act = strncmp(feed_forward, "gated-", 6) == 0;
+    c.act = c.is_gated_act ? BRG_T5_ACT_GELU_TANH : BRG_T5_ACT_RELU;
+    c.tie_word_embeddings = c.scale_decoder_outputs = tied;
+    brg_model *m = NULL;
+    CHECK_OK(brg_t5_create(&c, &m));
+    if (!m) return NULL;
+    brg_model_init_weights(m, seed);
+    /* Layer norms start at 1; move them so their gradients matter. */
+    brg_rng rng;
+    brg_rng_seed(&rng, seed + 1);
+    for (int p = 0; p < m->n_params; p++) {
+        float *d = m->params[p].tensor->data;
+        for (int64_t i = 0; i < brg_tensor_numel(m->params[p].tensor); i++) d[i] += 0.1f * (float)brg_rng_normal(&rng);
+    }
+    return m;
+}
+
+typedef struct data {
+    int32_t ids[ROWS * TE], labels[ROWS * TD], dec_ids[ROWS * TD];
+    float mask[ROWS * TE], dec_mask[ROWS * TD];
+    bool give_decoder_inputs;
+} data;
+
+static void make_data(data *d, bool give_decoder_inputs) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 3);
+    d->give_decoder_inputs = give_decoder_inputs;
+    for (int i = 0; i < ROWS * TE; i++) {
+        int row = i / TE, t = i % TE;
+        d->mask[i] = t < TE - (row % 3) ? 1.0f : 0.0f; /* right padding of 0-2 positions */
+        d->ids[i] = d->mask[i] == 0.0f ? 0 : (int32_t)(2 + brg_rng_next(&rng) % (VOCAB - 2));
+    }
+    for (int i = 0; i < ROWS * TD; i++) {
+        int row = i / TD, t = i % TD;
+        d->dec_mask[i] = t < TD - (row % 2) ? 1.0f : 0.0f;
+        d->dec_ids[i] = (int32_t)(brg_rng_next(&rng) % VOCAB);
+        d->labels[i] = d->dec_mask[i] == 0.0f || i % 7 == 3 ? -100 : (int32_t)(brg_rng_next(&rng) % VOCAB);
+    }
+}
+
+typedef struct result {
+    double loss;
+    float *grads[MAX_PARAMS];
+} result;
+
+typedef struct inputs {
+    brg_tensor ids, mask, labels, dec_ids, dec_mask;
+} inputs;
+
+/* Rows [first, first + rows) of every input, as one micro-batch. */
+static brg_micro_batch slice(const data *d, int first, int rows, inputs *in) {
+    int64_t se[2] = {rows, TE}, sd[2] = {rows, TD};
+    in->ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, se, (void *)(d->ids + first * TE));
+    in->mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, se, (void *)(d->mask + first * TE));
+    in->labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, sd, (void *)(d->labels + first * TD));
+    in->dec_ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, sd, (void *)(d->dec_ids + first * TD));
+    in->dec_mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, sd, (void *)(d->dec_mask + first * TD));
+    brg_micro_batch mb = {.input_ids = &in->ids, .attention_mask = &in->mask, .labels = &in->labels};
+    if (d->give_decoder_inputs) mb.decoder_input_ids = &in->dec_ids, mb.decoder_attention_mask = &in->dec_mask;
+    return mb;
+}
+
+/* optimum-graphcore's [-1] layers_per_ipu: encoder and decoder layers split evenly over the
+ * stages (the remainder on the last), the embeddings on the first, the head on the last. */
+static void even_split(const brg_model *m, int stages, int *block_stage) {
+    int layers = 0;
+    for (int b = 0; b < m->n_blocks; b++) layers += m->blocks[b].kind == BRG_BLOCK_LAYER;
+    int per = layers / stages;
+    for (int b = 0; b < m->n_blocks; b++) {
+        const brg_block *blk = &m->blocks[b];
+        int s = blk->kind == BRG_BLOCK_EMBEDDINGS ? 0 : blk->kind == BRG_BLOCK_HEAD ? stages - 1 : blk->layer / per;
+        block_stage[b] = s < stages ? s : stages - 1;
+    }
+}
+
+static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t n = brg_tensor_numel(m->params[p].tensor);
+        out->grads[p] = calloc((size_t)n, sizeof(float));
+        bool first = true;
+        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+            brg_device_info info;
+            brg_device_get_info(brg_runtime_device(rt, dv), &info);
+            if (!info.holds[p]) continue;
+            const float *g = info.view->params[p].tensor->grad;
+            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
+            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
+            first = false;
+        }
+        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
+    }
+}
+
+static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
+                brg_schedule_kind kind, result *out) {
+    brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
+                             .micro_batches = micro_batches, .schedule = kind, .training = true};
+    brg_runtime *rt = NULL;
+    CHECK_OK(brg_runtime_create(m, &o, &rt));
+    memset(out, 0, sizeof *out);
+    if (!rt) return;
+    int n_mb = replicas * micro_batches, rows = ROWS / n_mb;
+    brg_micro_batch mbs[8];
+    inputs in[8];
+    for (int r = 0; r < replicas; r++)
+        for (int a = 0; a < micro_batches; a++) {
+            int slot = r * micro_batches + a;
+            mbs[slot] = slice(d, (a * replicas + r) * rows, rows, &in[slot]);
+        }
+    brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, TD}, (void *)d->labels);
+    double denom = (double)m->ops->count_loss_items(m, &all_labels);
+    float losses[8];
+    CHECK_OK(brg_runtime_run(rt, mbs, denom, 1, losses));
+    for (int i = 0; i < n_mb; i++) out->loss += losses[i];
+    collect_grads(rt, m, out);
+    brg_runtime_destroy(rt);
+}
+
+static void free_result(const brg_model *m, result *r) {
+    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
+}
+
+static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
+    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
+    for (int p = 0; p < m->n_params; p++) {
+        if (!ref->grads[p] || !got->grads[p]) continue;
+        long n = (long)brg_tensor_numel(m->params[p].tensor);
+        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
+        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
+    }
+}
+
+static void check_model(const char *feed_forward, bool tied, bool give_decoder_inputs) {
+    brg_model *m = tiny_t5(feed_forward, tied, 5);
+    if (!m) return;
+    CHECK(m->n_params <= MAX_PARAMS && m->n_blocks == 6);
+    data d;
+    make_data(&d, give_decoder_inputs);
+    int one[6] = {0}, two[6], four[6], cut_in_encoder[6] = {0, 0, 1, 1, 1, 1};
+    even_split(m, 2, two);
+    even_split(m, 4, four);
+    CHECK(two[2] == 0 && two[3] == 1 && four[2] == 1 && four[3] == 2 && four[5] == 3);
+    result single, r;
+    run(m, &d, 1, 1, one, 1, BRG_SCHEDULE_1F1B, &single);
+    CHECK(single.loss > 1.0);
+    printf("%s %s: single-device loss %.6f\n", feed_forward, tied ? "tied" : "untied", single.loss);
+
+    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 stages (encoder | decoder), 1F1B");
+    free_result(m, &r);
+    run(m, &d, 1, 2, cut_in_encoder, 2, BRG_SCHEDULE_GPIPE, &r);
+    compare(m, &single, &r, "2 stages cut inside the encoder, GPipe");
+    free_result(m, &r);
+    run(m, &d, 1, 4, four, 4, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "4 stages, 1F1B");
+    free_result(m, &r);
+    run(m, &d, 2, 1, one, 1, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 replicas");
+    free_result(m, &r);
+    run(m, &d, 2, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 replicas x 2 stages");
+    free_result(m, &r);
+    free_result(m, &single);
+    brg_model_destroy(m);
+}
+
+int main(void) {
+    check_model("relu", true, false);
+    check_model("gated-gelu", false, true);
+    return test_finish();
+}

@@ -1,0 +1,5 @@
+/* ViT image classification (single-label, and regression with num_labels 1) against transformers
+ * fixtures; with arguments, checks those fixture folders instead. */
+#include "encoder_parity.h"
+
+int main(int argc, char **argv) { return ep_main(argc, argv, "tests/fixtures/vit_*", 2); }
