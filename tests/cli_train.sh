@@ -31,6 +31,10 @@ bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
 "$brigade" forward --model "$tmp/out" --inputs "$tmp/in.st" --output "$tmp/o.st" >/dev/null && ok || bad "forward on the checkpoint"
 out=$("$brigade" generate --model "$tmp/out" --prompt "abc>" --max-new-tokens 4) && [[ ${out:0:4} == "abc>" && ${#out} == 8 ]] && ok || bad "generate: '$out'"
 
+# Fewer micro-batches than stages: a warning with the bubble, not an error; pinned threads work.
+err=$(run_train --steps 1 --output "$tmp/w" --quiet --pin-devices --ipu-config-overrides "gradient_accumulation_steps=1" 2>&1 >/dev/null) && ok || bad "bubble run failed: $err"
+grep -q "warning: gradient_accumulation_steps (1) is less than the 2 pipeline stages" <<<"$err" && ok || bad "no bubble warning: $err"
+
 # Inference as a pipeline (inference_* attributes): the loss of one forward pass agrees.
 cat >"$tmp/infer.json" <<'JSON'
 {"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_device_iterations": 2,

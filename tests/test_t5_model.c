@@ -57,7 +57,7 @@ static brg_model *small(bool tied, float dropout) {
     c.num_layers = 3, c.num_decoder_layers = 2;
     c.relative_attention_num_buckets = 6, c.relative_attention_max_distance = 10;
     c.dropout_rate = dropout, c.decoder_start_token_id = 0;
-    c.tie_word_embeddings = tied;
+    c.tie_word_embeddings = c.scale_decoder_outputs = tied;
     brg_model *m = NULL;
     CHECK_OK(brg_t5_create(&c, &m));
     if (m) brg_model_init_weights(m, 17);

@@ -18,6 +18,7 @@
 #include "brigade/registry.h"
 #include "brigade/optim.h"
 #include "brigade/lr_schedule.h"
+#include "brigade/t5.h"
 #include "brigade/encoder.h"
 #include "brigade/bert.h"
 #include "brigade/vit.h"

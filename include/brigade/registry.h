@@ -24,6 +24,13 @@ typedef struct brg_alloc_labels {
     const char *layer;         /* "Encoder": printed as "<layer> <index, left-aligned in 2><gap>" */
     const char *layer_gap;     /* the blank(s) between the index and "-->" */
     const char *head;
+    /* Encoder-decoder models: layer blocks whose name starts with decoder_prefix ("decoder.")
+     * print as "<decoder_layer> <index within the decoder>". Optional. */
+    const char *decoder_layer;
+    const char *decoder_prefix;
+    /* The rules above and below the lines; NULL: upstream's usual ones. */
+    const char *header;
+    const char *footer;
 } brg_alloc_labels;
 
 typedef struct brg_model_arch {

@@ -25,6 +25,7 @@ typedef struct brg_runtime_options {
     size_t device_memory;    /* arena budget per device in bytes; 0 = unlimited */
     bool training;           /* false: forward only, no gradients */
     bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
+    bool pin_threads;        /* pin device d's thread to core d mod the cores available */
 } brg_runtime_options;
 
 /* One micro-batch's inputs (host memory, read by every stage of its replica); the fields

@@ -24,6 +24,7 @@ typedef struct brg_train_options {
     brg_schedule_kind schedule;
     size_t device_memory;
     bool recompute;
+    bool pin_threads; /* pin each device's thread to a core */
     /* which losses a host call (device_iterations steps) reports: ALL every step, SUM their
      * sum, FINAL and DEFAULT the last step's */
     brg_output_mode output_mode;

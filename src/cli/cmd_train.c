@@ -16,7 +16,7 @@ typedef struct train_flags {
     const char *resume, *device_memory, *schedule;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, seq_len, rows;
     double epochs, lr, weight_decay, max_grad_norm;
-    bool no_shuffle, quiet;
+    bool no_shuffle, quiet, pin;
 } train_flags;
 
 static void print_warnings(const brg_ipu_config *cfg) {
@@ -77,6 +77,13 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->resume_dir = f->resume;
     o->eval_every = f->eval_every;
     o->progress = f->quiet ? NULL : stdout;
+    o->pin_threads = f->pin;
+    if (o->accumulation < o->stages)
+        fprintf(stderr,
+                "warning: gradient_accumulation_steps (%d) is less than the %d pipeline stages: the pipeline is "
+                "never full and idles %.0f%% of each step (ideal efficiency m/(m+p-1) = %.0f%%)\n",
+                o->accumulation, o->stages, 100 * (1 - brg_schedule_ideal_efficiency(o->stages, o->accumulation)),
+                100 * brg_schedule_ideal_efficiency(o->stages, o->accumulation));
     return BRG_OK;
 }
 
@@ -154,6 +161,7 @@ int cmd_train(int argc, char **argv) {
         {"schedule", ARG_STRING, &f.schedule, false, "pipeline schedule: 1f1b (default) or gpipe", false},
         {"sequence-length", ARG_INT, &f.seq_len, false, "tokens per row for text data (default n_positions)", false},
         {"rows", ARG_INT, &f.rows, false, "rows of a built-in dataset (default 4096)", false},
+        {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/bert.h"
 #include "brigade/gpt2.h"
+#include "brigade/t5.h"
+#include "brigade/vit.h"
 #include "io/json.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------------- */
@@ -64,7 +67,23 @@ static const brg_model_arch gpt2_arch = {
     .block_cost = gpt2_block_cost,
     /* upstream's PipelinedGPT2LMHeadModel wording and alignment */
     .labels = {{"Token Embedding     ", "Position Embedding  ", NULL}, "Layer", "            ",
-               "Head                "},
+               "Head                ", NULL, NULL, NULL, NULL},
+};
+
+/* ---- other built-in architectures (their labels follow upstream's Pipelined* classes) ----- */
+
+static const brg_model_arch other_builtins[] = {
+    {.architecture = "BertForMaskedLM", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Classifier ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertForSequenceClassification", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertForQuestionAnswering", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "QA Outputs ", NULL, NULL, NULL, NULL}},
+    {.architecture = "ViTForImageClassification", .model_type = "vit", .load_dir = brg_vit_load_dir,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Head       ", NULL, NULL,
+                "---------- Device Allocation -----------", "---------------------------------------"}},
+    {.architecture = "T5ForConditionalGeneration", .model_type = "t5", .load_dir = brg_t5_load_dir,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "LM Head Output ", "Decoder", "decoder.", NULL, NULL}},
 };
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -79,6 +98,7 @@ static void ensure_builtins(void) {
     if (n_archs >= 0) return;
     table[0] = gpt2_arch;
     n_archs = 1;
+    for (size_t i = 0; i < sizeof other_builtins / sizeof other_builtins[0]; i++) table[n_archs++] = other_builtins[i];
 }
 
 brg_status brg_register_model(const brg_model_arch *arch) {
@@ -226,22 +246,33 @@ brg_status brg_model_parallelize(const brg_model *m, const brg_ipu_config *cfg, 
     return st;
 }
 
+static void print_layer(FILE *out, const brg_alloc_labels *l, const brg_block *blk, int *n_decoder, int dev) {
+    const char *label = l->layer;
+    int index = blk->layer;
+    if (l->decoder_layer && l->decoder_prefix && strncmp(blk->name, l->decoder_prefix, strlen(l->decoder_prefix)) == 0) {
+        label = l->decoder_layer;
+        index = (*n_decoder)++;
+    }
+    fprintf(out, "%s %-2d%s--> IPU %d\n", label, index, l->layer_gap ? l->layer_gap : " ", dev);
+}
+
 void brg_placement_print(FILE *out, const brg_model *m, const brg_placement *p) {
-    static const brg_alloc_labels defaults = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Head "};
+    static const brg_alloc_labels defaults = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Head ", NULL, NULL, NULL, NULL};
     const brg_model_arch *a = brg_model_arch_of(m);
     const brg_alloc_labels *l = a && a->labels.layer ? &a->labels : &defaults;
-    fprintf(out, "-------------------- Device Allocation --------------------\n");
+    fprintf(out, "%s\n", l->header ? l->header : "-------------------- Device Allocation --------------------");
+    int n_decoder = 0;
     for (int b = 0; b < m->n_blocks && b < p->n_blocks; b++) {
         const brg_block *blk = &m->blocks[b];
         int dev = p->block_device[b];
         if (blk->kind == BRG_BLOCK_EMBEDDINGS)
             for (int i = 0; i < 3 && l->embeddings[i]; i++) fprintf(out, "%s--> IPU %d\n", l->embeddings[i], dev);
         else if (blk->kind == BRG_BLOCK_LAYER)
-            fprintf(out, "%s %-2d%s--> IPU %d\n", l->layer, blk->layer, l->layer_gap, dev);
+            print_layer(out, l, blk, &n_decoder, dev);
         else
-            fprintf(out, "%s--> IPU %d\n", l->head, dev);
+            fprintf(out, "%s--> IPU %d\n", l->head ? l->head : "Head ", dev);
     }
-    fprintf(out, "-----------------------------------------------------------\n");
+    fprintf(out, "%s\n", l->footer ? l->footer : "-----------------------------------------------------------");
 }
 
 brg_status brg_model_deparallelize(const brg_model *m, brg_named_tensor **out, size_t *n) {

@@ -1,4 +1,6 @@
 /* Devices as worker threads; parameter copies in each device's arena; fork-join dispatch. */
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -87,10 +89,28 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     return BRG_OK;
 }
 
+/* Where the OS allows it; a refusal (containers, restricted masks) leaves the thread floating. */
+static void pin_to_core(const brg_device *dev) {
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+    int n = CPU_COUNT(&allowed), want = dev->id % (n > 0 ? n : 1), seen = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        if (!CPU_ISSET(cpu, &allowed)) continue;
+        if (seen++ == want) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+            return;
+        }
+    }
+}
+
 static void *device_main(void *p) {
     brg_device *dev = p;
     brg_runtime *rt = dev->rt;
     uint64_t seen = 0;
+    if (rt->opts.pin_threads) pin_to_core(dev);
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         while (rt->generation == seen && !rt->quit) pthread_cond_wait(&rt->go, &rt->lock);
