@@ -31,6 +31,14 @@ bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
 "$brigade" forward --model "$tmp/out" --inputs "$tmp/in.st" --output "$tmp/o.st" >/dev/null && ok || bad "forward on the checkpoint"
 out=$("$brigade" generate --model "$tmp/out" --prompt "abc>" --max-new-tokens 4) && [[ ${out:0:4} == "abc>" && ${#out} == 8 ]] && ok || bad "generate: '$out'"
 
+# device_iterations = 3 steps per host call; output_mode decides what each call reports.
+run_train --steps 6 --output "$tmp/di" --quiet --log "$tmp/final.jsonl" --ipu-config-overrides "device_iterations=3,output_mode=final" >/dev/null 2>&1 || bad "device_iterations run"
+(($(grep -c '"loss"' "$tmp/final.jsonl") == 2)) && grep -q '"step": 3,' "$tmp/final.jsonl" && grep -q '"step": 6,' "$tmp/final.jsonl" && ok || bad "output_mode final: $(cat "$tmp/final.jsonl")"
+run_train --steps 6 --output "$tmp/di" --quiet --log "$tmp/sum.jsonl" --ipu-config-overrides "device_iterations=3,output_mode=sum" >/dev/null 2>&1 || bad "device_iterations run"
+awk -F'"loss": ' 'NR==FNR { split($2, a, ","); all[FNR] = a[1]; next } { split($2, b, ","); sums[FNR] = b[1] }
+  END { s1 = all[1] + all[2] + all[3]; s2 = all[4] + all[5] + all[6]; d1 = s1 - sums[1]; d2 = s2 - sums[2];
+        exit !(d1 < 1e-5 && d1 > -1e-5 && d2 < 1e-5 && d2 > -1e-5) }' "$tmp/log.jsonl" "$tmp/sum.jsonl" && ok || bad "output_mode sum: $(cat "$tmp/sum.jsonl")"
+
 # Fewer micro-batches than stages: a warning with the bubble, not an error; pinned threads work.
 err=$(run_train --steps 1 --output "$tmp/w" --quiet --pin-devices --ipu-config-overrides "gradient_accumulation_steps=1" 2>&1 >/dev/null) && ok || bad "bubble run failed: $err"
 grep -q "warning: gradient_accumulation_steps (1) is less than the 2 pipeline stages" <<<"$err" && ok || bad "no bubble warning: $err"

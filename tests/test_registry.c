@@ -34,9 +34,9 @@ static brg_status bertish_load(const char *dir, brg_model **out) {
     int64_t shape[1] = {8};
     brg_status st = brg_model_add_block(m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1);
     if (st == BRG_OK) st = brg_model_add_param(m, "bert.embeddings.word_embeddings.weight", 1, shape, BRG_INIT_ZEROS, 0, false, NULL);
-    for (int l = 0; st == BRG_OK && l < 3; l++) {
+    for (int l = 0; st == BRG_OK && l < 3; l++) { /* two encoder layers, then one decoder layer */
         char name[64];
-        snprintf(name, sizeof name, "encoder.layer.%d", l);
+        snprintf(name, sizeof name, l < 2 ? "encoder.layer.%d" : "decoder.layer.%d", l < 2 ? l : l - 2);
         st = brg_model_add_block(m, name, BRG_BLOCK_LAYER, l);
     }
     if (st == BRG_OK) st = brg_model_add_block(m, "head", BRG_BLOCK_HEAD, -1);
@@ -52,7 +52,7 @@ static void test_lookup(void) {
     CHECK(brg_model_arch_find("GPT2ForSequenceClassification", "gpt2") == NULL); /* architectures wins */
     CHECK(brg_model_arch_find("ToyBlocksForTesting", "toy-blocks") == NULL);
     char names[512];
-    CHECK(strncmp(brg_model_arch_names(names, sizeof names), "GPT2LMHeadModel", 15) == 0);
+    CHECK(strncmp(brg_model_arch_names(names, sizeof names), "GPT2LMHeadModel, BertForMaskedLM", 32) == 0);
     brg_model *m = NULL;
     CHECK_OK(brg_model_load(GPT2, &m));
     CHECK(m && brg_model_arch_of(m) == a);
@@ -101,13 +101,21 @@ static void test_unknown_and_register(void) {
     brg_placement_free(&p);
 
     /* registering the same name again replaces the entry */
-    arch.labels = (brg_alloc_labels){{"Embeddings ", NULL, NULL}, "Block", " ", "LM head "};
+    arch.labels = (brg_alloc_labels){{"Embeddings ", NULL, NULL}, "Block", "   ", "LM head ", "Decoder", "decoder.",
+                                     "--- allocation ---", "---"};
     strcpy(before, names);
     CHECK_OK(brg_register_model(&arch));
     CHECK(strcmp(brg_model_arch_names(names, sizeof names), before) == 0);
     CHECK_OK(brg_model_parallelize(m2, &cfg_, BRG_IPU_MODE_TRAINING, &p));
     text = print_to_string(m2, &p);
-    CHECK(text && strstr(text, "Embeddings --> IPU 0\nBlock 0  --> IPU 0\n") && strstr(text, "LM head --> IPU 1\n"));
+    CHECK_MSG(text && strcmp(text, "--- allocation ---\n"
+                                   "Embeddings --> IPU 0\n"
+                                   "Block 0    --> IPU 0\n"
+                                   "Block 1    --> IPU 0\n"
+                                   "Decoder 0    --> IPU 1\n"
+                                   "LM head --> IPU 1\n"
+                                   "---\n") == 0,
+              "%s", text ? text : "(null)");
     free(text);
     brg_placement_free(&p);
     brg_model_destroy(m2);
@@ -115,6 +123,37 @@ static void test_unknown_and_register(void) {
     CHECK_OK(brg_model_load(dir, &m3));
     brg_model_destroy(m3);
     brg_model_destroy(NULL);
+}
+
+/* The other built-in architectures print upstream's wording for their Pipelined* classes. */
+static void test_builtin_labels(void) {
+    const brg_model_arch *t5 = brg_model_arch_find("T5ForConditionalGeneration", NULL);
+    CHECK(t5 && t5->load_dir && strcmp(t5->model_type, "t5") == 0);
+    CHECK(brg_model_arch_find("BertForSequenceClassification", NULL) && brg_model_arch_find("ViTForImageClassification", NULL));
+    CHECK(brg_model_arch_find(NULL, "bert") == brg_model_arch_find("BertForMaskedLM", NULL));
+    brg_model *m = NULL;
+    CHECK_OK(brg_model_load("tests/fixtures/t5_relu_tied", &m));
+    if (!m) return;
+    brg_placement p;
+    CHECK_OK(brg_ipu_config_from_json("{\"layers_per_ipu\": [1, 1, 1, 1]}", NULL, &cfg_));
+    CHECK_OK(brg_model_parallelize(m, &cfg_, BRG_IPU_MODE_TRAINING, &p));
+    char *text = print_to_string(m, &p);
+    CHECK_MSG(text && strcmp(text, "-------------------- Device Allocation --------------------\n"
+                                   "Embedding  --> IPU 0\n"
+                                   "Encoder 0  --> IPU 0\n"
+                                   "Encoder 1  --> IPU 1\n"
+                                   "Decoder 0  --> IPU 2\n"
+                                   "Decoder 1  --> IPU 3\n"
+                                   "LM Head Output --> IPU 3\n"
+                                   "-----------------------------------------------------------\n") == 0,
+              "%s", text ? text : "(null)");
+    free(text);
+    brg_placement_free(&p);
+    /* generation runs encoder and decoder as two pipelines: a power-of-two cut */
+    brg_ipu_config enc, dec;
+    CHECK_OK(brg_ipu_config_split_encoder_decoder(&cfg_, 2, 2, &enc, &dec));
+    CHECK(enc.ipus_per_replica == 2 && dec.ipus_per_replica == 2);
+    brg_model_destroy(m);
 }
 
 static void test_parallelize_gpt2(void) {
@@ -228,6 +267,7 @@ static void test_create_from_config(void) {
 int main(void) {
     test_lookup();
     test_unknown_and_register();
+    test_builtin_labels();
     test_parallelize_gpt2();
     test_deparallelize();
     test_block_costs();

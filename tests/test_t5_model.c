@@ -214,7 +214,39 @@ static void test_tie_from_checkpoint(void) {
     CHECK_MSG(strstr(text, "task_specific_params") != NULL, "config.json lost a key on save: %s", text);
 }
 
+/* Planning: each block's cost, and what it reads from blocks that own it. */
+static void test_costs(void) {
+    brg_model *m = small(true, 0);
+    if (!m) return;
+    brg_block_cost cost[7];
+    for (int b = 0; b < m->n_blocks && b < 7; b++) {
+        memset(&cost[b], 0, sizeof cost[b]);
+        CHECK_OK(brg_t5_block_cost(m, b, 2, 5, &cost[b]));
+        CHECK(cost[b].flops >= 0 && cost[b].saved_bytes > 0 && cost[b].input_bytes > 0 && cost[b].layer == m->blocks[b].layer);
+    }
+    int64_t table = 6 * 2, shared = 23 * 8;
+    CHECK(cost[0].tied_params == 0 && cost[1].tied_params == 0);
+    CHECK(cost[2].tied_params == table && cost[2].tied_owner == 1);
+    CHECK(cost[4].tied_params == shared && cost[4].tied_owner == 0);
+    CHECK(cost[5].tied_params == table && cost[5].tied_owner == 4);
+    CHECK(cost[6].tied_params == shared && cost[6].tied_owner == 0);
+    CHECK(cost[4].flops > cost[3].flops && cost[4].input_bytes == 2 * cost[3].input_bytes);
+    CHECK_ERR(brg_t5_block_cost(m, 7, 2, 5, &cost[0]), BRG_ERR_INVALID_ARG, "no block 7");
+    brg_model_destroy(m);
+
+    const char *path = write_config("plan", "{\"d_model\": 8, \"d_kv\": 2, \"num_heads\": 2, \"d_ff\": 4, "
+                                            "\"num_layers\": 1, \"vocab_size\": 10, \"tie_word_embeddings\": false}");
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", path);
+    *strrchr(dir, '/') = '\0';
+    m = NULL;
+    CHECK_OK(brg_t5_create_dir(dir, &m));
+    if (m) CHECK(m->n_blocks == 4 && brg_model_find_param(m, "lm_head.weight") != brg_model_find_param(m, "shared.weight"));
+    brg_model_destroy(m);
+}
+
 int main(void) {
+    test_costs();
     test_config();
     test_layout();
     test_inputs();

@@ -43,6 +43,7 @@
 #include <stdint.h>
 
 #include "brigade/model.h"
+#include "brigade/placement.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -94,6 +95,12 @@ brg_status brg_t5_load_dir(const char *dir, brg_model **out);
 
 /* Index of the first block of the decoder (1 + num_layers). */
 int brg_t5_first_decoder_block(const brg_model *model);
+
+/* For planning (brg_model_arch's create_dir and block_cost): the model from config.json alone,
+ * weights zeroed, the head tied as tie_word_embeddings says; and one block's estimated cost for
+ * `batch` sequences of `seq` tokens (encoder and decoder alike). */
+brg_status brg_t5_create_dir(const char *dir, brg_model **out);
+brg_status brg_t5_block_cost(const brg_model *model, int block, int64_t batch, int64_t seq, brg_block_cost *out);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * activation and a gating flag; the tie/scale pair as transformers 5 reads it), validation, and
  * writing it back with the keys brigade does not interpret kept. */
 #include <cJSON.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
@@ -194,6 +195,18 @@ brg_status brg_t5_config_validate(const brg_t5_config *c) {
 
 /* ---- writing ---- */
 
+/* The shortest decimal that reads back as the same float ("1e-06", not 9.99999997e-07), and
+ * always spelled as a float ("1.0"): transformers 5 rejects an integer in a float-typed field. */
+static void add_float(cJSON *j, const char *key, float v) {
+    char buf[48];
+    for (int digits = 1; digits <= 9; digits++) {
+        snprintf(buf, sizeof buf, "%.*g", digits, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".eEn")) strncat(buf, ".0", sizeof buf - strlen(buf) - 1);
+    cJSON_AddRawToObject(j, key, buf);
+}
+
 static void add_token(cJSON *j, const char *key, int64_t v) {
     if (v < 0) cJSON_AddNullToObject(j, key);
     else cJSON_AddNumberToObject(j, key, (double)v);
@@ -208,7 +221,7 @@ static void add_fields(cJSON *j, const brg_t5_config *c) {
     cJSON_AddNumberToObject(j, "d_model", (double)c->d_model);
     add_token(j, "decoder_start_token_id", c->decoder_start_token_id);
     cJSON_AddStringToObject(j, "dense_act_fn", c->dense_act_fn);
-    cJSON_AddNumberToObject(j, "dropout_rate", c->dropout_rate);
+    add_float(j, "dropout_rate", c->dropout_rate);
     if (c->eos_is_list) {
         cJSON *eos = cJSON_AddArrayToObject(j, "eos_token_id");
         for (int i = 0; i < c->n_eos; i++) cJSON_AddItemToArray(eos, cJSON_CreateNumber((double)c->eos_token_ids[i]));
@@ -216,10 +229,10 @@ static void add_fields(cJSON *j, const brg_t5_config *c) {
         add_token(j, "eos_token_id", c->n_eos ? c->eos_token_ids[0] : -1);
     }
     cJSON_AddStringToObject(j, "feed_forward_proj", c->feed_forward_proj);
-    cJSON_AddNumberToObject(j, "initializer_factor", c->initializer_factor);
+    add_float(j, "initializer_factor", c->initializer_factor);
     cJSON_AddBoolToObject(j, "is_encoder_decoder", true);
     cJSON_AddBoolToObject(j, "is_gated_act", c->is_gated_act);
-    cJSON_AddNumberToObject(j, "layer_norm_epsilon", c->layer_norm_epsilon);
+    add_float(j, "layer_norm_epsilon", c->layer_norm_epsilon);
     cJSON_AddNumberToObject(j, "num_decoder_layers", (double)c->num_decoder_layers);
     cJSON_AddNumberToObject(j, "num_heads", (double)c->num_heads);
     cJSON_AddNumberToObject(j, "num_layers", (double)c->num_layers);

@@ -1,0 +1,250 @@
+/* BERT (masked LM, classification, question answering) and ViT pipelined over stages and
+ * replicated give the single-device loss and gradients: the carried hidden states, the tied
+ * masked-LM decoder's gradient summed across stages, and the loss shares of sequence-level heads. */
+#include "brigade/rng.h"
+#include "brigade/runtime.h"
+#include "test_util.h"
+
+enum { ROWS = 8, T = 8, VOCAB = 31, LABELS = 3, IMG = 8, CH = 3 };
+enum { IN_IDS, IN_MASK, IN_TYPES, IN_PIXELS, IN_LABELS, IN_EXTRA, N_IN };
+
+typedef struct data {
+    brg_tensor *in[N_IN]; /* whole-batch tensors; NULL where the model takes no such input */
+} data;
+
+/* LayerNorm weights and biases start at 1 and 0; move every parameter so each gradient matters. */
+static void perturb(brg_model *m, uint64_t seed) {
+    brg_rng rng;
+    brg_rng_seed(&rng, seed);
+    for (int p = 0; p < m->n_params; p++) {
+        float *d = m->params[p].tensor->data;
+        for (int64_t i = 0; i < brg_tensor_numel(m->params[p].tensor); i++) d[i] += 0.1f * (float)brg_rng_normal(&rng);
+    }
+}
+
+static brg_model *tiny_bert(brg_bert_task task, float dropout) {
+    brg_bert_config c;
+    brg_bert_config_default(&c, task);
+    c.vocab_size = VOCAB, c.hidden_size = 16, c.num_hidden_layers = 2, c.num_attention_heads = 2;
+    c.intermediate_size = 24, c.max_position_embeddings = 16, c.initializer_range = 0.2f;
+    c.hidden_dropout_prob = c.attention_probs_dropout_prob = dropout;
+    c.num_labels = task == BRG_BERT_SEQUENCE_CLASSIFICATION ? LABELS : 2;
+    brg_model *m = NULL;
+    CHECK_OK(brg_bert_create(&c, &m));
+    if (!m) return NULL;
+    brg_bert_init_weights(m, 5);
+    perturb(m, 9);
+    return m;
+}
+
+static brg_model *tiny_vit(void) {
+    brg_vit_config c;
+    brg_vit_config_default(&c);
+    c.image_h = c.image_w = IMG, c.patch_h = c.patch_w = 4, c.num_channels = CH;
+    c.hidden_size = 12, c.num_hidden_layers = 2, c.num_attention_heads = 2, c.intermediate_size = 20;
+    c.initializer_range = 0.2f, c.num_labels = LABELS;
+    brg_model *m = NULL;
+    CHECK_OK(brg_vit_create(&c, &m));
+    if (!m) return NULL;
+    brg_model_init_weights(m, 6);
+    perturb(m, 10);
+    return m;
+}
+
+static brg_tensor *new_tensor(brg_arena *a, brg_dtype dt, int nd, const int64_t *shape) {
+    brg_tensor *t = NULL;
+    CHECK_OK(brg_tensor_new(a, dt, nd, shape, "data", &t));
+    return t;
+}
+
+/* Token inputs with right padding of 0-2 positions and a second segment; labels per task. */
+static void text_data(brg_arena *a, brg_bert_task task, data *d) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 1);
+    int64_t bt[2] = {ROWS, T}, b1[1] = {ROWS};
+    d->in[IN_IDS] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
+    d->in[IN_MASK] = new_tensor(a, BRG_DTYPE_F32, 2, bt);
+    d->in[IN_TYPES] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
+    int32_t *ids = d->in[IN_IDS]->data, *types = d->in[IN_TYPES]->data;
+    float *mask = d->in[IN_MASK]->data;
+    for (int i = 0; i < ROWS * T; i++) {
+        int row = i / T, t = i % T;
+        mask[i] = t < T - (row % 3) ? 1.0f : 0.0f;
+        ids[i] = mask[i] == 0.0f ? 0 : 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
+        types[i] = t >= T / 2;
+    }
+    if (task == BRG_BERT_MASKED_LM) {
+        d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
+        int32_t *l = d->in[IN_LABELS]->data;
+        for (int i = 0; i < ROWS * T; i++) l[i] = mask[i] != 0.0f && i % 3 == 0 ? ids[i] : -100;
+        return;
+    }
+    d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
+    int32_t *l = d->in[IN_LABELS]->data;
+    for (int i = 0; i < ROWS; i++) l[i] = task == BRG_BERT_SEQUENCE_CLASSIFICATION ? i % LABELS : (i * 3) % T;
+    if (task != BRG_BERT_QUESTION_ANSWERING) return;
+    d->in[IN_EXTRA] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
+    int32_t *e = d->in[IN_EXTRA]->data;
+    for (int i = 0; i < ROWS; i++) e[i] = (i * 5 + 1) % T;
+}
+
+static void image_data(brg_arena *a, data *d) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 2);
+    int64_t px[4] = {ROWS, CH, IMG, IMG}, b1[1] = {ROWS};
+    d->in[IN_PIXELS] = new_tensor(a, BRG_DTYPE_F32, 4, px);
+    float *p = d->in[IN_PIXELS]->data;
+    for (int64_t i = 0; i < brg_tensor_numel(d->in[IN_PIXELS]); i++) p[i] = (float)brg_rng_normal(&rng);
+    d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
+    int32_t *l = d->in[IN_LABELS]->data;
+    for (int i = 0; i < ROWS; i++) l[i] = (i * 2) % LABELS;
+}
+
+/* Rows [first, first + rows) of t, sharing its memory. */
+static brg_tensor slice(const brg_tensor *t, int64_t first, int64_t rows) {
+    int64_t shape[BRG_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = rows;
+    size_t row_bytes = brg_tensor_nbytes(t) / (size_t)t->shape[0];
+    return brg_tensor_wrap(t->dtype, t->ndim, shape, (char *)t->data + (size_t)first * row_bytes);
+}
+
+typedef struct result {
+    double loss;
+    float *grads[128];
+} result;
+
+typedef struct layout {
+    int replicas, stages, micro_batches;
+    const int *block_stage;
+    brg_schedule_kind kind;
+} layout;
+
+static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
+    brg_tensor **slot[N_IN] = {&mb->input_ids, &mb->attention_mask, &mb->token_type_ids,
+                               &mb->pixel_values, &mb->labels, &mb->extra_labels};
+    *slot[role] = t;
+}
+
+/* Every copy of a parameter must hold the same reduced gradient; keeps the first. */
+static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t n = brg_tensor_numel(m->params[p].tensor);
+        out->grads[p] = calloc((size_t)n, sizeof(float));
+        bool first = true;
+        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+            brg_device_info info;
+            brg_device_get_info(brg_runtime_device(rt, dv), &info);
+            if (!info.holds[p]) continue;
+            const float *g = info.view->params[p].tensor->grad;
+            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
+            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
+            first = false;
+        }
+        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
+    }
+}
+
+/* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro] order). */
+static void run(brg_model *m, const data *d, const layout *l, result *out) {
+    brg_runtime_options o = {.replicas = l->replicas, .stages = l->stages, .block_stage = l->block_stage,
+                             .micro_batches = l->micro_batches, .schedule = l->kind, .training = true};
+    brg_runtime *rt = NULL;
+    memset(out, 0, sizeof *out);
+    CHECK_OK(brg_runtime_create(m, &o, &rt));
+    if (!rt) return;
+    int n_mb = l->replicas * l->micro_batches, rows = ROWS / n_mb;
+    brg_micro_batch mbs[8];
+    brg_tensor parts[8][N_IN];
+    for (int r = 0; r < l->replicas; r++)
+        for (int a = 0; a < l->micro_batches; a++) {
+            int slot = r * l->micro_batches + a, first = (a * l->replicas + r) * rows;
+            memset(&mbs[slot], 0, sizeof mbs[slot]);
+            for (int k = 0; k < N_IN; k++) {
+                if (!d->in[k]) continue;
+                parts[slot][k] = slice(d->in[k], first, rows);
+                set_input(&mbs[slot], k, &parts[slot][k]);
+            }
+        }
+    double denom = (double)m->ops->count_loss_items(m, d->in[IN_LABELS]);
+    float losses[8];
+    CHECK_OK(brg_runtime_run(rt, mbs, denom, 3, losses));
+    for (int i = 0; i < n_mb; i++) out->loss += losses[i];
+    collect_grads(rt, m, out);
+    brg_runtime_destroy(rt);
+}
+
+static void free_result(const brg_model *m, result *r) {
+    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
+}
+
+static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
+    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
+    for (int p = 0; p < m->n_params; p++) {
+        if (!ref->grads[p] || !got->grads[p]) continue;
+        long n = (long)brg_tensor_numel(m->params[p].tensor);
+        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
+        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
+    }
+}
+
+static const int ONE[4] = {0, 0, 0, 0}, FOUR[4] = {0, 1, 2, 3}, TWO[4] = {0, 0, 1, 1};
+
+/* One device against: 4 stages (1F1B), 2 replicas, and 2 replicas x 2 stages (GPipe). */
+static void check_layouts(brg_model *m, const data *d, const char *name) {
+    char what[96];
+    result single, r;
+    layout one = {1, 1, 1, ONE, BRG_SCHEDULE_1F1B};
+    run(m, d, &one, &single);
+    CHECK_MSG(single.loss > 0.1, "%s: loss %g", name, single.loss);
+    const layout others[3] = {{1, 4, 4, FOUR, BRG_SCHEDULE_1F1B}, {2, 1, 1, ONE, BRG_SCHEDULE_1F1B},
+                              {2, 2, 2, TWO, BRG_SCHEDULE_GPIPE}};
+    const char *names[3] = {"4 stages, 1F1B, 4 micro-batches", "2 replicas", "2 replicas x 2 stages, GPipe"};
+    for (int i = 0; i < 3; i++) {
+        run(m, d, &others[i], &r);
+        snprintf(what, sizeof what, "%s: %s", name, names[i]);
+        compare(m, &single, &r, what);
+        free_result(m, &r);
+    }
+    free_result(m, &single);
+}
+
+/* With dropout on (hidden states and attention probabilities) the masks follow each
+ * micro-batch's seed, so a pipeline matches one device over the same micro-batches. */
+static void check_dropout(brg_arena *a) {
+    brg_model *m = tiny_bert(BRG_BERT_MASKED_LM, 0.2f), *plain = tiny_bert(BRG_BERT_MASKED_LM, 0.0f);
+    data d = {{0}};
+    text_data(a, BRG_BERT_MASKED_LM, &d);
+    result single, piped, off;
+    layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B}, four = {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE};
+    run(m, &d, &one, &single);
+    run(m, &d, &four, &piped);
+    run(plain, &d, &one, &off);
+    compare(m, &single, &piped, "BERT masked LM with dropout: 4 stages");
+    CHECK_MSG(fabs(single.loss - off.loss) > 1e-4, "dropout changed nothing (loss %.6f vs %.6f)", single.loss, off.loss);
+    free_result(m, &single), free_result(m, &piped), free_result(plain, &off);
+    brg_model_destroy(m), brg_model_destroy(plain);
+}
+
+int main(void) {
+    brg_arena *a = NULL;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    if (!a) return test_finish();
+    const brg_bert_task tasks[3] = {BRG_BERT_MASKED_LM, BRG_BERT_SEQUENCE_CLASSIFICATION, BRG_BERT_QUESTION_ANSWERING};
+    const char *names[3] = {"BERT masked LM", "BERT classification", "BERT question answering"};
+    for (int t = 0; t < 3; t++) {
+        brg_model *m = tiny_bert(tasks[t], 0.0f);
+        data d = {{0}};
+        text_data(a, tasks[t], &d);
+        if (m) check_layouts(m, &d, names[t]);
+        brg_model_destroy(m);
+    }
+    brg_model *vit = tiny_vit();
+    data d = {{0}};
+    image_data(a, &d);
+    if (vit) check_layouts(vit, &d, "ViT");
+    brg_model_destroy(vit);
+    check_dropout(a);
+    brg_arena_destroy(a);
+    return test_finish();
+}
