@@ -66,8 +66,8 @@ static double loss_of(brg_model *m, brg_arena *a, const inputs *in, bool trainin
     return loss;
 }
 
-/* Attention dropout materialises the probabilities; its gradients against central differences
- * of the same (seeded) masks, and with a vanishing p it computes what the fused kernel does. */
+/* Attention dropout in training: the same seed draws the same masks, the gradients match central
+ * differences taken with those masks, and a vanishing p changes nothing. */
 static void test_attention_dropout(brg_arena *a) {
     inputs in;
     make_inputs(a, &in);
@@ -92,8 +92,8 @@ static void test_attention_dropout(brg_arena *a) {
             d[i] = keep;
             worst = fmax(worst, fabs((up - down) / 2e-2 - p->grad[i]));
         }
-        printf("%s worst %g maxg %g\n", probe[k], worst, maxg);
-        CHECK_MSG(worst <= 2e-3 + 1e-2 * maxg, "%s: finite differences differ by %g (max grad %g)", probe[k], worst, maxg);
+        CHECK_MSG(worst <= 2e-4 + 1e-2 * maxg && maxg > 1e-3, "%s: finite differences differ by %g (max grad %g)",
+                  probe[k], worst, maxg);
     }
     brg_model_destroy(m);
     m = small_bert(BRG_BERT_MASKED_LM, 2, 1e-7f);
@@ -221,8 +221,10 @@ static brg_status load_json(const char *json, bool vit) {
 }
 
 static void test_config_errors(void) {
-    CHECK_OK(load_json("{\"architectures\": [\"BertForSequenceClassification\"], \"id2label\": {\"0\": \"a\"}}", false));
-    CHECK_ERR(load_json("{\"architectures\": [\"BertModel\"]}", false), BRG_ERR_UNSUPPORTED, "'BertModel' is not supported");
+    CHECK_OK(load_json("{\"architectures\": [\"BertForSequenceClassification\"], \"id2label\": {\"0\": \"a\"}}",
+                       false));
+    CHECK_ERR(load_json("{\"architectures\": [\"BertModel\"]}", false), BRG_ERR_UNSUPPORTED,
+              "'BertModel' is not supported");
     CHECK_ERR(load_json("{\"architectures\": [\"BertForQuestionAnswering\"], \"num_labels\": 3}", false),
               BRG_ERR_INVALID_ARG, "needs num_labels 2");
     CHECK_ERR(load_json("{\"hidden_act\": \"relu\"}", false), BRG_ERR_UNSUPPORTED, "hidden_act 'relu'");
@@ -234,10 +236,42 @@ static void test_config_errors(void) {
               "num_labels is 3 but id2label has 1 entries");
     CHECK_ERR(load_json("{\"hidden_size\": 10, \"num_attention_heads\": 3}", false), BRG_ERR_INVALID_ARG,
               "divisible by num_attention_heads");
-    CHECK_OK(load_json("{\"image_size\": [32, 48], \"patch_size\": 16, \"hidden_size\": 8, \"num_attention_heads\": 2}", true));
+    CHECK_OK(load_json("{\"image_size\": [32, 48], \"patch_size\": 16, \"hidden_size\": 8, "
+                       "\"num_attention_heads\": 2}",
+                       true));
     CHECK_ERR(load_json("{\"image_size\": [32], \"patch_size\": 16}", true), BRG_ERR_FORMAT, "image_size must be");
-    CHECK_ERR(load_json("{\"architectures\": [\"ViTModel\"]}", true), BRG_ERR_UNSUPPORTED, "'ViTModel' is not supported");
+    CHECK_ERR(load_json("{\"architectures\": [\"ViTModel\"]}", true), BRG_ERR_UNSUPPORTED,
+              "'ViTModel' is not supported");
     CHECK_ERR(load_json("{\"num_labels\": 0}", true), BRG_ERR_INVALID_ARG, "num_labels must be at least 1");
+}
+
+/* A BertForPreTraining checkpoint (pooler and next-sentence head, old position_ids buffer) loads
+ * into BertForMaskedLM; any other extra tensor is an error naming it. */
+static void test_checkpoint_extras(brg_arena *a) {
+    brg_model *m = small_bert(BRG_BERT_MASKED_LM, 2, 0.0f);
+    if (!m) return;
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s/encoder_pretraining", test_tmp_dir());
+    CHECK_OK(brg_model_save(m, dir));
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    brg_tensor *extra = tensor(a, BRG_DTYPE_F32, 1, (int64_t[]){2});
+    brg_named_tensor list[64];
+    int n = 0;
+    for (int p = 0; p < m->n_params && n < 60; p++)
+        list[n++] = (brg_named_tensor){m->params[p].name, m->params[p].tensor};
+    list[n++] = (brg_named_tensor){"cls.seq_relationship.bias", extra};
+    list[n++] = (brg_named_tensor){"bert.pooler.dense.bias", extra};
+    list[n++] = (brg_named_tensor){"bert.embeddings.position_ids", extra};
+    brg_metadata_entry meta[1] = {{"format", "pt"}};
+    CHECK_OK(brg_safetensors_write(path, list, (size_t)n, meta, 1));
+    brg_model *back = NULL;
+    CHECK_OK(brg_bert_load_dir(dir, &back));
+    brg_model_destroy(back);
+    back = NULL;
+    list[n++] = (brg_named_tensor){"cls.unknown.weight", extra};
+    CHECK_OK(brg_safetensors_write(path, list, (size_t)n, meta, 1));
+    CHECK_ERR(brg_bert_load_dir(dir, &back), BRG_ERR_FORMAT, "unexpected tensor 'cls.unknown.weight'");
+    brg_model_destroy(m);
 }
 
 int main(void) {
@@ -249,6 +283,7 @@ int main(void) {
     test_input_errors(a);
     test_vit_errors(a);
     test_config_errors();
+    test_checkpoint_extras(a);
     brg_arena_destroy(a);
     return test_finish();
 }

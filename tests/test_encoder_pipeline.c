@@ -118,6 +118,7 @@ typedef struct layout {
     int replicas, stages, micro_batches;
     const int *block_stage;
     brg_schedule_kind kind;
+    bool recompute; /* recompute_checkpoint_every_layer */
 } layout;
 
 static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
@@ -138,7 +139,9 @@ static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
             if (!info.holds[p]) continue;
             const float *g = info.view->params[p].tensor->grad;
             if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
-            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
+            else
+                CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ",
+                          m->params[p].name);
             first = false;
         }
         CHECK_MSG(!first, "no device holds %s", m->params[p].name);
@@ -148,7 +151,8 @@ static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro] order). */
 static void run(brg_model *m, const data *d, const layout *l, result *out) {
     brg_runtime_options o = {.replicas = l->replicas, .stages = l->stages, .block_stage = l->block_stage,
-                             .micro_batches = l->micro_batches, .schedule = l->kind, .training = true};
+                             .micro_batches = l->micro_batches, .schedule = l->kind, .training = true,
+                             .recompute = l->recompute};
     brg_runtime *rt = NULL;
     memset(out, 0, sizeof *out);
     CHECK_OK(brg_runtime_create(m, &o, &rt));
@@ -190,17 +194,19 @@ static void compare(const brg_model *m, const result *ref, const result *got, co
 
 static const int ONE[4] = {0, 0, 0, 0}, FOUR[4] = {0, 1, 2, 3}, TWO[4] = {0, 0, 1, 1};
 
-/* One device against: 4 stages (1F1B), 2 replicas, and 2 replicas x 2 stages (GPipe). */
+/* One device against: 4 stages (1F1B), 2 replicas, 2 replicas x 2 stages (GPipe), and 2 stages
+ * that recompute their layers in backward. */
 static void check_layouts(brg_model *m, const data *d, const char *name) {
     char what[96];
     result single, r;
-    layout one = {1, 1, 1, ONE, BRG_SCHEDULE_1F1B};
+    layout one = {1, 1, 1, ONE, BRG_SCHEDULE_1F1B, false};
     run(m, d, &one, &single);
     CHECK_MSG(single.loss > 0.1, "%s: loss %g", name, single.loss);
-    const layout others[3] = {{1, 4, 4, FOUR, BRG_SCHEDULE_1F1B}, {2, 1, 1, ONE, BRG_SCHEDULE_1F1B},
-                              {2, 2, 2, TWO, BRG_SCHEDULE_GPIPE}};
-    const char *names[3] = {"4 stages, 1F1B, 4 micro-batches", "2 replicas", "2 replicas x 2 stages, GPipe"};
-    for (int i = 0; i < 3; i++) {
+    const layout others[4] = {{1, 4, 4, FOUR, BRG_SCHEDULE_1F1B, false}, {2, 1, 1, ONE, BRG_SCHEDULE_1F1B, false},
+                              {2, 2, 2, TWO, BRG_SCHEDULE_GPIPE, false}, {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, true}};
+    const char *names[4] = {"4 stages, 1F1B, 4 micro-batches", "2 replicas", "2 replicas x 2 stages, GPipe",
+                            "2 stages, recomputation"};
+    for (int i = 0; i < 4; i++) {
         run(m, d, &others[i], &r);
         snprintf(what, sizeof what, "%s: %s", name, names[i]);
         compare(m, &single, &r, what);
@@ -215,14 +221,18 @@ static void check_dropout(brg_arena *a) {
     brg_model *m = tiny_bert(BRG_BERT_MASKED_LM, 0.2f), *plain = tiny_bert(BRG_BERT_MASKED_LM, 0.0f);
     data d = {{0}};
     text_data(a, BRG_BERT_MASKED_LM, &d);
-    result single, piped, off;
-    layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B}, four = {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE};
+    result single, piped, recomputed, off;
+    layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B, false}, four = {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE, false};
+    layout again = {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, true};
     run(m, &d, &one, &single);
     run(m, &d, &four, &piped);
+    run(m, &d, &again, &recomputed);
     run(plain, &d, &one, &off);
     compare(m, &single, &piped, "BERT masked LM with dropout: 4 stages");
-    CHECK_MSG(fabs(single.loss - off.loss) > 1e-4, "dropout changed nothing (loss %.6f vs %.6f)", single.loss, off.loss);
-    free_result(m, &single), free_result(m, &piped), free_result(plain, &off);
+    compare(m, &single, &recomputed, "BERT masked LM with dropout: 2 stages, recomputation");
+    CHECK_MSG(fabs(single.loss - off.loss) > 1e-4, "dropout changed nothing (loss %.6f vs %.6f)", single.loss,
+              off.loss);
+    free_result(m, &single), free_result(m, &piped), free_result(m, &recomputed), free_result(plain, &off);
     brg_model_destroy(m), brg_model_destroy(plain);
 }
 

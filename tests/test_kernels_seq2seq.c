@@ -158,7 +158,8 @@ static void test_buckets(void) {
     brg_k_relative_position_buckets(table, Tq, Tk, true, 32, 128);
     int bad = 0;
     for (int64_t i = 0; i < Tq; i++)
-        for (int64_t j = 0; j < Tk; j++) bad += table[i * Tk + j] != brg_k_relative_position_bucket(j - i, true, 32, 128);
+        for (int64_t j = 0; j < Tk; j++)
+            bad += table[i * Tk + j] != brg_k_relative_position_bucket(j - i, true, 32, 128);
     CHECK(bad == 0);
 }
 

@@ -27,21 +27,22 @@ static void test_config(void) {
     CHECK_OK(brg_t5_config_load(write_config("defaults", "{\"architectures\": [\"T5ForConditionalGeneration\"]}"), &c));
     CHECK(c.d_model == 512 && c.num_layers == 6 && c.num_decoder_layers == 6 && c.act == BRG_T5_ACT_RELU &&
           !c.is_gated_act && c.tie_word_embeddings && c.scale_decoder_outputs && c.pad_token_id == 0 &&
-          c.decoder_start_token_id == -1 && c.n_eos == 1 && c.eos_token_ids[0] == 1);
+          c.decoder_start_token_id == -1 && c.n_eos == 1 && c.eos_token_ids[0] == 1 && c.n_positions == 512);
     /* The hub's T5 v1.1 configs: gated-gelu means gelu_new; tie false means no rescale. */
     CHECK_OK(brg_t5_config_load(write_config("v11", "{\"feed_forward_proj\": \"gated-gelu\", \"num_layers\": 8,"
                                                     " \"num_decoder_layers\": null, \"tie_word_embeddings\": false,"
-                                                    " \"eos_token_id\": [1, 2]}"), &c));
+                                                    " \"eos_token_id\": [1, 2], \"n_positions\": 256}"), &c));
     CHECK(c.is_gated_act && c.act == BRG_T5_ACT_GELU_TANH && strcmp(c.dense_act_fn, "gelu_new") == 0 &&
-          c.num_decoder_layers == 8 && !c.scale_decoder_outputs && c.eos_is_list && c.n_eos == 2);
+          c.num_decoder_layers == 8 && !c.scale_decoder_outputs && c.eos_is_list && c.n_eos == 2 && c.n_positions == 256);
     /* transformers 5 writes scale_decoder_outputs, which wins; explicit dense_act_fn wins too. */
     CHECK_OK(brg_t5_config_load(write_config("v5", "{\"feed_forward_proj\": \"gated-gelu\", \"dense_act_fn\": \"gelu\","
-                                                   " \"tie_word_embeddings\": true, \"scale_decoder_outputs\": false}"), &c));
+                                                   " \"tie_word_embeddings\": true,"
+                                                   " \"scale_decoder_outputs\": false}"), &c));
     CHECK(c.act == BRG_T5_ACT_GELU_ERF && !c.scale_decoder_outputs && c.tie_word_embeddings);
     CHECK_ERR(brg_t5_config_load(write_config("bad_ff", "{\"feed_forward_proj\": \"gelu-gated\"}"), &c),
               BRG_ERR_INVALID_ARG, "feed_forward_proj 'gelu-gated'");
-    CHECK_ERR(brg_t5_config_load(write_config("silu", "{\"feed_forward_proj\": \"gated-silu\"}"), &c), BRG_ERR_UNSUPPORTED,
-              "'silu'");
+    CHECK_ERR(brg_t5_config_load(write_config("silu", "{\"feed_forward_proj\": \"gated-silu\"}"), &c),
+              BRG_ERR_UNSUPPORTED, "'silu'");
     CHECK_ERR(brg_t5_config_load(write_config("buckets", "{\"relative_attention_num_buckets\": 32,"
                                                          " \"relative_attention_max_distance\": 16}"), &c),
               BRG_ERR_INVALID_ARG, "relative_attention_max_distance (16)");
@@ -81,7 +82,8 @@ static void test_layout(void) {
     int shared = brg_model_find_param(m, "shared.weight");
     CHECK(enc_bias >= 0 && dec_bias >= 0 && shared >= 0);
     CHECK(brg_model_block_uses(m, 3, enc_bias) && !brg_model_block_uses(m, 3, dec_bias));
-    CHECK(brg_model_block_uses(m, 5, dec_bias) && brg_model_block_uses(m, 4, shared) && brg_model_block_uses(m, 6, shared));
+    CHECK(brg_model_block_uses(m, 5, dec_bias) && brg_model_block_uses(m, 4, shared) &&
+          brg_model_block_uses(m, 6, shared));
     CHECK(brg_model_find_param(m, "lm_head.weight") == shared);
     CHECK(m->params[brg_model_find_param(m, "encoder.final_layer_norm.weight")].block == 3);
     CHECK(m->params[brg_model_find_param(m, "decoder.final_layer_norm.weight")].block == 6);
@@ -222,7 +224,8 @@ static void test_costs(void) {
     for (int b = 0; b < m->n_blocks && b < 7; b++) {
         memset(&cost[b], 0, sizeof cost[b]);
         CHECK_OK(brg_t5_block_cost(m, b, 2, 5, &cost[b]));
-        CHECK(cost[b].flops >= 0 && cost[b].saved_bytes > 0 && cost[b].input_bytes > 0 && cost[b].layer == m->blocks[b].layer);
+        CHECK(cost[b].flops >= 0 && cost[b].saved_bytes > 0 && cost[b].input_bytes > 0 &&
+              cost[b].layer == m->blocks[b].layer);
     }
     int64_t table = 6 * 2, shared = 23 * 8;
     CHECK(cost[0].tied_params == 0 && cost[1].tied_params == 0);
@@ -241,7 +244,10 @@ static void test_costs(void) {
     *strrchr(dir, '/') = '\0';
     m = NULL;
     CHECK_OK(brg_t5_create_dir(dir, &m));
-    if (m) CHECK(m->n_blocks == 4 && brg_model_find_param(m, "lm_head.weight") != brg_model_find_param(m, "shared.weight"));
+    if (m) {
+        CHECK(m->n_blocks == 4);
+        CHECK(brg_model_find_param(m, "lm_head.weight") != brg_model_find_param(m, "shared.weight"));
+    }
     brg_model_destroy(m);
 }
 

@@ -38,7 +38,8 @@ static void compare_grads(const brg_model *m, const brg_safetensors *exp, const 
 }
 
 /* Integer inputs as the blocks take them (I32, range-checked); masks as F32. */
-static brg_tensor *ids_input(brg_arena *a, const brg_safetensors *exp, const char *name, int64_t vocab, int64_t allowed) {
+static brg_tensor *ids_input(brg_arena *a, const brg_safetensors *exp, const char *name, int64_t vocab,
+                             int64_t allowed) {
     if (!brg_safetensors_has(exp, name)) return NULL;
     brg_tensor src, *out = NULL;
     CHECK_OK(brg_safetensors_get(exp, name, &src));
@@ -86,8 +87,9 @@ static void check_round_trip(brg_model *m, const brg_safetensors *exp, const brg
     CHECK_OK(brg_t5_load_dir(out, &again));
     if (!again) return;
     const brg_t5_config *c0 = m->config, *c1 = again->config;
-    CHECK_MSG(c0->tie_word_embeddings == c1->tie_word_embeddings && c0->scale_decoder_outputs == c1->scale_decoder_outputs &&
-                  c0->is_gated_act == c1->is_gated_act && c0->act == c1->act && again->n_params == m->n_params,
+    CHECK_MSG(c0->tie_word_embeddings == c1->tie_word_embeddings &&
+                  c0->scale_decoder_outputs == c1->scale_decoder_outputs && c0->is_gated_act == c1->is_gated_act &&
+                  c0->act == c1->act && again->n_params == m->n_params,
               "%s: the saved model reads back differently", dir);
     brg_arena *a;
     CHECK_OK(brg_arena_create("round trip", 0, &a));

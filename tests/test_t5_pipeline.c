@@ -104,17 +104,22 @@ static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
             if (!info.holds[p]) continue;
             const float *g = info.view->params[p].tensor->grad;
             if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
-            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
+            else
+                CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ",
+                          m->params[p].name);
             first = false;
         }
         CHECK_MSG(!first, "no device holds %s", m->params[p].name);
     }
 }
 
+static bool recompute_layers = false;
+
 static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
                 brg_schedule_kind kind, result *out) {
     brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
-                             .micro_batches = micro_batches, .schedule = kind, .training = true};
+                             .micro_batches = micro_batches, .schedule = kind, .training = true,
+                             .recompute = recompute_layers};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     memset(out, 0, sizeof *out);
@@ -180,6 +185,16 @@ static void check_model(const char *feed_forward, bool tied, bool give_decoder_i
     run(m, &d, 2, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
     compare(m, &single, &r, "2 replicas x 2 stages");
     free_result(m, &r);
+    /* recompute_checkpoint_every_layer, including decoder.block.0, which turns the encoder's
+     * output into encoder_hidden and starts a new hidden of the decoder's length. */
+    recompute_layers = true;
+    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "2 stages with recomputation");
+    free_result(m, &r);
+    run(m, &d, 1, 1, one, 2, BRG_SCHEDULE_1F1B, &r);
+    compare(m, &single, &r, "one device with recomputation");
+    free_result(m, &r);
+    recompute_layers = false;
     free_result(m, &single);
     brg_model_destroy(m);
 }

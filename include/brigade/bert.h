@@ -6,7 +6,10 @@
  *   masked LM: I32 [B, T], -100 where no prediction counts;
  *   sequence classification: see brg_problem_type (I32 [B] or F32 [B] / [B, num_labels]);
  *   question answering: start_positions I32 [B] in `labels`, end_positions I32 [B] in
- *   `extra_labels` (positions outside [0, T) are clamped to T and then ignored, as transformers).
+ *   `extra_labels` (negative positions count as 0, positions past T are ignored, as transformers
+ *   clamps them). With a global loss denominator (pipelined or accumulated runs: the number of
+ *   examples) each cross-entropy is divided by twice that number, which is transformers' mean
+ *   whenever no position lies past the sequence.
  * Outputs: logits [B, T, vocab] (masked LM), [B, num_labels] (classification), or [B, T, 2] for
  * question answering, whose [..., 0] is start_logits and [..., 1] end_logits. */
 #ifndef BRIGADE_BERT_H
@@ -59,6 +62,8 @@ brg_status brg_bert_create(const brg_bert_config *cfg, brg_model **out);
  * nn.Embedding(padding_idx) initialisation leaves it. */
 void brg_bert_init_weights(brg_model *m, uint64_t seed);
 
+/* Builds the model config.json in `dir` describes, weights zeroed (for planning). */
+brg_status brg_bert_create_dir(const char *dir, brg_model **out);
 /* Loads config.json and the weights of a BERT model folder (a BertModel checkpoint without the
  * "bert." prefix loads too; the pretraining heads' extra tensors are skipped). */
 brg_status brg_bert_load_dir(const char *dir, brg_model **out);

@@ -61,6 +61,10 @@ typedef struct brg_t5_config {
     int64_t vocab_size, d_model, d_kv, d_ff, num_heads;
     int64_t num_layers, num_decoder_layers;
     int64_t relative_attention_num_buckets, relative_attention_max_distance;
+    /* model->max_positions: config.json's n_positions, else 512 (T5's pre-training length).
+     * The forward itself takes any length (positions are relative); input checks, batching and
+     * planning need one. */
+    int64_t n_positions;
     float dropout_rate, layer_norm_epsilon, initializer_factor;
     char feed_forward_proj[32]; /* "relu", "gated-gelu", ... as written */
     char dense_act_fn[32];      /* the activation's name, derived from feed_forward_proj */

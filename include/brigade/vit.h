@@ -42,6 +42,8 @@ brg_status brg_vit_config_validate(const brg_vit_config *cfg);
 int64_t brg_vit_num_patches(const brg_vit_config *cfg);
 
 brg_status brg_vit_create(const brg_vit_config *cfg, brg_model **out);
+/* Builds the model config.json in `dir` describes, weights zeroed (for planning). */
+brg_status brg_vit_create_dir(const char *dir, brg_model **out);
 /* Loads config.json and the weights of a ViTForImageClassification folder. */
 brg_status brg_vit_load_dir(const char *dir, brg_model **out);
 

@@ -1,36 +1,31 @@
-/* tanh, scaling, and the regression / multi-label losses of the sequence-classification heads. */
+/* tanh, and the regression / multi-label losses of the sequence-classification heads. */
 #include "ops_internal.h"
 
 /* ---- tanh ---- */
-typedef struct unary_ctx {
+typedef struct tanh_ctx {
     brg_tensor *x, *y;
-    float s;
-} unary_ctx;
+} tanh_ctx;
 
 static brg_status tanh_backward(brg_tape *tape, void *p) {
-    unary_ctx *c = p;
+    tanh_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     brg_k_tanh_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 
-static brg_status unary(brg_tape *tape, const char *op, brg_tensor *x, float s, brg_backward_fn bwd, brg_tensor **y) {
-    BRG_TRY(ops_check_f32(op, x, 0));
+brg_status brg_tanh(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("tanh", x, 0));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, op, y));
-    int64_t n = brg_tensor_numel(x);
-    brg_k_tanh_fwd(OPS_F32(*y), OPS_CF32(x), n);
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, "tanh output", y));
+    brg_k_tanh_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x));
     if (!rec) return BRG_OK;
-    unary_ctx *c = brg_tape_record(tape, bwd, sizeof *c);
+    tanh_ctx *c = brg_tape_record(tape, tanh_backward, sizeof *c);
     if (!c) return BRG_ERR_OOM;
-    *c = (unary_ctx){x, *y, s};
+    *c = (tanh_ctx){x, *y};
     return BRG_OK;
 }
-
-brg_status brg_tanh(brg_tape *tape, brg_tensor *x, brg_tensor **y) { return unary(tape, "tanh", x, 0.0f, tanh_backward, y); }
-
 
 /* ---- MSE and BCE with logits ---- */
 typedef enum pointwise_loss { LOSS_MSE, LOSS_BCE } pointwise_loss;

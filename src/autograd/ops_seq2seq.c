@@ -136,7 +136,8 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     BRG_TRY(ops_check_f32("relative_position_bias", table, 2));
     BRG_TRY(ops_check_i32("relative_position_bias", buckets));
     if (table->ndim != 2 || buckets->ndim != 2)
-        return brg_error(BRG_ERR_INVALID_ARG, "relative_position_bias: table must be [buckets, heads] and buckets [Tq, Tk]");
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "relative_position_bias: table must be [buckets, heads] and buckets [Tq, Tk]");
     const int32_t *bk = buckets->data;
     for (int64_t i = 0; i < brg_tensor_numel(buckets); i++)
         if (bk[i] < 0 || bk[i] >= table->shape[0])

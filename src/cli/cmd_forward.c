@@ -63,7 +63,7 @@ static brg_status shape_of(const brg_ipu_config *cfg, int64_t batch, pipeline_sh
 static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bundle *in, const char *output,
                                brg_arena *arena) {
     int64_t B = in->input_ids->shape[0], T = in->input_ids->shape[1], V = m->vocab_size;
-    pipeline_shape ps;
+    pipeline_shape ps = {0};
     BRG_TRY(shape_of(cfg, B, &ps));
     brg_placement pl = {0};
     BRG_TRY(brg_model_parallelize(m, cfg, BRG_IPU_MODE_INFERENCE, &pl));

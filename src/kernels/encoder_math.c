@@ -1,4 +1,4 @@
-/* Pointwise math of the encoder heads: tanh (BERT's pooler), scaling, and the regression (MSE)
+/* Pointwise math of the encoder heads: tanh (BERT's pooler), and the regression (MSE)
  * and multi-label (BCE with logits) losses. Sums accumulate in double so a loss over many
  * elements keeps float32's precision. */
 #include <math.h>
@@ -15,12 +15,6 @@ void brg_k_tanh_bwd(float *dx, const float *dy, const float *y, int64_t n) {
     BRG_ASSERT(n >= 0);
     if (!dx) return;
     for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
-}
-
-void brg_k_scaled_accumulate(float *dx, const float *dy, float s, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    if (!dx) return;
-    for (int64_t i = 0; i < n; i++) dx[i] += s * dy[i];
 }
 
 double brg_k_mse_sum_fwd(const float *x, const float *t, int64_t n) {

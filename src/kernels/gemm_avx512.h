@@ -24,9 +24,9 @@ bool brg_gemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K
 enum {
     BRG_GEMM_AVX512_MR = 14, /* rows of C per microkernel tile */
     BRG_GEMM_AVX512_NR = 32, /* columns of C per microkernel tile (two zmm vectors) */
-    BRG_GEMM_AVX512_KC = 256, /* depth of one packed panel */
-    BRG_GEMM_AVX512_MC = 1008, /* rows of A packed at once (a multiple of MR; L3) */
-    BRG_GEMM_AVX512_NC = 512,  /* columns of B packed at once (a multiple of NR; L2) */
+    BRG_GEMM_AVX512_KC = 384, /* depth of one packed panel */
+    BRG_GEMM_AVX512_MC = 2016, /* rows of A packed at once (a multiple of MR; L3) */
+    BRG_GEMM_AVX512_NC = 384,  /* columns of B packed at once (a multiple of NR; L2) */
 };
 
 #endif

@@ -147,9 +147,6 @@ void brg_k_embedding_pad_bwd(float *dtable, const float *dy, const int32_t *ids,
 void brg_k_tanh_fwd(float *y, const float *x, int64_t n);
 void brg_k_tanh_bwd(float *dx, const float *dy, const float *y, int64_t n);
 
-/* dx += s * dy */
-void brg_k_scaled_accumulate(float *dx, const float *dy, float s, int64_t n);
-
 /* ---- regression and multi-label losses, as sums (the caller divides) --------------------
  * MSE: sum (x - t)^2. Backward: dx += scale * 2 (x - t). */
 double brg_k_mse_sum_fwd(const float *x, const float *t, int64_t n);

@@ -97,12 +97,17 @@ int32_t brg_k_relative_position_bucket(int64_t relative_position, bool bidirecti
     return (int32_t)(bucket + large);
 }
 
+/* The table is constant along its diagonals (it depends on j - i only): the first row and column
+ * take Tq + Tk - 1 logarithms instead of Tq * Tk, and every other entry copies its upper-left
+ * neighbour. */
 void brg_k_relative_position_buckets(int32_t *buckets, int64_t Tq, int64_t Tk, bool bidirectional,
                                      int64_t num_buckets, int64_t max_distance) {
     BRG_ASSERT(Tq >= 0 && Tk >= 0);
     for (int64_t i = 0; i < Tq; i++)
         for (int64_t j = 0; j < Tk; j++)
-            buckets[i * Tk + j] = brg_k_relative_position_bucket(j - i, bidirectional, num_buckets, max_distance);
+            buckets[i * Tk + j] = i > 0 && j > 0 ? buckets[(i - 1) * Tk + j - 1]
+                                                 : brg_k_relative_position_bucket(j - i, bidirectional, num_buckets,
+                                                                                  max_distance);
 }
 
 /* ---- relative position bias: bias[h, i, j] = table[buckets[i, j], h] ---- */

@@ -104,24 +104,30 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_bert_config 
 }
 
 brg_status brg_bert_config_validate(const brg_bert_config *c) {
-    if ((unsigned)c->task > BRG_BERT_QUESTION_ANSWERING) return brg_error(BRG_ERR_INVALID_ARG, "BERT config: unknown task");
+    if ((unsigned)c->task > BRG_BERT_QUESTION_ANSWERING)
+        return brg_error(BRG_ERR_INVALID_ARG, "BERT config: unknown task %d", (int)c->task);
     if (c->vocab_size < 1 || c->hidden_size < 1 || c->num_hidden_layers < 1 || c->num_attention_heads < 1 ||
         c->intermediate_size < 1 || c->max_position_embeddings < 1 || c->type_vocab_size < 1)
         return brg_error(BRG_ERR_INVALID_ARG,
                          "BERT config: vocab_size, hidden_size, num_hidden_layers, num_attention_heads, "
                          "intermediate_size, max_position_embeddings and type_vocab_size must be positive");
     if (c->hidden_size % c->num_attention_heads != 0)
-        return brg_error(BRG_ERR_INVALID_ARG, "BERT config: hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "BERT config: hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
                          (long long)c->hidden_size, (long long)c->num_attention_heads);
     if (c->vocab_size > INT32_MAX || c->type_vocab_size > INT32_MAX || c->pad_token_id >= c->vocab_size)
-        return brg_error(BRG_ERR_INVALID_ARG, "BERT config: vocab_size, type_vocab_size or pad_token_id (%lld) out of range",
-                         (long long)c->pad_token_id);
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "BERT config: vocab_size (%lld), type_vocab_size (%lld) or pad_token_id (%lld) out of range",
+                         (long long)c->vocab_size, (long long)c->type_vocab_size, (long long)c->pad_token_id);
     if (!(c->layer_norm_eps > 0)) return brg_error(BRG_ERR_INVALID_ARG, "BERT config: layer_norm_eps must be > 0");
-    float p[3] = {c->hidden_dropout_prob, c->attention_probs_dropout_prob, c->classifier_dropout < 0 ? 0 : c->classifier_dropout};
+    float p[3] = {c->hidden_dropout_prob, c->attention_probs_dropout_prob,
+                  c->classifier_dropout < 0 ? 0 : c->classifier_dropout};
     for (int i = 0; i < 3; i++)
-        if (!(p[i] >= 0 && p[i] < 1)) return brg_error(BRG_ERR_INVALID_ARG, "BERT config: dropout %g not in [0, 1)", p[i]);
+        if (!(p[i] >= 0 && p[i] < 1))
+            return brg_error(BRG_ERR_INVALID_ARG, "BERT config: dropout %g not in [0, 1)", p[i]);
     if (c->num_labels < 1 || c->num_labels > INT32_MAX)
-        return brg_error(BRG_ERR_INVALID_ARG, "BERT config: num_labels must be at least 1 (got %lld)", (long long)c->num_labels);
+        return brg_error(BRG_ERR_INVALID_ARG, "BERT config: num_labels must be at least 1 (got %lld)",
+                         (long long)c->num_labels);
     if (c->task == BRG_BERT_QUESTION_ANSWERING && c->num_labels != 2)
         return brg_error(BRG_ERR_INVALID_ARG,
                          "BERT config: BertForQuestionAnswering needs num_labels 2 (start and end), got %lld",
@@ -148,16 +154,16 @@ static brg_status bert_save_config(const brg_model *m, const char *dir) {
     cJSON_AddItemToArray(arch, cJSON_CreateString(brg_bert_architecture(c->task)));
     cJSON_AddStringToObject(j, "model_type", "bert");
     cJSON_AddBoolToObject(j, "add_cross_attention", false);
-    cJSON_AddNumberToObject(j, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
-    if (c->classifier_dropout >= 0) cJSON_AddNumberToObject(j, "classifier_dropout", c->classifier_dropout);
+    enc_add_float(j, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
+    if (c->classifier_dropout >= 0) enc_add_float(j, "classifier_dropout", c->classifier_dropout);
     else cJSON_AddNullToObject(j, "classifier_dropout");
     cJSON_AddStringToObject(j, "hidden_act", c->hidden_act_name);
-    cJSON_AddNumberToObject(j, "hidden_dropout_prob", c->hidden_dropout_prob);
+    enc_add_float(j, "hidden_dropout_prob", c->hidden_dropout_prob);
     cJSON_AddNumberToObject(j, "hidden_size", (double)c->hidden_size);
-    cJSON_AddNumberToObject(j, "initializer_range", c->initializer_range);
+    enc_add_float(j, "initializer_range", c->initializer_range);
     cJSON_AddNumberToObject(j, "intermediate_size", (double)c->intermediate_size);
     cJSON_AddBoolToObject(j, "is_decoder", false);
-    cJSON_AddNumberToObject(j, "layer_norm_eps", c->layer_norm_eps);
+    enc_add_float(j, "layer_norm_eps", c->layer_norm_eps);
     cJSON_AddNumberToObject(j, "max_position_embeddings", (double)c->max_position_embeddings);
     cJSON_AddNumberToObject(j, "num_attention_heads", (double)c->num_attention_heads);
     cJSON_AddNumberToObject(j, "num_hidden_layers", (double)c->num_hidden_layers);
@@ -167,7 +173,8 @@ static brg_status bert_save_config(const brg_model *m, const char *dir) {
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     cJSON_AddNumberToObject(j, "type_vocab_size", (double)c->type_vocab_size);
     cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
-    if (c->task != BRG_BERT_MASKED_LM || mc->id2label) enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
+    if (c->task != BRG_BERT_MASKED_LM || mc->id2label)
+        enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
     return enc_write_config(j, dir);
 }
 
@@ -213,9 +220,10 @@ static brg_status add_embeddings(param_adder *a, const brg_bert_config *c) {
     int64_t C = c->hidden_size;
     int64_t sw[2] = {c->vocab_size, C}, sp[2] = {c->max_position_embeddings, C}, st[2] = {c->type_vocab_size, C};
     BRG_TRY(brg_model_add_block(a->m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1));
-    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.word_embeddings.weight", 2, sw, BRG_INIT_NORMAL, a->std, false, NULL));
-    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.position_embeddings.weight", 2, sp, BRG_INIT_NORMAL, a->std, false,
-                                NULL));
+    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.word_embeddings.weight", 2, sw, BRG_INIT_NORMAL, a->std,
+                                false, NULL));
+    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.position_embeddings.weight", 2, sp, BRG_INIT_NORMAL, a->std,
+                                false, NULL));
     BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.token_type_embeddings.weight", 2, st, BRG_INIT_NORMAL, a->std,
                                 false, NULL));
     return add_layer_norm(a, "bert.embeddings.LayerNorm", C);
@@ -316,20 +324,25 @@ static const char *const ignore_without_pooler[] = {".position_ids", "cls.seq_re
                                                     "cls.seq_relationship.bias", "pooler.dense.weight",
                                                     "pooler.dense.bias", NULL};
 
-brg_status brg_bert_load_dir(const char *dir, brg_model **out) {
+brg_status brg_bert_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     cJSON *j = NULL;
     BRG_TRY(enc_load_config(dir, path, sizeof path, &j));
     brg_bert_config cfg;
     brg_status st = parse_config(j, path, &cfg);
-    brg_model *m = NULL;
-    if (st == BRG_OK) st = brg_bert_create(&cfg, &m);
-    if (st == BRG_OK) ((bert_model_config *)m->config)->id2label = enc_copy_id2label(j);
+    if (st == BRG_OK) st = brg_bert_create(&cfg, out);
+    if (st == BRG_OK) ((bert_model_config *)(*out)->config)->id2label = enc_copy_id2label(j);
     cJSON_Delete(j);
+    return st;
+}
+
+brg_status brg_bert_load_dir(const char *dir, brg_model **out) {
+    brg_model *m = NULL;
+    BRG_TRY(brg_bert_create_dir(dir, &m));
     brg_checkpoint *ckpt = NULL;
-    if (st == BRG_OK) st = brg_checkpoint_open(dir, &ckpt);
+    brg_status st = brg_checkpoint_open(dir, &ckpt);
     if (st == BRG_OK) {
-        bool pooler = cfg.task == BRG_BERT_SEQUENCE_CLASSIFICATION;
+        bool pooler = ((const bert_model_config *)m->config)->c.task == BRG_BERT_SEQUENCE_CLASSIFICATION;
         st = brg_model_load_weights(m, ckpt, "bert.", pooler ? ignore_with_pooler : ignore_without_pooler);
         brg_checkpoint_close(ckpt);
     }

@@ -2,9 +2,9 @@
  * transformers' sequence-classification loss (regression, single- and multi-label). */
 #include "models/encoder_common.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "io/json.h"
@@ -99,6 +99,15 @@ void enc_write_labels(cJSON *j, const cJSON *names, int64_t num_labels, brg_prob
     else cJSON_AddNullToObject(j, "problem_type");
 }
 
+void enc_add_float(cJSON *j, const char *key, float v) {
+    char buf[32];
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)v);
+        if (strtof(buf, NULL) == v) break;
+    }
+    cJSON_AddNumberToObject(j, key, strtod(buf, NULL));
+}
+
 brg_status enc_write_config(cJSON *j, const char *dir) {
     char path[4096];
     brg_status st;
@@ -120,32 +129,6 @@ brg_status enc_load_config(const char *dir, char *path, size_t path_len, cJSON *
 
 uint64_t enc_dropout_offset(int block, int site) { return ((uint64_t)block * 8 + (uint64_t)site) << 40; }
 
-/* transformers' extended mask: 0 where attending, the float minimum at padding. */
-static brg_status mask_bias(brg_tape *tape, const brg_tensor *mask, int64_t B, int64_t T, brg_tensor **out) {
-    if (mask->ndim != 2 || mask->shape[0] != B || mask->shape[1] != T)
-        return brg_error(BRG_ERR_INVALID_ARG, "attention_mask must be [%lld, %lld]", (long long)B, (long long)T);
-    int64_t shape[4] = {B, 1, 1, T};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, shape, false, "attention mask bias", out));
-    const float *m = mask->data;
-    float *o = (*out)->data;
-    for (int64_t i = 0; i < B * T; i++) o[i] = m[i] != 0.0f ? 0.0f : -FLT_MAX;
-    return BRG_OK;
-}
-
-static brg_status attention_with_dropout(brg_tape *tape, const brg_bundle *b, brg_tensor *q, brg_tensor *k,
-                                         brg_tensor *v, float p, uint64_t offset, brg_tensor **out) {
-    brg_tensor *qs, *scores, *probs, *dropped, *bias;
-    BRG_TRY(brg_scale(tape, q, 1.0f / sqrtf((float)q->shape[3]), &qs));
-    BRG_TRY(brg_matmul(tape, qs, k, false, true, &scores));
-    if (b->attention_mask) {
-        BRG_TRY(mask_bias(tape, b->attention_mask, q->shape[0], k->shape[2], &bias));
-        BRG_TRY(brg_add_broadcast(tape, scores, bias, &scores));
-    }
-    BRG_TRY(brg_softmax(tape, scores, &probs));
-    BRG_TRY(brg_dropout(tape, probs, p, true, b->seed, offset, &dropped));
-    return brg_matmul(tape, dropped, v, false, false, out);
-}
-
 brg_status enc_self_attention(brg_tape *tape, const brg_bundle *b, brg_tensor *x, const enc_attention_weights *w,
                               int64_t heads, float attn_dropout, uint64_t dropout_offset, brg_tensor **out) {
     int64_t width = w->wq->shape[0], D = width / heads;
@@ -156,12 +139,10 @@ brg_status enc_self_attention(brg_tape *tape, const brg_bundle *b, brg_tensor *x
     BRG_TRY(brg_split_heads(tape, q, 0, heads, D, &qh));
     BRG_TRY(brg_split_heads(tape, k, 0, heads, D, &kh));
     BRG_TRY(brg_split_heads(tape, v, 0, heads, D, &vh));
-    if (b->training && attn_dropout > 0) {
-        BRG_TRY(attention_with_dropout(tape, b, qh, kh, vh, attn_dropout, dropout_offset, &att));
-    } else {
-        brg_attention_opts opts = {.scale = 1.0f / sqrtf((float)D), .causal = false, .key_mask = b->attention_mask};
-        BRG_TRY(brg_attention(tape, qh, kh, vh, &opts, &att));
-    }
+    brg_attention_opts opts = {.scale = 1.0f / sqrtf((float)D), .causal = false, .key_mask = b->attention_mask,
+                               .dropout = b->training ? attn_dropout : 0.0f, .seed = b->seed,
+                               .offset = dropout_offset};
+    BRG_TRY(brg_attention(tape, qh, kh, vh, &opts, &att));
     return brg_merge_heads(tape, att, out);
 }
 

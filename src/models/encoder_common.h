@@ -21,6 +21,9 @@ brg_status enc_read_labels(const cJSON *j, const char *ctx, int64_t *num_labels,
 void enc_write_labels(cJSON *j, const cJSON *names, int64_t num_labels, brg_problem_type problem);
 /* A copy of config.json's id2label (NULL when absent), to write the same names back. */
 cJSON *enc_copy_id2label(const cJSON *j);
+/* Adds a float config value as the shortest decimal that reads back to it (0.1, not
+ * 0.10000000149011612). */
+void enc_add_float(cJSON *j, const char *key, float v);
 /* Writes dir/config.json atomically and frees j. */
 brg_status enc_write_config(cJSON *j, const char *dir);
 /* Reads dir/config.json into a parsed tree (free with cJSON_Delete). */
@@ -36,8 +39,8 @@ typedef struct enc_attention_weights {
 } enc_attention_weights;
 
 /* Bidirectional multi-head self-attention of x [B, T, C]: the merged heads [B, T, C] before the
- * output projection. key_mask F32 [B, T] or NULL. With dropout on the attention probabilities
- * (training and p > 0) the scores are materialised, since the fused kernel has no dropout. */
+ * output projection, masking keys where b->attention_mask is 0, with dropout on the attention
+ * probabilities in training. */
 brg_status enc_self_attention(brg_tape *tape, const brg_bundle *b, brg_tensor *x, const enc_attention_weights *w,
                               int64_t heads, float attn_dropout, uint64_t dropout_offset, brg_tensor **out);
 

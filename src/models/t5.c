@@ -58,8 +58,9 @@ static brg_status shift_right(brg_tape *tape, const brg_t5_config *c, const brg_
         for (int64_t t = 1; t < T; t++) {
             int32_t v = l[i * T + t - 1];
             if (v != -100 && (v < 0 || v >= c->vocab_size))
-                return brg_error(BRG_ERR_INVALID_ARG, "labels[%lld][%lld] = %d is neither -100 nor a token id below %lld",
-                                 (long long)i, (long long)(t - 1), v, (long long)c->vocab_size);
+                return brg_error(BRG_ERR_INVALID_ARG,
+                                 "labels[%lld][%lld] = %d is neither -100 nor a token id below %lld", (long long)i,
+                                 (long long)(t - 1), v, (long long)c->vocab_size);
             d[i * T + t] = v == -100 ? (int32_t)c->pad_token_id : v;
         }
     }
@@ -246,7 +247,8 @@ static brg_status head(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
     const brg_t5_config *c = &s->cfg;
     if (!b->hidden || b->hidden->ndim != 3 || b->hidden->shape[2] != c->d_model)
-        return brg_error(BRG_ERR_INVALID_ARG, "no decoder hidden state [B, Td, %lld] reaches the head", (long long)c->d_model);
+        return brg_error(BRG_ERR_INVALID_ARG, "no decoder hidden state [B, Td, %lld] reaches the head",
+                         (long long)c->d_model);
     brg_tensor *n, *d, *x;
     BRG_TRY(brg_rms_norm(tape, b->hidden, P(m, s->dec_final_ln), c->layer_norm_epsilon, &n));
     BRG_TRY(dropout(b, c, block, SITE_FINAL, n, tape, &d));
@@ -394,7 +396,8 @@ static brg_status add_layer(builder *bd, bool decoder, int layer, int *table) {
     }
     BRG_TRY(add_feed_forward(bd, decoder ? 2 : 1, w));
     bd->prefix[0] = '\0';
-    if (!decoder && layer + 1 == bd->s->cfg.num_layers) BRG_TRY(add_norm(bd, "encoder.final_layer_norm.weight", &bd->s->enc_final_ln));
+    if (!decoder && layer + 1 == bd->s->cfg.num_layers)
+        BRG_TRY(add_norm(bd, "encoder.final_layer_norm.weight", &bd->s->enc_final_ln));
     return BRG_OK;
 }
 
@@ -437,7 +440,7 @@ static brg_status create(const brg_t5_config *cfg, cJSON *extra, brg_model **out
         return st;
     }
     m->vocab_size = cfg->vocab_size;
-    m->max_positions = INT32_MAX; /* relative positions: no learned table limits the length */
+    m->max_positions = cfg->n_positions;
     builder bd = {.m = m, .s = s};
     st = build(&bd);
     if (st != BRG_OK) {

@@ -18,6 +18,7 @@ void brg_t5_config_default(brg_t5_config *c) {
     c->num_layers = c->num_decoder_layers = 6;
     c->relative_attention_num_buckets = 32;
     c->relative_attention_max_distance = 128;
+    c->n_positions = 512;
     c->dropout_rate = 0.1f;
     c->layer_norm_epsilon = 1e-6f;
     c->initializer_factor = 1.0f;
@@ -111,6 +112,7 @@ static brg_status parse_sizes(const cJSON *j, const char *ctx, brg_t5_config *c)
                              &c->relative_attention_num_buckets));
     BRG_TRY(brg_json_get_int(j, ctx, "relative_attention_max_distance", false, c->relative_attention_max_distance,
                              &c->relative_attention_max_distance));
+    BRG_TRY(brg_json_get_int(j, ctx, "n_positions", false, c->n_positions, &c->n_positions));
     BRG_TRY(read_float(j, ctx, "dropout_rate", c->dropout_rate, &c->dropout_rate));
     BRG_TRY(read_float(j, ctx, "layer_norm_epsilon", c->layer_norm_epsilon, &c->layer_norm_epsilon));
     return read_float(j, ctx, "initializer_factor", c->initializer_factor, &c->initializer_factor);
@@ -152,7 +154,8 @@ brg_status brg_t5_config_load(const char *path, brg_t5_config *cfg) {
 }
 
 static brg_status check_positive(const char *field, int64_t v) {
-    if (v < 1) return brg_error(BRG_ERR_INVALID_ARG, "T5 config: %s must be at least 1 (got %lld)", field, (long long)v);
+    if (v < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "T5 config: %s must be at least 1 (got %lld)", field, (long long)v);
     return BRG_OK;
 }
 
@@ -171,6 +174,7 @@ brg_status brg_t5_config_validate(const brg_t5_config *c) {
     BRG_TRY(check_positive("num_heads", c->num_heads));
     BRG_TRY(check_positive("num_layers", c->num_layers));
     BRG_TRY(check_positive("num_decoder_layers", c->num_decoder_layers));
+    BRG_TRY(check_positive("n_positions", c->n_positions));
     if (c->vocab_size > INT32_MAX || c->num_layers + c->num_decoder_layers > 100000)
         return brg_error(BRG_ERR_INVALID_ARG, "T5 config: vocab_size or the number of layers is out of range");
     /* Fewer buckets, or a max_distance inside the exact range, makes transformers divide by
@@ -184,7 +188,8 @@ brg_status brg_t5_config_validate(const brg_t5_config *c) {
     if (!(c->dropout_rate >= 0 && c->dropout_rate < 1))
         return brg_error(BRG_ERR_INVALID_ARG, "T5 config: dropout_rate %g not in [0, 1)", c->dropout_rate);
     if (!(c->layer_norm_epsilon > 0))
-        return brg_error(BRG_ERR_INVALID_ARG, "T5 config: layer_norm_epsilon must be > 0 (got %g)", c->layer_norm_epsilon);
+        return brg_error(BRG_ERR_INVALID_ARG, "T5 config: layer_norm_epsilon must be > 0 (got %g)",
+                         c->layer_norm_epsilon);
     if (!(c->initializer_factor >= 0))
         return brg_error(BRG_ERR_INVALID_ARG, "T5 config: initializer_factor must be >= 0");
     BRG_TRY(check_token("pad_token_id", c->pad_token_id, c->vocab_size));
@@ -236,6 +241,7 @@ static void add_fields(cJSON *j, const brg_t5_config *c) {
     cJSON_AddNumberToObject(j, "num_decoder_layers", (double)c->num_decoder_layers);
     cJSON_AddNumberToObject(j, "num_heads", (double)c->num_heads);
     cJSON_AddNumberToObject(j, "num_layers", (double)c->num_layers);
+    if (c->n_positions != 512) cJSON_AddNumberToObject(j, "n_positions", (double)c->n_positions);
     add_token(j, "pad_token_id", c->pad_token_id);
     cJSON_AddNumberToObject(j, "relative_attention_max_distance", (double)c->relative_attention_max_distance);
     cJSON_AddNumberToObject(j, "relative_attention_num_buckets", (double)c->relative_attention_num_buckets);

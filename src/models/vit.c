@@ -102,12 +102,14 @@ brg_status brg_vit_config_validate(const brg_vit_config *c) {
         return brg_error(BRG_ERR_INVALID_ARG, "ViT config: image_size %lldx%lld must hold at least one %lldx%lld patch",
                          (long long)c->image_h, (long long)c->image_w, (long long)c->patch_h, (long long)c->patch_w);
     if (c->hidden_size % c->num_attention_heads != 0)
-        return brg_error(BRG_ERR_INVALID_ARG, "ViT config: hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "ViT config: hidden_size (%lld) must be divisible by num_attention_heads (%lld)",
                          (long long)c->hidden_size, (long long)c->num_attention_heads);
     if (!(c->layer_norm_eps > 0)) return brg_error(BRG_ERR_INVALID_ARG, "ViT config: layer_norm_eps must be > 0");
     float p[2] = {c->hidden_dropout_prob, c->attention_probs_dropout_prob};
     for (int i = 0; i < 2; i++)
-        if (!(p[i] >= 0 && p[i] < 1)) return brg_error(BRG_ERR_INVALID_ARG, "ViT config: dropout %g not in [0, 1)", p[i]);
+        if (!(p[i] >= 0 && p[i] < 1))
+            return brg_error(BRG_ERR_INVALID_ARG, "ViT config: dropout %g not in [0, 1)", p[i]);
     if (c->num_labels < 1 || c->num_labels > INT32_MAX)
         return brg_error(BRG_ERR_INVALID_ARG,
                          "ViT config: num_labels must be at least 1 (got %lld; a classifier-free ViT is not supported)",
@@ -141,21 +143,22 @@ static brg_status vit_save_config(const brg_model *m, const char *dir) {
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
     cJSON_AddItemToArray(arch, cJSON_CreateString("ViTForImageClassification"));
     cJSON_AddStringToObject(j, "model_type", "vit");
-    cJSON_AddNumberToObject(j, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
+    enc_add_float(j, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
     cJSON_AddNumberToObject(j, "encoder_stride", (double)c->encoder_stride);
     cJSON_AddStringToObject(j, "hidden_act", c->hidden_act_name);
-    cJSON_AddNumberToObject(j, "hidden_dropout_prob", c->hidden_dropout_prob);
+    enc_add_float(j, "hidden_dropout_prob", c->hidden_dropout_prob);
     cJSON_AddNumberToObject(j, "hidden_size", (double)c->hidden_size);
     add_size(j, "image_size", c->image_h, c->image_w, c->image_size_pair);
-    cJSON_AddNumberToObject(j, "initializer_range", c->initializer_range);
+    enc_add_float(j, "initializer_range", c->initializer_range);
     cJSON_AddNumberToObject(j, "intermediate_size", (double)c->intermediate_size);
-    cJSON_AddNumberToObject(j, "layer_norm_eps", c->layer_norm_eps);
+    enc_add_float(j, "layer_norm_eps", c->layer_norm_eps);
     cJSON_AddNumberToObject(j, "num_attention_heads", (double)c->num_attention_heads);
     cJSON_AddNumberToObject(j, "num_channels", (double)c->num_channels);
     cJSON_AddNumberToObject(j, "num_hidden_layers", (double)c->num_hidden_layers);
     add_size(j, "patch_size", c->patch_h, c->patch_w, c->patch_size_pair);
     cJSON_AddStringToObject(j, "pooler_act", c->pooler_act);
-    cJSON_AddNumberToObject(j, "pooler_output_size", (double)(c->pooler_output_size ? c->pooler_output_size : c->hidden_size));
+    int64_t pooler = c->pooler_output_size ? c->pooler_output_size : c->hidden_size;
+    cJSON_AddNumberToObject(j, "pooler_output_size", (double)pooler);
     cJSON_AddBoolToObject(j, "qkv_bias", c->qkv_bias);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
@@ -367,18 +370,23 @@ brg_status brg_vit_create(const brg_vit_config *cfg, brg_model **out) {
     return BRG_OK;
 }
 
-brg_status brg_vit_load_dir(const char *dir, brg_model **out) {
+brg_status brg_vit_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     cJSON *j = NULL;
     BRG_TRY(enc_load_config(dir, path, sizeof path, &j));
     brg_vit_config cfg;
     brg_status st = parse_config(j, path, &cfg);
-    brg_model *m = NULL;
-    if (st == BRG_OK) st = brg_vit_create(&cfg, &m);
-    if (st == BRG_OK) ((vit_model_config *)m->config)->id2label = enc_copy_id2label(j);
+    if (st == BRG_OK) st = brg_vit_create(&cfg, out);
+    if (st == BRG_OK) ((vit_model_config *)(*out)->config)->id2label = enc_copy_id2label(j);
     cJSON_Delete(j);
+    return st;
+}
+
+brg_status brg_vit_load_dir(const char *dir, brg_model **out) {
+    brg_model *m = NULL;
+    BRG_TRY(brg_vit_create_dir(dir, &m));
     brg_checkpoint *ckpt = NULL;
-    if (st == BRG_OK) st = brg_checkpoint_open(dir, &ckpt);
+    brg_status st = brg_checkpoint_open(dir, &ckpt);
     if (st == BRG_OK) {
         /* A ViTModel checkpoint carries a pooler the classifier does not use. */
         static const char *const ignore[] = {"pooler.dense.weight", "pooler.dense.bias", NULL};

@@ -89,8 +89,50 @@ static brg_status new_like(brg_device *dev, const brg_tensor *src, const char *w
     return BRG_OK;
 }
 
-/* Runs a layer without recording: its input is copied aside (the checkpoint) and everything the
- * layer allocates is released again, except a copy of what it hands on. */
+/* What a checkpointed layer handed on in slot k: one of its inputs (then the tensor that input was
+ * copied from, so downstream gradients land there directly) or a tensor of its own. */
+static int input_slot(const checkpoint *c, const brg_tensor *o) {
+    for (int j = 0; j < CARRIED; j++)
+        if (o && o == c->in[j]) return j;
+    return -1;
+}
+
+/* Keeps the layer's own outputs across the arena reset that drops its scratch: same-shaped
+ * hidden states go to a buffer taken before the mark, anything else through a host copy. */
+static brg_status keep_outputs(brg_device *dev, checkpoint *c, brg_bundle *b, size_t mark, brg_tensor *pre) {
+    float *host[CARRIED] = {NULL, NULL};
+    brg_tensor shape[CARRIED];
+    brg_status st = BRG_OK;
+    for (int k = 0; k < CARRIED; k++) {
+        brg_tensor *o = *carried(b, k);
+        int j = input_slot(c, o);
+        c->fresh[k] = o && j < 0;
+        c->out[k] = j >= 0 ? c->prev[j] : NULL;
+        if (!c->fresh[k]) continue;
+        if (k == 0 && pre && brg_tensor_same_shape(o, pre)) {
+            memcpy(pre->data, o->data, brg_tensor_nbytes(o));
+            c->out[k] = pre;
+            continue;
+        }
+        shape[k] = *o;
+        host[k] = malloc(brg_tensor_nbytes(o));
+        if (!host[k]) st = brg_error(BRG_ERR_OOM, "cannot keep a recomputed layer's output");
+        else memcpy(host[k], o->data, brg_tensor_nbytes(o));
+    }
+    brg_arena_reset(dev->arena, mark);
+    for (int k = 0; k < CARRIED; k++) {
+        if (host[k] && st == BRG_OK &&
+            (st = brg_tensor_new(dev->arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
+            memcpy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]));
+        free(host[k]);
+        if (c->fresh[k] && c->out[k]) c->out[k]->requires_grad = true;
+        *carried(b, k) = c->out[k];
+    }
+    return st;
+}
+
+/* Runs a layer without recording: its inputs are copied aside (the checkpoint) and everything
+ * the layer allocates is released again, except what it hands on. */
 static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_bundle *b) {
     checkpoint *c = ckpt_of(dev, mb, block);
     brg_tape *tape = tape_of(dev, mb, block);
@@ -101,27 +143,13 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
         if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(dev->arena, c->in[k]));
         *carried(b, k) = c->in[k];
     }
-    /* Room for the outputs before the mark: they outlive the layer's scratch. */
-    for (int k = 0; k < CARRIED; k++) c->out[k] = NULL;
-    if (c->in[0]) BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &c->out[0]));
+    brg_tensor *pre = NULL;
+    if (c->in[0]) BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
     size_t mark = brg_arena_mark(dev->arena);
     brg_tape_set_grad_enabled(tape, false);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
-    if (st == BRG_OK) {
-        for (int k = 0; k < CARRIED; k++) {
-            brg_tensor *o = *carried(b, k);
-            if (o == c->in[k]) c->out[k] = c->prev[k]; /* passed through untouched */
-            else if (o && k == 0 && brg_tensor_same_shape(o, c->out[0])) memcpy(c->out[0]->data, o->data, brg_tensor_nbytes(o));
-            else if (o) st = brg_error(BRG_ERR_UNSUPPORTED, "recomputation of %s: it changes the shape of what it carries",
-                                       dev->view.blocks[block].name);
-        }
-    }
-    brg_arena_reset(dev->arena, mark);
-    for (int k = 0; k < CARRIED; k++) {
-        if (c->out[k] && c->out[k] != c->prev[k]) c->out[k]->requires_grad = true;
-        *carried(b, k) = c->out[k];
-    }
-    return st;
+    brg_status kept = keep_outputs(dev, c, b, mark, st == BRG_OK ? pre : NULL);
+    return st != BRG_OK ? st : kept;
 }
 
 static brg_status forward_step(brg_device *dev, int mb) {
@@ -194,7 +222,7 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
     brg_tensor *outs[CARRIED] = {NULL, NULL};
     const float *seeds[CARRIED] = {NULL, NULL};
     for (int k = 0; k < CARRIED; k++)
-        if (c->out[k] && c->out[k] != c->prev[k]) outs[k] = *carried(&b, k), seeds[k] = c->out[k]->grad;
+        if (c->fresh[k] && c->out[k]) outs[k] = *carried(&b, k), seeds[k] = c->out[k]->grad;
     if (st == BRG_OK) st = brg_tape_backward_multi(tape, outs, seeds, CARRIED);
     brg_tape_clear(tape);
     brg_arena_reset(dev->arena, mark);

@@ -13,6 +13,7 @@
  * copied from (whose gradients the block's backward feeds) and `out` what it handed on. */
 typedef struct checkpoint {
     brg_tensor *in[2], *prev[2], *out[2];
+    bool fresh[2]; /* out[k] is a tensor the block made (else one of its inputs handed on) */
 } checkpoint;
 
 struct brg_device {
