@@ -102,6 +102,78 @@ static void test_gemm_vs_ref(void) {
                 gemm_case(t & 1, t & 2, sizes[s][0], sizes[s][1], sizes[s][2], 1.5f, betas[b]);
 }
 
+/* beta == 0 means "do not read C": NaN garbage must be overwritten, not propagated. */
+static void test_gemm_beta_zero_overwrites_nan(void) {
+    const int64_t M = 5, N = 6, K = 4;
+    float *A = tk_rand(M * K, -1, 1), *B = tk_rand(K * N, -1, 1);
+    float C1[30], C2[30];
+    for (int i = 0; i < 30; i++) C1[i] = C2[i] = NAN;
+    brg_gemm(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+    brg_gemm_ref(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
+    CHECK(test_max_abs_diff(C1, C2, 30) < 1e-5);
+    /* K == 0: the product is empty, so C = beta * C; beta 0 still clears NaN. */
+    for (int i = 0; i < 30; i++) C1[i] = C2[i] = NAN;
+    brg_gemm(false, false, M, N, 0, 1.0f, A, 1, B, N, 0.0f, C1, N);
+    brg_gemm_ref(false, false, M, N, 0, 1.0f, A, 1, B, N, 0.0f, C2, N);
+    int zero = 1;
+    for (int i = 0; i < 30; i++) zero &= C1[i] == 0.0f && C2[i] == 0.0f;
+    CHECK_MSG(zero, "K == 0, beta == 0 must zero C");
+    for (int i = 0; i < 30; i++) C1[i] = C2[i] = 2.0f;
+    brg_gemm(true, true, M, N, 0, 1.0f, A, M, B, 1, 0.25f, C1, N);
+    brg_gemm_ref(true, true, M, N, 0, 1.0f, A, M, B, 1, 0.25f, C2, N);
+    CHECK(C1[29] == 0.5f && C2[29] == 0.5f);
+    free(A), free(B);
+}
+
+static void test_gemm_empty(void) {
+    float A[4] = {1, 2, 3, 4}, B[4] = {1, 2, 3, 4}, C[4] = {7, 7, 7, 7};
+    brg_gemm(false, false, 0, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+    brg_gemm(false, false, 2, 0, 2, 1.0f, A, 2, B, 0, 0.0f, C, 0);
+    brg_gemm_ref(false, false, 0, 2, 2, 1.0f, A, 2, B, 2, 0.0f, C, 2);
+    CHECK(C[0] == 7 && C[3] == 7);
+}
+
+/* ---- backend choice --------------------------------------------------------------------- */
+
+/* What brg_gemm_backend() must say for a given BRIGADE_GEMM (NULL: unset). Unknown names and
+ * avx512 on a CPU without it keep the default. */
+static const char *expected_backend(const char *env) {
+    const char *fallback = brg_gemm_avx512_supported() ? "avx512" : "openblas";
+    if (env && (strcmp(env, "openblas") == 0 || strcmp(env, "ref") == 0)) return env;
+    return fallback;
+}
+
+/* The backend is chosen once per process, so each BRIGADE_GEMM value runs this test binary again
+ * in a child that reports its backend and checks a few products against the reference. */
+static void test_backend_env(const char *self) {
+    CHECK_MSG(strcmp(brg_gemm_backend(), expected_backend(getenv("BRIGADE_GEMM"))) == 0, "backend %s",
+              brg_gemm_backend());
+    if (!self) return;
+    const char *values[] = {"openblas", "avx512", "ref", "bogus"};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        char cmd[4200], line[256] = "";
+        snprintf(cmd, sizeof cmd, "BRIGADE_GEMM=%s '%s' --child-backend 2>/dev/null", values[i], self);
+        FILE *f = popen(cmd, "r");
+        CHECK(f != NULL);
+        if (!f) continue;
+        if (!fgets(line, sizeof line, f)) line[0] = '\0';
+        int rc = pclose(f);
+        line[strcspn(line, "\n")] = '\0';
+        CHECK_MSG(rc == 0 && strcmp(line, expected_backend(values[i])) == 0,
+                  "BRIGADE_GEMM=%s: child said '%s' (exit status %d), wanted '%s'", values[i], line, rc,
+                  expected_backend(values[i]));
+    }
+}
+
+/* The child of test_backend_env: prints the backend, then checks products with it. */
+static int child_backend(void) {
+    printf("%s\n", brg_gemm_backend());
+    fflush(stdout);
+    for (int t = 0; t < 4; t++) gemm_case(t & 1, t & 2, 37, 45, 70, 0.5f, t == 0 ? 0.0f : 1.0f);
+    return test_failed_ ? 1 : 0;
+}
+
+
 /* ---- the avx512 kernel, called directly ------------------------------------------------- */
 
 /* Every combination of small sizes around the tile edges (MR = 14, NR = 32, 16-wide vectors),

@@ -234,13 +234,18 @@ AVX512 static void pack_b(float *restrict dst, bool trans_b, const float *B, int
 
 /* ---- microkernel -------------------------------------------------------------------------
  * C[0:mr, 0:nr] = alpha * (A_panel @ B_panel) + beta * C over one packed depth kc. Per k: NV
- * aligned loads of B, MR broadcasts of A, MR * NV FMAs into accumulators that never leave
- * registers (28 of the 32 zmm for 14 x 32). beta == 0 stores without reading C. */
-AVX512 static void microkernel(int64_t kc, const float *restrict a, const float *restrict b, float *c, int64_t ldc,
-                               float alpha, float beta, int64_t mr, int64_t nr) {
+ * aligned loads of B, ROWS broadcasts of A, ROWS * NV FMAs into accumulators that never leave
+ * registers (28 of the 32 zmm for 14 x 32). beta == 0 stores without reading C.
+ *
+ * ROWS is a compile-time constant of each instance (always_inline + constant argument): the
+ * full 14-row tile, and 8- and 4-row tiles for the last panel of a block, which would otherwise
+ * spend up to 13/14 of its FMAs on padding (M = 256 leaves 4 rows, attention's M = 32 too). All
+ * read the same packed A layout, MR floats per k. */
+AVX512_INLINE void tile(const int ROWS, int64_t kc, const float *restrict a, const float *restrict b, float *c,
+                        int64_t ldc, float alpha, float beta, int64_t mr, int64_t nr) {
     __m512 acc[MR][NV];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < ROWS; i++)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) acc[i][v] = _mm512_setzero_ps();
 
@@ -256,7 +261,7 @@ AVX512 static void microkernel(int64_t kc, const float *restrict a, const float 
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) bv[v] = _mm512_load_ps(b + p * NR + 16 * v);
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < ROWS; i++) {
             const __m512 av = _mm512_set1_ps(a[p * MR + i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
@@ -264,9 +269,9 @@ AVX512 static void microkernel(int64_t kc, const float *restrict a, const float 
     }
 
     const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-    if (mr == MR && nr == NR) {
+    if (mr == ROWS && nr == NR) {
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < ROWS; i++) {
             float *ci = c + i * ldc;
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
@@ -281,7 +286,7 @@ AVX512 static void microkernel(int64_t kc, const float *restrict a, const float 
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) mask[v] = lanes(nr - 16 * v);
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) {
+    for (int i = 0; i < ROWS; i++) {
         if (i >= mr) break;
         float *ci = c + i * ldc;
 #pragma GCC unroll 4
@@ -293,7 +298,23 @@ AVX512 static void microkernel(int64_t kc, const float *restrict a, const float 
     }
 }
 
+AVX512 static void tile_14(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+                           int64_t mr, int64_t nr) {
+    tile(MR, kc, a, b, c, ldc, alpha, beta, mr, nr);
+}
+AVX512 static void tile_8(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+                          int64_t mr, int64_t nr) {
+    tile(8, kc, a, b, c, ldc, alpha, beta, mr, nr);
+}
+AVX512 static void tile_4(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+                          int64_t mr, int64_t nr) {
+    tile(4, kc, a, b, c, ldc, alpha, beta, mr, nr);
+}
+
 /* ---- driver ----------------------------------------------------------------------------- */
+
+typedef void tile_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+                     int64_t mr, int64_t nr);
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -324,8 +345,9 @@ AVX512 static void gemm_blocked(pack_buffers *pb, bool trans_a, bool trans_b, in
                     const float *ap = pb->a + ir * kc;
                     const int64_t mr = min64(MR, mc - ir);
                     float *c = C + (ic + ir) * ldc + jc;
+                    tile_fn *fn = mr > 8 ? tile_14 : mr > 4 ? tile_8 : tile_4;
                     for (int64_t jr = 0; jr < nc; jr += NR)
-                        microkernel(kc, ap, pb->b + jr * kc, c + jr, ldc, alpha, beta_k, mr, min64(NR, nc - jr));
+                        fn(kc, ap, pb->b + jr * kc, c + jr, ldc, alpha, beta_k, mr, min64(NR, nc - jr));
                 }
             }
         }

@@ -74,15 +74,20 @@ static const brg_model_arch gpt2_arch = {
 
 static const brg_model_arch other_builtins[] = {
     {.architecture = "BertForMaskedLM", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Classifier ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForSequenceClassification", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForQuestionAnswering", .model_type = "bert", .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "QA Outputs ", NULL, NULL, NULL, NULL}},
     {.architecture = "ViTForImageClassification", .model_type = "vit", .load_dir = brg_vit_load_dir,
+     .create_dir = brg_vit_create_dir,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Head       ", NULL, NULL,
                 "---------- Device Allocation -----------", "---------------------------------------"}},
     {.architecture = "T5ForConditionalGeneration", .model_type = "t5", .load_dir = brg_t5_load_dir,
+     .create_dir = brg_t5_create_dir, .block_cost = brg_t5_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "LM Head Output ", "Decoder", "decoder.", NULL, NULL}},
 };
 
