@@ -170,9 +170,10 @@ static void run(brg_model *m, const data *d, const layout *l, result *out) {
                 set_input(&mbs[slot], k, &parts[slot][k]);
             }
         }
-    double denom = (double)m->ops->count_loss_items(m, d->in[IN_LABELS]);
+    brg_bundle whole = {.input_ids = d->in[IN_IDS], .labels = d->in[IN_LABELS], .extra_labels = d->in[IN_EXTRA]};
+    brg_loss_items denom = brg_model_count_loss_items(m, &whole);
     float losses[8];
-    CHECK_OK(brg_runtime_run(rt, mbs, denom, 3, losses));
+    CHECK_OK(brg_runtime_run(rt, mbs, &denom, 3, losses));
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
     brg_runtime_destroy(rt);

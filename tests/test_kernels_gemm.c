@@ -179,7 +179,8 @@ static int child_backend(void) {
 /* Every combination of small sizes around the tile edges (MR = 14, NR = 32, 16-wide vectors),
  * all four transposes, with alpha/beta and leading-dimension padding varied across cases. */
 static void test_avx512_small_shapes(void) {
-    const int64_t ms[] = {1, 7, 13, 14, 15, 16, 17, 29, 33};
+    /* 4 and 8 rows and their neighbours reach the 4- and 8-row edge tiles, full and partial. */
+    const int64_t ms[] = {1, 4, 7, 8, 13, 14, 15, 16, 17, 18, 22, 29, 33};
     const int64_t ns[] = {1, 7, 15, 16, 17, 31, 32, 33, 47, 65};
     const int64_t ks[] = {1, 2, 7, 15, 16, 17, 33};
     const float alphas[] = {1.0f, -0.75f, 2.0f};
@@ -194,13 +195,14 @@ static void test_avx512_small_shapes(void) {
                                               betas[(n / 3) % 4], padv[(n / 12) % 3]);
 }
 
-/* Shapes that cross the cache blocks (KC = 256 in depth, MC = 168 rows, NC = 3072 columns), the
- * sizes the issue names, and GPT-2-like shapes with their real leading dimensions. */
+/* Shapes that cross the cache blocks (KC in depth, MC rows, NC columns, once and several
+ * times) and the awkward sizes 255 and 1000. */
 static void test_avx512_block_edges(void) {
     const int64_t KC = BRG_GEMM_AVX512_KC, MC = BRG_GEMM_AVX512_MC, NC = BRG_GEMM_AVX512_NC;
     const int64_t shapes[][3] = {
         {255, 33, 1000},   {1000, 17, 255},   {33, 1000, 15},   {MC + 1, 40, KC + 1}, {MC - 1, 33, 2 * KC + 3},
-        {2 * MC + 15, 31, 3}, {9, NC + 33, 20}, {3, NC - 1, KC}, {16, 16, 16},          {64, 96, 64},
+        {2 * MC + 15, 31, 3}, {9, NC + 33, 20}, {3, NC - 1, KC}, {20, 2 * NC + 5, 50},  {16, 16, 16},
+        {64, 96, 64},
     };
     const float betas[] = {0.0f, 1.0f, -0.5f};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)

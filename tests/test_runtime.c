@@ -72,9 +72,10 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
             mbs[slot] = (brg_micro_batch){.input_ids = &ids[slot], .attention_mask = &mask[slot], .labels = &labels[slot]};
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)d->labels);
-    double denom = (double)m->ops->count_loss_items(m, &all_labels);
+    brg_bundle whole = {.labels = &all_labels};
+    brg_loss_items denom = brg_model_count_loss_items(m, &whole);
     float losses[8];
-    CHECK_OK(brg_runtime_run(rt, mbs, denom, 1, losses));
+    CHECK_OK(brg_runtime_run(rt, mbs, &denom, 1, losses));
     out->loss = 0;
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
     out->activation_peak = 0;
@@ -126,7 +127,7 @@ static void check_inference(brg_model *m, const data *d) {
     long n = ROWS * T * VOCAB;
     float *logits = calloc((size_t)n, sizeof *logits);
     float *sinks[2] = {logits, logits + n / 2};
-    if (rt) CHECK_OK(brg_runtime_infer(rt, mbs, 0, sinks, NULL));
+    if (rt) CHECK_OK(brg_runtime_infer(rt, mbs, NULL, sinks, NULL));
     CHECK_MSG(test_max_abs_diff(logits, b.logits->data, n) < 1e-5, "pipelined logits differ by %g",
               test_max_abs_diff(logits, b.logits->data, n));
     brg_runtime_destroy(rt);

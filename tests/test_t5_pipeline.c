@@ -133,9 +133,10 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
             mbs[slot] = slice(d, (a * replicas + r) * rows, rows, &in[slot]);
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, TD}, (void *)d->labels);
-    double denom = (double)m->ops->count_loss_items(m, &all_labels);
+    brg_bundle whole = {.labels = &all_labels};
+    brg_loss_items denom = brg_model_count_loss_items(m, &whole);
     float losses[8];
-    CHECK_OK(brg_runtime_run(rt, mbs, denom, 1, losses));
+    CHECK_OK(brg_runtime_run(rt, mbs, &denom, 1, losses));
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
     brg_runtime_destroy(rt);

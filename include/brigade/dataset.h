@@ -61,7 +61,7 @@ typedef struct brg_step_batch {
     brg_tensor *tensors; /* 3 per slot */
     int32_t *ids, *labels;
     float *mask;
-    double loss_items; /* counted label positions over the whole step */
+    brg_loss_items loss_items; /* counted labels over the whole step */
 } brg_step_batch;
 
 brg_status brg_step_batch_init(brg_step_batch *b, int replicas, int accumulation, int64_t micro, int64_t seq_len);

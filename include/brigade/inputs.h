@@ -21,9 +21,12 @@ brg_status brg_inputs_to_i32(brg_arena *arena, const brg_tensor *src, const char
 brg_status brg_inputs_from_tensors(const brg_model *model, brg_arena *arena, const brg_tensor *ids,
                                    const brg_tensor *mask, const brg_tensor *labels, brg_bundle *bundle);
 
-/* Fills `bundle` from a safetensors file's tensors: input_ids (I32/I64 [B, T], required),
- * attention_mask (I32/I64/BOOL/F32 [B, T] of 0/1, optional), labels (I32/I64 [B, T], ids or
- * -100, optional). Any other tensor name is an error listing the accepted ones. */
+/* Fills `bundle` from a safetensors file's tensors, named as the model's forward keywords
+ * (model->ops->inputs): input_ids (I32/I64 [B, T]), attention_mask (0/1 [B, T]),
+ * token_type_ids, decoder_input_ids and decoder_attention_mask ([B, Td]), pixel_values (float
+ * [B, C, H, W]), labels (integer ids with -100 ignored, or float targets; first dimension B),
+ * start_positions / end_positions (into labels / extra_labels). A name the model does not take
+ * is an error listing the ones it does. */
 brg_status brg_inputs_load(const brg_model *model, brg_arena *arena, const brg_safetensors *file, brg_bundle *bundle);
 
 #ifdef __cplusplus

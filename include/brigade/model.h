@@ -66,12 +66,19 @@ typedef struct brg_bundle {
     brg_tensor *encoder_hidden; /* carried: the encoder's output, for cross-attention (T5) */
     brg_tensor *logits;         /* set by the head */
     brg_tensor *loss;           /* set by the head when labels are given */
-    double loss_denominator;    /* counted targets of the whole global batch; 0: this batch's own */
+    double loss_denominator;    /* counted labels of the whole global batch; 0: this batch's own */
+    double extra_loss_denominator; /* the same for extra_labels */
     bool training;              /* dropout on */
     uint64_t seed;              /* dropout key of this micro-batch */
 } brg_bundle;
 
 typedef struct brg_model brg_model;
+
+/* Counted loss items of a batch: for its labels, and for its extra_labels where a head has a
+ * second loss (question answering's end positions; 0 otherwise). */
+typedef struct brg_loss_items {
+    double labels, extra;
+} brg_loss_items;
 
 typedef struct brg_model_ops {
     const char *architecture; /* config.json architectures[0], e.g. "GPT2LMHeadModel" */
@@ -79,8 +86,13 @@ typedef struct brg_model_ops {
     /* Writes config.json into dir. */
     brg_status (*save_config)(const brg_model *model, const char *dir);
     void (*free_config)(void *config);
-    /* How many label positions count towards the loss (e.g. GPT-2 shifts labels by one). */
-    int64_t (*count_loss_items)(const brg_model *model, const brg_tensor *labels);
+    /* How many labels of a batch count towards its loss (e.g. GPT-2 shifts labels by one; a
+     * question-answering head ignores positions past the sequence): the denominators that make
+     * micro-batches' loss shares add up to the batch's mean. */
+    brg_loss_items (*count_loss_items)(const brg_model *model, const brg_bundle *batch);
+    /* The forward keyword names the model takes (NULL-terminated), e.g. input_ids,
+     * attention_mask, labels; brigade forward rejects any other tensor. */
+    const char *const *inputs;
 } brg_model_ops;
 
 struct brg_model {
@@ -122,6 +134,9 @@ brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, cons
                                   const char *const *ignore_suffixes);
 /* Writes dir/config.json and dir/model.safetensors (tied weights once), atomically. */
 brg_status brg_model_save(const brg_model *m, const char *dir);
+
+/* The model's count for a batch (zeros when it has no labels). */
+brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch);
 
 void brg_model_zero_grad(brg_model *m);
 int64_t brg_model_num_parameters(const brg_model *m);

@@ -51,17 +51,18 @@ int brg_runtime_device_count(const brg_runtime *rt);
 brg_device *brg_runtime_device(brg_runtime *rt, int id);
 
 /* Runs the schedule over micro-batches mbs[replica * micro_batches + m]. Each micro-batch's
- * loss is its share of the global mean (see brg_cross_entropy_share) with the given
- * denominator; losses[replica * micro_batches + m] receives them. In training the gradients
- * are then reduced across all copies of each parameter, in device order. */
-brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, uint64_t seed,
-                           float *losses);
+ * loss is its share of the global mean (see brg_cross_entropy_share) for the global batch's
+ * counted loss items (brg_model_count_loss_items over all micro-batches; NULL: each
+ * micro-batch's own mean); losses[replica * micro_batches + m] receives them. In training the
+ * gradients are then reduced across all copies of each parameter, in device order. */
+brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
+                           uint64_t seed, float *losses);
 
 /* Forward only (a runtime created with training false): as brg_runtime_run, and the last
  * stage copies each micro-batch's logits into logits[replica * micro_batches + m] (caller
  * buffers of the logits' size; NULL entries are skipped). */
-brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, float **logits,
-                             float *losses);
+brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
+                             float **logits, float *losses);
 
 /* Per-device hooks for what follows the gradients (optimizer steps, zeroing): `fn` runs on every
  * device's own thread, in parallel; the first failure is returned. */

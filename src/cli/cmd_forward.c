@@ -10,9 +10,36 @@
 #include "brigade/runtime.h"
 #include "commands.h"
 
-static brg_status write_outputs(const char *output, brg_tensor *logits, brg_tensor *loss) {
-    brg_named_tensor outs[2] = {{"logits", logits}, {"loss", loss}};
-    BRG_TRY(brg_safetensors_write(output, outs, loss ? 2 : 1, NULL, 0));
+/* Question-answering heads return two outputs, as transformers names them: start_logits and
+ * end_logits [B, T], the two columns of the head's [B, T, 2]. */
+static brg_status split_span_logits(brg_arena *a, const brg_tensor *logits, brg_tensor **start, brg_tensor **end) {
+    int64_t shape[2] = {logits->shape[0], logits->shape[1]}, n = shape[0] * shape[1];
+    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, 2, shape, "start_logits", start));
+    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, 2, shape, "end_logits", end));
+    const float *l = logits->data;
+    for (int64_t i = 0; i < n; i++) {
+        ((float *)(*start)->data)[i] = l[2 * i];
+        ((float *)(*end)->data)[i] = l[2 * i + 1];
+    }
+    return BRG_OK;
+}
+
+static bool span_head(const brg_model *m, const brg_tensor *logits) {
+    return strcmp(m->ops->architecture, "BertForQuestionAnswering") == 0 && logits->ndim == 3 && logits->shape[2] == 2;
+}
+
+static brg_status write_outputs(const brg_model *m, brg_arena *a, const char *output, brg_tensor *logits,
+                                brg_tensor *loss) {
+    brg_named_tensor outs[3] = {{"logits", logits}, {"loss", loss}, {NULL, NULL}};
+    size_t n = 1;
+    if (span_head(m, logits)) {
+        brg_tensor *start, *end;
+        BRG_TRY(split_span_logits(a, logits, &start, &end));
+        outs[0] = (brg_named_tensor){"start_logits", start};
+        outs[n++] = (brg_named_tensor){"end_logits", end};
+    }
+    if (loss) outs[n++] = (brg_named_tensor){"loss", loss};
+    BRG_TRY(brg_safetensors_write(output, outs, n, NULL, 0));
     char shape[128];
     printf("logits %s", brg_shape_str(logits, shape, sizeof shape));
     if (loss) printf("  loss %.6f", (double)((float *)loss->data)[0]);
@@ -27,7 +54,7 @@ static brg_status run_single(brg_model *m, brg_bundle *bundle, const char *outpu
     brg_status st = brg_model_forward(m, tape, bundle);
     brg_tape_destroy(tape);
     BRG_TRY(st);
-    return write_outputs(output, bundle->logits, bundle->loss);
+    return write_outputs(m, arena, output, bundle->logits, bundle->loss);
 }
 
 /* Rows [first, first + rows) of a [B, ...] tensor, as a view. */
@@ -60,9 +87,45 @@ static brg_status shape_of(const brg_ipu_config *cfg, int64_t batch, pipeline_sh
     return BRG_OK;
 }
 
+static brg_micro_batch slice_inputs(brg_arena *a, const brg_bundle *in, int64_t first, int64_t rows) {
+    return (brg_micro_batch){.input_ids = rows_of(a, in->input_ids, first, rows),
+                             .attention_mask = rows_of(a, in->attention_mask, first, rows),
+                             .labels = rows_of(a, in->labels, first, rows),
+                             .token_type_ids = rows_of(a, in->token_type_ids, first, rows),
+                             .pixel_values = rows_of(a, in->pixel_values, first, rows),
+                             .decoder_input_ids = rows_of(a, in->decoder_input_ids, first, rows),
+                             .decoder_attention_mask = rows_of(a, in->decoder_attention_mask, first, rows),
+                             .extra_labels = rows_of(a, in->extra_labels, first, rows)};
+}
+
+/* The logits' shape for the whole batch, from a forward pass over its first row. */
+static brg_status logits_shape(brg_model *m, brg_arena *a, const brg_bundle *in, int64_t batch, brg_tensor *shape) {
+    size_t mark = brg_arena_mark(a);
+    brg_micro_batch one = slice_inputs(a, in, 0, 1);
+    brg_bundle b = {.input_ids = one.input_ids, .attention_mask = one.attention_mask, .labels = one.labels,
+                    .extra_labels = one.extra_labels,
+                    .token_type_ids = one.token_type_ids, .pixel_values = one.pixel_values,
+                    .decoder_input_ids = one.decoder_input_ids, .decoder_attention_mask = one.decoder_attention_mask};
+    brg_tape *tape;
+    BRG_TRY(brg_tape_create(a, &tape));
+    brg_tape_set_grad_enabled(tape, false);
+    brg_status st = brg_model_forward(m, tape, &b);
+    if (st == BRG_OK) {
+        *shape = *b.logits;
+        shape->shape[0] = batch;
+    }
+    brg_tape_destroy(tape);
+    brg_arena_reset(a, mark);
+    return st;
+}
+
 static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bundle *in, const char *output,
                                brg_arena *arena) {
-    int64_t B = in->input_ids->shape[0], T = in->input_ids->shape[1], V = m->vocab_size;
+    const brg_tensor *lead = in->input_ids ? in->input_ids : in->pixel_values;
+    int64_t B = lead->shape[0];
+    brg_tensor full;
+    BRG_TRY(logits_shape(m, arena, in, B, &full));
+    int64_t row = brg_tensor_numel(&full) / B;
     pipeline_shape ps = {0};
     BRG_TRY(shape_of(cfg, B, &ps));
     brg_placement pl = {0};
@@ -73,25 +136,23 @@ static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bund
     float **sinks = brg_arena_alloc(arena, (size_t)slots * sizeof *sinks, "micro-batches");
     float *losses = brg_arena_alloc(arena, (size_t)slots * sizeof *losses, "losses");
     brg_tensor *logits = NULL, *loss = NULL;
-    int64_t lshape[3] = {B, T, V};
     brg_status st = mbs && sinks && losses ? BRG_OK : BRG_ERR_OOM;
-    if (st == BRG_OK) st = brg_tensor_new(arena, BRG_DTYPE_F32, 3, lshape, "logits", &logits);
+    if (st == BRG_OK) st = brg_tensor_new(arena, BRG_DTYPE_F32, full.ndim, full.shape, "logits", &logits);
     if (st == BRG_OK && in->labels) st = brg_tensor_new(arena, BRG_DTYPE_F32, 0, NULL, "loss", &loss);
     for (int r = 0; st == BRG_OK && r < ps.replicas; r++)
         for (int a = 0; a < ps.iterations; a++) {
             int slot = r * ps.iterations + a;
             int64_t first = ((int64_t)a * ps.replicas + r) * ps.micro;
-            mbs[slot] = (brg_micro_batch){.input_ids = rows_of(arena, in->input_ids, first, ps.micro),
-                                          .attention_mask = rows_of(arena, in->attention_mask, first, ps.micro),
-                                          .labels = rows_of(arena, in->labels, first, ps.micro)};
-            sinks[slot] = (float *)logits->data + first * T * V;
+            mbs[slot] = slice_inputs(arena, in, first, ps.micro);
+            sinks[slot] = (float *)logits->data + first * row;
         }
-    double denom = in->labels ? (double)m->ops->count_loss_items(m, in->labels) : 0;
+    /* The loss is a mean over the whole batch: each micro-batch's share uses the batch's count. */
+    brg_loss_items denom = brg_model_count_loss_items(m, in);
     brg_runtime *rt = NULL;
     brg_runtime_options o = {.replicas = ps.replicas, .stages = pl.n_devices, .block_stage = pl.block_device,
                              .micro_batches = ps.iterations, .training = false};
     if (st == BRG_OK) st = brg_runtime_create(m, &o, &rt);
-    if (st == BRG_OK) st = brg_runtime_infer(rt, mbs, denom, sinks, losses);
+    if (st == BRG_OK) st = brg_runtime_infer(rt, mbs, &denom, sinks, losses);
     if (st == BRG_OK && loss) {
         double sum = 0;
         for (int i = 0; i < slots; i++) sum += losses[i];
@@ -99,7 +160,7 @@ static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bund
     }
     brg_runtime_destroy(rt);
     brg_placement_free(&pl);
-    return st == BRG_OK ? write_outputs(output, logits, loss) : st;
+    return st == BRG_OK ? write_outputs(m, arena, output, logits, loss) : st;
 }
 
 static brg_status load_config(const char *ref, const char *overrides, brg_ipu_config *cfg) {

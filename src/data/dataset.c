@@ -253,7 +253,7 @@ void brg_step_batch_free(brg_step_batch *b) {
 void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
                          const brg_model *model) {
     int64_t T = b->seq_len;
-    b->loss_items = 0;
+    b->loss_items = (brg_loss_items){0, 0};
     for (int r = 0; r < b->replicas; r++)
         for (int a = 0; a < b->accumulation; a++) {
             int slot = r * b->accumulation + a;
@@ -264,6 +264,9 @@ void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order
                 memcpy(b->labels + dst, d->labels + src, (size_t)T * sizeof *b->labels);
                 for (int64_t t = 0; t < T; t++) b->mask[dst + t] = d->mask ? d->mask[src + t] : 1.0f;
             }
-            b->loss_items += (double)model->ops->count_loss_items(model, &b->tensors[3 * slot + 2]);
+            brg_bundle slot_batch = {.input_ids = &b->tensors[3 * slot], .labels = &b->tensors[3 * slot + 2]};
+            brg_loss_items n = brg_model_count_loss_items(model, &slot_batch);
+            b->loss_items.labels += n.labels;
+            b->loss_items.extra += n.extra;
         }
 }

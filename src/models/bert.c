@@ -185,10 +185,17 @@ static void bert_free_config(void *config) {
     free(mc);
 }
 
+static const char *const bert_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "labels", NULL};
+/* transformers' question-answering heads take the answer span as start/end positions. */
+static const char *const bert_qa_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "start_positions",
+                                             "end_positions", NULL};
+
 static const brg_model_ops bert_ops[] = {
-    {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items},
-    {"BertForSequenceClassification", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items},
-    {"BertForQuestionAnswering", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items},
+    {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items, bert_inputs},
+    {"BertForSequenceClassification", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
+     bert_inputs},
+    {"BertForQuestionAnswering", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
+     bert_qa_inputs},
 };
 
 /* ---- construction ---- */

@@ -143,15 +143,15 @@ static brg_status clamped_positions(brg_tape *tape, const brg_tensor *pos, const
 }
 
 /* (start CE + end CE) / 2, each a share over its own counted positions, or over the global
- * denominator (examples) when one is given. */
+ * batch's counts when they are given. */
 static brg_status span_loss(brg_tape *tape, brg_bundle *b, brg_tensor *start, brg_tensor *end) {
     int64_t B = start->shape[0], T = start->shape[1], ns, ne;
     brg_tensor *ts, *te, *ls, *le;
     BRG_TRY(clamped_positions(tape, b->labels, "start_positions (labels)", B, T, &ts, &ns));
     BRG_TRY(clamped_positions(tape, b->extra_labels, "end_positions (extra_labels)", B, T, &te, &ne));
-    double D = b->loss_denominator;
+    double D = b->loss_denominator, E = b->extra_loss_denominator;
     BRG_TRY(brg_cross_entropy_share(tape, start, ts, (int32_t)T, 2.0 * (D > 0 ? D : (double)ns), &ls));
-    BRG_TRY(brg_cross_entropy_share(tape, end, te, (int32_t)T, 2.0 * (D > 0 ? D : (double)ne), &le));
+    BRG_TRY(brg_cross_entropy_share(tape, end, te, (int32_t)T, 2.0 * (E > 0 ? E : (double)ne), &le));
     return brg_add(tape, ls, le, &b->loss);
 }
 
@@ -190,12 +190,23 @@ brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundl
     return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
 }
 
-int64_t bert_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+/* Positions that count after transformers' clamp to [0, T]: those below T. */
+static double counted_positions(const brg_tensor *pos, int64_t T) {
+    int64_t n = 0;
+    for (int64_t i = 0; pos && i < brg_tensor_numel(pos); i++) n += brg_tensor_get_int(pos, i) < T;
+    return (double)n;
+}
+
+brg_loss_items bert_count_loss_items(const brg_model *m, const brg_bundle *batch) {
     const brg_bert_config *c = cfg_of(m);
+    const brg_tensor *labels = batch->labels;
     if (c->task == BRG_BERT_SEQUENCE_CLASSIFICATION)
-        return enc_sequence_loss_items(labels, c->num_labels, c->problem_type);
-    if (c->task == BRG_BERT_QUESTION_ANSWERING) return labels->ndim ? labels->shape[0] : 1;
+        return (brg_loss_items){(double)enc_sequence_loss_items(labels, c->num_labels, c->problem_type), 0};
+    if (c->task == BRG_BERT_QUESTION_ANSWERING) {
+        int64_t T = batch->input_ids ? batch->input_ids->shape[1] : 0;
+        return (brg_loss_items){counted_positions(labels, T), counted_positions(batch->extra_labels, T)};
+    }
     int64_t n = 0, total = brg_tensor_numel(labels);
     for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(labels, i) != -100;
-    return n;
+    return (brg_loss_items){(double)n, 0};
 }

@@ -27,6 +27,6 @@ enum { CLS_POOLER_W, CLS_POOLER_B, CLS_W, CLS_B };
 enum { QA_W, QA_B };
 
 brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b);
-int64_t bert_count_loss_items(const brg_model *m, const brg_tensor *labels);
+brg_loss_items bert_count_loss_items(const brg_model *m, const brg_bundle *batch);
 
 #endif

@@ -261,14 +261,17 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
 }
 
 /* Position t predicts label t + 1, so the first label of each row never counts. */
-static int64_t gpt2_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+static brg_loss_items gpt2_count_loss_items(const brg_model *m, const brg_bundle *batch) {
     (void)m;
+    const brg_tensor *labels = batch->labels;
     int64_t B = labels->shape[0], T = labels->shape[1], n = 0;
     const int32_t *l = labels->data;
     for (int64_t i = 0; i < B; i++)
         for (int64_t t = 1; t < T; t++) n += l[i * T + t] != -100;
-    return n;
+    return (brg_loss_items){(double)n, 0};
 }
+
+static const char *const gpt2_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
 
 static const brg_model_ops gpt2_ops = {
     .architecture = "GPT2LMHeadModel",
@@ -276,6 +279,7 @@ static const brg_model_ops gpt2_ops = {
     .save_config = gpt2_save_config,
     .free_config = free,
     .count_loss_items = gpt2_count_loss_items,
+    .inputs = gpt2_inputs,
 };
 
 /* ---- construction ---- */

@@ -216,6 +216,12 @@ brg_status brg_model_save(const brg_model *m, const char *dir) {
     return st;
 }
 
+brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+    brg_loss_items none = {0, 0};
+    if (!batch->labels || !m->ops->count_loss_items) return none;
+    return m->ops->count_loss_items(m, batch);
+}
+
 void brg_model_zero_grad(brg_model *m) {
     for (int i = 0; i < m->n_params; i++)
         memset(m->params[i].tensor->grad, 0, (size_t)brg_tensor_numel(m->params[i].tensor) * sizeof(float));

@@ -278,11 +278,11 @@ static brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_
 }
 
 /* No shift: every label that is not -100 counts. */
-static int64_t t5_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+static brg_loss_items t5_count_loss_items(const brg_model *m, const brg_bundle *batch) {
     (void)m;
-    int64_t n = 0, total = brg_tensor_numel(labels);
-    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(labels, i) != -100;
-    return n;
+    int64_t n = 0, total = brg_tensor_numel(batch->labels);
+    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(batch->labels, i) != -100;
+    return (brg_loss_items){(double)n, 0};
 }
 
 static brg_status t5_save_config(const brg_model *m, const char *dir) {
@@ -298,12 +298,16 @@ static void t5_free_config(void *p) {
     free(s);
 }
 
+static const char *const t5_inputs[] = {"input_ids", "attention_mask", "decoder_input_ids",
+                                         "decoder_attention_mask", "labels", NULL};
+
 static const brg_model_ops t5_ops = {
     .architecture = "T5ForConditionalGeneration",
     .forward_block = t5_forward_block,
     .save_config = t5_save_config,
     .free_config = t5_free_config,
     .count_loss_items = t5_count_loss_items,
+    .inputs = t5_inputs,
 };
 
 /* ---- construction ---- */

@@ -327,9 +327,9 @@ static brg_status vit_forward_block(brg_model *m, int block, brg_tape *tape, brg
     return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
 }
 
-static int64_t vit_count_loss_items(const brg_model *m, const brg_tensor *labels) {
+static brg_loss_items vit_count_loss_items(const brg_model *m, const brg_bundle *batch) {
     const brg_vit_config *c = cfg_of(m);
-    return enc_sequence_loss_items(labels, c->num_labels, c->problem_type);
+    return (brg_loss_items){(double)enc_sequence_loss_items(batch->labels, c->num_labels, c->problem_type), 0};
 }
 
 static void vit_free_config(void *config) {
@@ -339,12 +339,15 @@ static void vit_free_config(void *config) {
     free(mc);
 }
 
+static const char *const vit_inputs[] = {"pixel_values", "labels", NULL};
+
 static const brg_model_ops vit_ops = {
     .architecture = "ViTForImageClassification",
     .forward_block = vit_forward_block,
     .save_config = vit_save_config,
     .free_config = vit_free_config,
     .count_loss_items = vit_count_loss_items,
+    .inputs = vit_inputs,
 };
 
 /* ---- creation and loading ---- */

@@ -66,7 +66,8 @@ static void start_bundle(brg_device *dev, int mb, brg_bundle *b) {
     b->extra_labels = in->extra_labels;
     b->training = rt->opts.training;
     b->seed = mix(rt->seed ^ mix((uint64_t)global));
-    b->loss_denominator = rt->loss_denominator;
+    b->loss_denominator = rt->denominators.labels;
+    b->extra_loss_denominator = rt->denominators.extra;
 }
 
 static int stage_blocks(const brg_device *dev) { return dev->last_block - dev->first_block + 1; }

@@ -85,19 +85,19 @@ void brg_runtime_sync_from_model(brg_runtime *rt) {
             }
 }
 
-brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, float **logits,
-                             float *losses) {
+brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
+                             float **logits, float *losses) {
     if (rt->opts.training) return brg_error(BRG_ERR_INVALID_ARG, "brg_runtime_infer needs a runtime made for inference");
     rt->logits = logits;
-    brg_status st = brg_runtime_run(rt, mbs, loss_denominator, 0, losses);
+    brg_status st = brg_runtime_run(rt, mbs, denominators, 0, losses);
     rt->logits = NULL;
     return st;
 }
 
-brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, double loss_denominator, uint64_t seed,
-                           float *losses) {
+brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
+                           uint64_t seed, float *losses) {
     rt->mbs = mbs;
-    rt->loss_denominator = loss_denominator;
+    rt->denominators = denominators ? *denominators : (brg_loss_items){0, 0};
     rt->seed = seed;
     rt->losses = losses;
     brg_status st = brg_runtime_each_device(rt, executor_run_device, NULL);

@@ -59,7 +59,7 @@ struct brg_runtime {
     bool quit;
     /* the current run */
     const brg_micro_batch *mbs;
-    double loss_denominator;
+    brg_loss_items denominators; /* zeros: each micro-batch's own */
     uint64_t seed;
     float *losses;
     float **logits; /* inference: where the last stage copies each micro-batch's logits */

@@ -7,14 +7,14 @@
 #include "trainer_internal.h"
 
 static brg_status eval_batch(brg_model *m, brg_tape *tape, const brg_dataset *d, int64_t first, int64_t rows,
-                             double denominator, double *loss) {
+                             brg_loss_items denominators, double *loss) {
     int64_t shape[2] = {rows, d->seq_len};
     size_t off = (size_t)(first * d->seq_len);
     brg_tensor ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->ids + off);
     brg_tensor labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->labels + off);
     brg_tensor mask = d->mask ? brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->mask + off) : (brg_tensor){0};
     brg_bundle b = {.input_ids = &ids, .labels = &labels, .attention_mask = d->mask ? &mask : NULL,
-                    .loss_denominator = denominator};
+                    .loss_denominator = denominators.labels, .extra_loss_denominator = denominators.extra};
     BRG_TRY(brg_model_forward(m, tape, &b));
     if (b.loss) *loss += ((float *)b.loss->data)[0];
     return BRG_OK;
@@ -25,10 +25,12 @@ brg_status trainer_evaluate(trainer *t, double *mean_loss) {
     brg_model *m = t->model;
     brg_runtime_sync_to_model(t->rt);
     int64_t shape[2] = {d->rows, d->seq_len};
+    brg_tensor ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->ids);
     brg_tensor all = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->labels);
-    double denominator = (double)m->ops->count_loss_items(m, &all);
+    brg_bundle whole = {.input_ids = &ids, .labels = &all};
+    brg_loss_items denominators = brg_model_count_loss_items(m, &whole);
     *mean_loss = NAN;
-    if (denominator <= 0) return BRG_OK;
+    if (denominators.labels <= 0) return BRG_OK;
     brg_arena *arena;
     BRG_TRY(brg_arena_create("evaluation", 0, &arena));
     brg_tape *tape = NULL;
@@ -39,7 +41,7 @@ brg_status trainer_evaluate(trainer *t, double *mean_loss) {
     for (int64_t first = 0; st == BRG_OK && first < d->rows; first += batch) {
         size_t mark = brg_arena_mark(arena);
         int64_t rows = d->rows - first < batch ? d->rows - first : batch;
-        st = eval_batch(m, tape, d, first, rows, denominator, &loss);
+        st = eval_batch(m, tape, d, first, rows, denominators, &loss);
         brg_arena_reset(arena, mark);
     }
     brg_tape_destroy(tape);

@@ -133,7 +133,7 @@ static brg_status clip(trainer *t, double *grad_norm) {
 static brg_status train_step(trainer *t, double *loss, float *lr, double *grad_norm) {
     brg_step_batch_fill(&t->batch, t->data, &t->order, t->step, t->model);
     uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
-    BRG_TRY(brg_runtime_run(t->rt, t->batch.mbs, t->batch.loss_items, seed, t->losses));
+    BRG_TRY(brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses));
     *loss = 0;
     for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) *loss += t->losses[i];
     BRG_TRY(clip(t, grad_norm));
