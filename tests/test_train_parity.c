@@ -24,7 +24,7 @@ static void run(const char *what, int stages, int accumulation, int replicas, co
     brg_dataset *d = NULL;
     CHECK_OK(brg_model_load(DIR, &m));
     if (!m) return;
-    CHECK_OK(brg_dataset_load(DIR "/data.safetensors", m->vocab_size, m->max_positions, 0, &d));
+    CHECK_OK(brg_dataset_load(DIR "/data.safetensors", m, 0, &d));
     if (!d) return;
     record rec = {0};
     brg_train_options o;

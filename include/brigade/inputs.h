@@ -11,6 +11,12 @@ extern "C" {
 
 typedef struct brg_safetensors brg_safetensors;
 
+/* The bundle's input fields by transformers' keyword names, for code that treats them alike
+ * (datasets, micro-batch slicing): index k in [0, BRG_BUNDLE_INPUTS). */
+#define BRG_BUNDLE_INPUTS 8
+const char *brg_bundle_input_name(int k);
+brg_tensor **brg_bundle_input(brg_bundle *b, int k);
+
 /* Converts an integer tensor (I32 or I64, any strides) of `src_name` to a contiguous I32 tensor
  * in `arena`, failing with a message naming the tensor and the position of the first value
  * outside [lo, hi) other than `allowed` (pass lo to allow nothing extra). */

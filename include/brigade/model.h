@@ -93,6 +93,9 @@ typedef struct brg_model_ops {
     /* The forward keyword names the model takes (NULL-terminated), e.g. input_ids,
      * attention_mask, labels; brigade forward rejects any other tensor. */
     const char *const *inputs;
+    /* Causal LMs train on their inputs: labels default to input_ids (-100 where masked), as
+     * transformers' DataCollatorForLanguageModeling(mlm=False) makes them. */
+    bool labels_from_inputs;
 } brg_model_ops;
 
 struct brg_model {

@@ -41,7 +41,7 @@ static brg_status load_data(const char *ref, const brg_model *m, int64_t seq_len
             return brg_error(BRG_ERR_INVALID_ARG, "built-in datasets are byte-level: the model needs vocab_size >= 256");
         return brg_dataset_builtin(ref + 8, rows, seq_len, seed, out);
     }
-    return brg_dataset_load(ref, m->vocab_size, m->max_positions, seq_len, out);
+    return brg_dataset_load(ref, m, seq_len, out);
 }
 
 static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,

@@ -191,11 +191,12 @@ static const char *const bert_qa_inputs[] = {"input_ids", "attention_mask", "tok
                                              "end_positions", NULL};
 
 static const brg_model_ops bert_ops[] = {
-    {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items, bert_inputs},
+    {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items, bert_inputs,
+     false},
     {"BertForSequenceClassification", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_inputs},
+     bert_inputs, false},
     {"BertForQuestionAnswering", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_qa_inputs},
+     bert_qa_inputs, false},
 };
 
 /* ---- construction ---- */

@@ -280,6 +280,7 @@ static const brg_model_ops gpt2_ops = {
     .free_config = free,
     .count_loss_items = gpt2_count_loss_items,
     .inputs = gpt2_inputs,
+    .labels_from_inputs = true,
 };
 
 /* ---- construction ---- */

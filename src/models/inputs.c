@@ -8,6 +8,27 @@
 
 static const char *const default_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
 
+/* extra_labels carries end_positions (its only use so far). */
+static const char *const input_names[BRG_BUNDLE_INPUTS] = {
+    "input_ids",         "attention_mask",         "labels",       "token_type_ids", "pixel_values",
+    "decoder_input_ids", "decoder_attention_mask", "end_positions"};
+
+const char *brg_bundle_input_name(int k) { return k >= 0 && k < BRG_BUNDLE_INPUTS ? input_names[k] : NULL; }
+
+brg_tensor **brg_bundle_input(brg_bundle *b, int k) {
+    switch (k) {
+    case 0: return &b->input_ids;
+    case 1: return &b->attention_mask;
+    case 2: return &b->labels;
+    case 3: return &b->token_type_ids;
+    case 4: return &b->pixel_values;
+    case 5: return &b->decoder_input_ids;
+    case 6: return &b->decoder_attention_mask;
+    case 7: return &b->extra_labels;
+    }
+    return NULL;
+}
+
 static void format_index(const brg_tensor *t, int64_t flat, char *buf, size_t len) {
     size_t o = 0;
     int64_t idx[BRG_MAX_DIMS];

@@ -8,13 +8,11 @@
 
 static brg_status eval_batch(brg_model *m, brg_tape *tape, const brg_dataset *d, int64_t first, int64_t rows,
                              brg_loss_items denominators, double *loss) {
-    int64_t shape[2] = {rows, d->seq_len};
-    size_t off = (size_t)(first * d->seq_len);
-    brg_tensor ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->ids + off);
-    brg_tensor labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->labels + off);
-    brg_tensor mask = d->mask ? brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->mask + off) : (brg_tensor){0};
-    brg_bundle b = {.input_ids = &ids, .labels = &labels, .attention_mask = d->mask ? &mask : NULL,
-                    .loss_denominator = denominators.labels, .extra_loss_denominator = denominators.extra};
+    brg_tensor views[BRG_BUNDLE_INPUTS];
+    brg_bundle b;
+    brg_dataset_rows(d, first, rows, views, &b);
+    b.loss_denominator = denominators.labels;
+    b.extra_loss_denominator = denominators.extra;
     BRG_TRY(brg_model_forward(m, tape, &b));
     if (b.loss) *loss += ((float *)b.loss->data)[0];
     return BRG_OK;
@@ -24,11 +22,7 @@ brg_status trainer_evaluate(trainer *t, double *mean_loss) {
     const brg_dataset *d = t->opts.eval_data;
     brg_model *m = t->model;
     brg_runtime_sync_to_model(t->rt);
-    int64_t shape[2] = {d->rows, d->seq_len};
-    brg_tensor ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->ids);
-    brg_tensor all = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->labels);
-    brg_bundle whole = {.input_ids = &ids, .labels = &all};
-    brg_loss_items denominators = brg_model_count_loss_items(m, &whole);
+    brg_loss_items denominators = brg_model_count_loss_items(m, &d->columns);
     *mean_loss = NAN;
     if (denominators.labels <= 0) return BRG_OK;
     brg_arena *arena;

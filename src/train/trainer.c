@@ -94,7 +94,7 @@ static brg_status setup(trainer *t) {
     BRG_TRY(brg_runtime_each_device(t->rt, create_optimizer, t));
     int64_t rows_per_step = o->micro_batch * o->accumulation * o->replicas;
     BRG_TRY(brg_data_order_init(&t->order, t->data, rows_per_step, o->shuffle, o->seed));
-    BRG_TRY(brg_step_batch_init(&t->batch, o->replicas, o->accumulation, o->micro_batch, t->data->seq_len));
+    BRG_TRY(brg_step_batch_init(&t->batch, t->data, o->replicas, o->accumulation, o->micro_batch));
     t->total_steps = o->steps ? o->steps : (int64_t)ceil(o->epochs * (double)t->order.steps_per_epoch);
     if (t->total_steps < 1) t->total_steps = 1;
     if (t->opts.lr_schedule.total_steps == 0) t->opts.lr_schedule.total_steps = t->total_steps;
@@ -218,7 +218,9 @@ static brg_status loop(trainer *t, brg_train_result *r) {
     const brg_train_options *o = &t->opts;
     double t0 = now_seconds(), tokens = 0, call_sum = 0;
     int64_t first = t->step;
-    double tokens_per_step = (double)(o->micro_batch * o->accumulation * o->replicas * t->data->seq_len);
+    /* Tokens for text, samples for images. */
+    int64_t per_row = t->data->seq_len > 0 ? t->data->seq_len : 1;
+    double tokens_per_step = (double)(o->micro_batch * o->accumulation * o->replicas * per_row);
     while (t->step < t->total_steps) {
         int64_t in_call = (t->step - first) % o->device_iterations;
         double loss, grad_norm;
