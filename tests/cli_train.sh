@@ -61,6 +61,11 @@ run_train --steps 3 --output "$tmp/half" --quiet >/dev/null 2>&1 || bad "first h
 if run_train --steps 6 --output "$tmp/half" --resume "$tmp/half" --quiet 2>"$tmp/err.txt"; then ok; else bad "resume: $(cat "$tmp/err.txt")"; fi
 cmp -s "$tmp/out/model.safetensors" "$tmp/half/model.safetensors" && ok || bad "resumed weights differ from the uninterrupted run"
 
+# The schedule table brigade plan prints is the one training runs.
+out=$("$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --schedule 1f1b 2>&1) && ok || bad "plan --schedule: $out"
+grep -q '^stage 0: F0 F1 B0 B1$' <<<"$out" && grep -q '^stage 1: F0 B0 F1 B1$' <<<"$out" && ok || bad "schedule table: $out"
+"$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --schedule gpipe --json | grep -q '"kind":.*"gpipe"' && ok || bad "plan --schedule --json"
+
 # Bad input: one line, non-zero exit.
 expect_fail() {
   local needle=$1

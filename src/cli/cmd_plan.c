@@ -7,10 +7,11 @@
 
 #include "args.h"
 #include "brigade/brigade.h"
+#include "brigade/schedule.h"
 #include "commands.h"
 
 typedef struct plan_args {
-    const char *model, *ipu_config, *mode_name, *overrides;
+    const char *model, *ipu_config, *mode_name, *overrides, *schedule;
     int64_t batch, seq;
     bool json, balance;
 } plan_args;
@@ -183,6 +184,42 @@ static brg_status balance(plan *p, brg_ipu_list *proposal) {
     return compute(p);
 }
 
+/* The pipeline schedule of one step (training: gradient_accumulation_steps micro-batches) or
+ * host call (inference: device_iterations), as a table or as JSON. */
+static brg_status schedule_report(const plan *p, const plan_args *a, cJSON *root) {
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    brg_schedule_kind kind = BRG_SCHEDULE_INFERENCE;
+    if (p->mode == BRG_IPU_MODE_TRAINING) BRG_TRY(brg_schedule_kind_parse(a->schedule, &kind));
+    int m = (int)(p->mode == BRG_IPU_MODE_TRAINING ? v.gradient_accumulation_steps : v.device_iterations);
+    brg_schedule s;
+    BRG_TRY(brg_schedule_build(kind, p->place.n_devices, m, &s));
+    if (!root) {
+        printf("\n");
+        brg_schedule_print(&s, stdout);
+        printf("ideal pipeline efficiency m/(m+p-1) = %.1f%%\n",
+               100 * brg_schedule_ideal_efficiency(p->place.n_devices, m));
+    } else {
+        cJSON *o = cJSON_CreateObject(), *stages = cJSON_CreateArray();
+        cJSON_AddStringToObject(o, "kind", brg_schedule_kind_name(kind));
+        cJSON_AddNumberToObject(o, "micro_batches", m);
+        for (int st = 0; st < s.stages; st++) {
+            cJSON *row = cJSON_CreateArray();
+            for (int i = 0; i < s.length[st]; i++) {
+                char step[16];
+                snprintf(step, sizeof step, "%c%d", s.steps[st][i].pass == BRG_PASS_FORWARD ? 'F' : 'B',
+                         s.steps[st][i].micro_batch);
+                cJSON_AddItemToArray(row, cJSON_CreateString(step));
+            }
+            cJSON_AddItemToArray(stages, row);
+        }
+        cJSON_AddItemToObject(o, "stages", stages);
+        cJSON_AddItemToObject(root, "schedule", o);
+    }
+    brg_schedule_free(&s);
+    return BRG_OK;
+}
+
 static brg_status report(plan *p, const plan_args *a) {
     cJSON *root = a->json ? plan_json(p, a) : NULL;
     if (a->json && !root) return brg_error(BRG_ERR_OOM, "out of memory formatting the plan");
@@ -192,8 +229,8 @@ static brg_status report(plan *p, const plan_args *a) {
         print_devices(p);
         print_notes(p, a);
     }
-    brg_status st = BRG_OK;
-    if (a->balance) {
+    brg_status st = a->schedule ? schedule_report(p, a, root) : BRG_OK;
+    if (st == BRG_OK && a->balance) {
         brg_ipu_list proposal;
         st = balance(p, &proposal);
         char name[64];
@@ -232,6 +269,7 @@ int cmd_plan(int argc, char **argv) {
         {"sequence-length", ARG_INT, &a.seq, false, "tokens per sequence (default: the model's positions)", false},
         {"balance", ARG_FLAG, &a.balance, false, "propose a layers_per_ipu that evens compute and memory", false},
         {"json", ARG_FLAG, &a.json, false, "print the plan as JSON", false},
+        {"schedule", ARG_STRING, &a.schedule, false, "print the pipeline schedule table: 1f1b or gpipe", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
