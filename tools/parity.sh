@@ -36,24 +36,31 @@ ensure_venv() {
     "$VENV/bin/pip" install --disable-pip-version-check -r "$ROOT/tools/requirements.txt" || return 1
 }
 
-run_random_fixtures() {
+# run_family NAME SCRIPT TEST_BINARY: 3 random configs from SCRIPT, each checked by TEST_BINARY.
+run_family() {
+    local name=$1 script=$2 test_bin=$BUILD/$3
     local seed=${PARITY_SEED:-$(date +%s)}
-    local dir=$WORK/random
-    echo "parity: random GPT-2 fixtures, seed $seed (reproduce with PARITY_SEED=$seed)"
-    if ! "$PY" "$ROOT/tools/gpt2_fixtures.py" --random 3 --seed "$seed" --out "$dir"; then
-        fail "gpt2_fixtures.py --random 3 --seed $seed"
+    local dir=$WORK/$name
+    echo "parity: random $name fixtures, seed $seed (reproduce with PARITY_SEED=$seed)"
+    if ! "$PY" "$ROOT/tools/$script" --random 3 --seed "$seed" --out "$dir"; then
+        fail "$script --random 3 --seed $seed"
         return
     fi
-    local test_bin=$BUILD/test_gpt2_parity
     for fixture in "$dir"/random_*; do
         if [ ! -x "$test_bin" ]; then
-            fail "$(basename "$fixture"): $test_bin not found (build the test_gpt2_parity target)"
+            fail "$(basename "$fixture"): $test_bin not found (build the $3 target)"
         elif "$test_bin" "$fixture"; then
-            pass "test_gpt2_parity $(basename "$fixture") (seed $seed)"
+            pass "$3 $name/$(basename "$fixture") (seed $seed)"
         else
-            fail "test_gpt2_parity $(basename "$fixture") (seed $seed): $fixture"
+            fail "$3 $name/$(basename "$fixture") (seed $seed): $fixture"
         fi
     done
+}
+
+run_random_fixtures() {
+    run_family gpt2 gpt2_fixtures.py test_gpt2_parity
+    run_family bert-vit bert_vit_fixtures.py test_bert_parity
+    run_family t5 t5_fixtures.py test_t5_parity
 }
 
 write_inputs() {
