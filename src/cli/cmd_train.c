@@ -148,7 +148,7 @@ int cmd_train(int argc, char **argv) {
         {"optimizer", ARG_STRING, &f.optimizer, false, "sgd, adam, adamw (default), rmsprop, lamb", false},
         {"lr-schedule", ARG_STRING, &f.lr_schedule, false, "constant, constant_with_warmup, linear (default), cosine", false},
         {"warmup-steps", ARG_INT, &f.warmup, false, "linear warm-up steps (default 0)", false},
-        {"weight-decay", ARG_DOUBLE, &f.weight_decay, false, "decoupled weight decay, not on biases/LayerNorm (default 0)", false},
+        {"weight-decay", ARG_DOUBLE, &f.weight_decay, false, "weight decay (decoupled for adamw), not on biases/LayerNorm (default 0)", false},
         {"max-grad-norm", ARG_DOUBLE, &f.max_grad_norm, false, "clip the global gradient norm (default: off)", false},
         {"seed", ARG_INT, &f.seed, false, "seed for shuffling and dropout (default: the IPUConfig's, else 42)", false},
         {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per step", false},
