@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 VENV       ?= tools/.venv
 
-.PHONY: all deps build run test test-asan parity clean
+.PHONY: all deps build run test test-asan parity bench clean
 
 all: build
 
@@ -33,6 +33,10 @@ test-asan: deps
 # Live comparison against transformers (creates the Python venv on first use).
 parity: build
 	@bash tools/parity.sh $(BUILD) $(VENV)
+
+# brigade against PyTorch on this machine, in one run (creates the Python venv on first use).
+bench: build
+	@bash bench/run.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
