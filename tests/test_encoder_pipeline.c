@@ -3,7 +3,7 @@
  * masked-LM decoder's gradient summed across stages, and the loss shares of sequence-level heads. */
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
-#include "test_util.h"
+#include "runtime_util.h"
 
 enum { ROWS = 8, T = 8, VOCAB = 31, LABELS = 3, IMG = 8, CH = 3 };
 enum { IN_IDS, IN_MASK, IN_TYPES, IN_PIXELS, IN_LABELS, IN_EXTRA, N_IN };
@@ -109,11 +109,6 @@ static brg_tensor slice(const brg_tensor *t, int64_t first, int64_t rows) {
     return brg_tensor_wrap(t->dtype, t->ndim, shape, (char *)t->data + (size_t)first * row_bytes);
 }
 
-typedef struct result {
-    double loss;
-    float *grads[128];
-} result;
-
 typedef struct layout {
     int replicas, stages, micro_batches;
     const int *block_stage;
@@ -125,27 +120,6 @@ static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
     brg_tensor **slot[N_IN] = {&mb->input_ids, &mb->attention_mask, &mb->token_type_ids,
                                &mb->pixel_values, &mb->labels, &mb->extra_labels};
     *slot[role] = t;
-}
-
-/* Every copy of a parameter must hold the same reduced gradient; keeps the first. */
-static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
-    for (int p = 0; p < m->n_params; p++) {
-        int64_t n = brg_tensor_numel(m->params[p].tensor);
-        out->grads[p] = calloc((size_t)n, sizeof(float));
-        bool first = true;
-        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
-            brg_device_info info;
-            brg_device_get_info(brg_runtime_device(rt, dv), &info);
-            if (!info.holds[p]) continue;
-            const float *g = info.view->params[p].tensor->grad;
-            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
-            else
-                CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ",
-                          m->params[p].name);
-            first = false;
-        }
-        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
-    }
 }
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro] order). */
@@ -177,20 +151,6 @@ static void run(brg_model *m, const data *d, const layout *l, result *out) {
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
     brg_runtime_destroy(rt);
-}
-
-static void free_result(const brg_model *m, result *r) {
-    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
-}
-
-static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
-    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
-    for (int p = 0; p < m->n_params; p++) {
-        if (!ref->grads[p] || !got->grads[p]) continue;
-        long n = (long)brg_tensor_numel(m->params[p].tensor);
-        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
-        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
-    }
 }
 
 static const int ONE[4] = {0, 0, 0, 0}, FOUR[4] = {0, 1, 2, 3}, TWO[4] = {0, 0, 1, 1};

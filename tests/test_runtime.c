@@ -1,7 +1,7 @@
 /* Pipelined and replicated runs give the single-device loss and gradients. */
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
-#include "test_util.h"
+#include "runtime_util.h"
 
 enum { ROWS = 8, T = 8, VOCAB = 37 };
 
@@ -41,12 +41,6 @@ static void make_data(data *d) {
     }
 }
 
-typedef struct result {
-    double loss;
-    float *grads[64];
-    size_t activation_peak; /* summed over devices */
-} result;
-
 static bool recompute_layers = false;
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
@@ -78,28 +72,7 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
     CHECK_OK(brg_runtime_run(rt, mbs, &denom, 1, losses));
     out->loss = 0;
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
-    out->activation_peak = 0;
-    for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
-        brg_device_stats st;
-        brg_runtime_device_stats(rt, dv, &st);
-        out->activation_peak += st.activation_peak_bytes;
-    }
-    for (int p = 0; p < m->n_params; p++) {
-        int64_t n = brg_tensor_numel(m->params[p].tensor);
-        out->grads[p] = calloc((size_t)n, sizeof(float));
-        /* Every copy must hold the same reduced gradient; keep the first, compare the rest. */
-        bool first = true;
-        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
-            brg_device_info info;
-            brg_device_get_info(brg_runtime_device(rt, dv), &info);
-            if (!info.holds[p]) continue;
-            const float *g = info.view->params[p].tensor->grad;
-            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
-            else CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ", m->params[p].name);
-            first = false;
-        }
-        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
-    }
+    collect_grads(rt, m, out);
     brg_runtime_destroy(rt);
 }
 
@@ -134,19 +107,6 @@ static void check_inference(brg_model *m, const data *d) {
     free(logits);
     brg_tape_destroy(tape);
     brg_arena_destroy(a);
-}
-
-static void free_result(const brg_model *m, result *r) {
-    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
-}
-
-static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
-    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
-    for (int p = 0; p < m->n_params; p++) {
-        long n = (long)brg_tensor_numel(m->params[p].tensor);
-        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
-        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
-    }
 }
 
 int main(void) {

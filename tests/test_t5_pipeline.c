@@ -5,7 +5,7 @@
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
 #include "brigade/t5.h"
-#include "test_util.h"
+#include "runtime_util.h"
 
 enum { ROWS = 8, TE = 7, TD = 6, VOCAB = 37, MAX_PARAMS = 96 };
 
@@ -58,11 +58,6 @@ static void make_data(data *d, bool give_decoder_inputs) {
     }
 }
 
-typedef struct result {
-    double loss;
-    float *grads[MAX_PARAMS];
-} result;
-
 typedef struct inputs {
     brg_tensor ids, mask, labels, dec_ids, dec_mask;
 } inputs;
@@ -93,26 +88,6 @@ static void even_split(const brg_model *m, int stages, int *block_stage) {
     }
 }
 
-static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
-    for (int p = 0; p < m->n_params; p++) {
-        int64_t n = brg_tensor_numel(m->params[p].tensor);
-        out->grads[p] = calloc((size_t)n, sizeof(float));
-        bool first = true;
-        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
-            brg_device_info info;
-            brg_device_get_info(brg_runtime_device(rt, dv), &info);
-            if (!info.holds[p]) continue;
-            const float *g = info.view->params[p].tensor->grad;
-            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
-            else
-                CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ",
-                          m->params[p].name);
-            first = false;
-        }
-        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
-    }
-}
-
 static bool recompute_layers = false;
 
 static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
@@ -140,20 +115,6 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
     for (int i = 0; i < n_mb; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
     brg_runtime_destroy(rt);
-}
-
-static void free_result(const brg_model *m, result *r) {
-    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
-}
-
-static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
-    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
-    for (int p = 0; p < m->n_params; p++) {
-        if (!ref->grads[p] || !got->grads[p]) continue;
-        long n = (long)brg_tensor_numel(m->params[p].tensor);
-        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
-        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
-    }
 }
 
 static void check_model(const char *feed_forward, bool tied, bool give_decoder_inputs) {

@@ -3,6 +3,7 @@
  * The cache layout is huggingface_hub's: models--{org}--{name}/refs/<revision> holds a commit
  * hash, and snapshots/<commit>/ holds the files. brigade only ever reads it: a model that is not
  * there is an error that says where it looked, never a download. */
+#include "core/str.h"
 #include "brigade/checkpoint.h"
 
 #include <dirent.h>
@@ -34,21 +35,6 @@ struct brg_checkpoint {
     size_t n;
 };
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *str_printf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 static bool is_dir(const char *path) {
     struct stat sb;
@@ -108,16 +94,16 @@ static bool parse_hub_id(const char *ref, char **folder, char **revision) {
                           valid_id_part(slash + 1, id_len - (size_t)(slash - ref) - 1)
                     : valid_id_part(ref, id_len);
     if (!ok || (at && !valid_revision(at + 1))) return false;
-    *folder = slash ? str_printf("models--%.*s--%.*s", (int)(slash - ref), ref, (int)(id_len - (size_t)(slash - ref) - 1),
+    *folder = slash ? brg_str_printf("models--%.*s--%.*s", (int)(slash - ref), ref, (int)(id_len - (size_t)(slash - ref) - 1),
                                  slash + 1)
-                    : str_printf("models--%.*s", (int)id_len, ref);
+                    : brg_str_printf("models--%.*s", (int)id_len, ref);
     *revision = at ? strdup(at + 1) : NULL;
     return *folder && (!at || *revision);
 }
 
 static char *expand_home(const char *v) {
     const char *home = getenv("HOME");
-    if (v[0] == '~' && (v[1] == '/' || v[1] == '\0') && home && *home) return str_printf("%s%s", home, v + 1);
+    if (v[0] == '~' && (v[1] == '/' || v[1] == '\0') && home && *home) return brg_str_printf("%s%s", home, v + 1);
     return strdup(v);
 }
 
@@ -139,7 +125,7 @@ static brg_status cache_root(char **root, const char **origin) {
         const char *v = env_set(order[i].var);
         if (!v) continue;
         char *base = expand_home(v);
-        *root = base ? str_printf("%s%s", base, order[i].suffix) : NULL;
+        *root = base ? brg_str_printf("%s%s", base, order[i].suffix) : NULL;
         free(base);
         *origin = order[i].origin;
         return *root ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory for the cache path");
@@ -167,14 +153,14 @@ static brg_status read_ref(const char *path, char **commit) {
 
 /* With no refs/main (a cache filled by hand or by an old tool), a lone snapshot is unambiguous. */
 static brg_status single_snapshot(const char *repo, const char *id, char **commit) {
-    char *snaps = str_printf("%s/snapshots", repo);
+    char *snaps = brg_str_printf("%s/snapshots", repo);
     if (!snaps) return brg_error(BRG_ERR_OOM, "no memory");
     DIR *d = opendir(snaps);
     size_t count = 0;
     char *found = NULL;
     for (struct dirent *e; d && (e = readdir(d));) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char *p = str_printf("%s/%s", snaps, e->d_name);
+        char *p = brg_str_printf("%s/%s", snaps, e->d_name);
         if (is_dir(p) && count++ == 0) found = strdup(e->d_name);
         free(p);
     }
@@ -203,7 +189,7 @@ static brg_status find_commit(const char *repo, const char *id, const char *rev,
         *commit = strdup(rev);
         return *commit ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory");
     }
-    char *ref_path = str_printf("%s/refs/%s", repo, rev ? rev : "main");
+    char *ref_path = brg_str_printf("%s/refs/%s", repo, rev ? rev : "main");
     if (!ref_path) return brg_error(BRG_ERR_OOM, "no memory");
     brg_status s = read_ref(ref_path, commit);
     if (s == BRG_ERR_NOT_FOUND && rev)
@@ -221,7 +207,7 @@ static brg_status resolve_in_cache(const char *id, const char *folder, const cha
     char *root = NULL, *repo = NULL, *commit = NULL, *snap = NULL;
     const char *origin = "";
     brg_status s = cache_root(&root, &origin);
-    if (s == BRG_OK && !(repo = str_printf("%s/%s", root, folder))) s = brg_error(BRG_ERR_OOM, "no memory");
+    if (s == BRG_OK && !(repo = brg_str_printf("%s/%s", root, folder))) s = brg_error(BRG_ERR_OOM, "no memory");
     if (s == BRG_OK && !is_dir(repo))
         s = brg_error(BRG_ERR_NOT_FOUND,
                       "model '%s' is not a local folder and is not in the Hugging Face cache: looked for %s (cache "
@@ -229,7 +215,7 @@ static brg_status resolve_in_cache(const char *id, const char *folder, const cha
                       "folder",
                       id, repo, origin, id, rev ? " --revision " : "", rev ? rev : "");
     if (s == BRG_OK) s = find_commit(repo, id, rev, &commit);
-    if (s == BRG_OK && !(snap = str_printf("%s/snapshots/%s", repo, commit))) s = brg_error(BRG_ERR_OOM, "no memory");
+    if (s == BRG_OK && !(snap = brg_str_printf("%s/snapshots/%s", repo, commit))) s = brg_error(BRG_ERR_OOM, "no memory");
     if (s == BRG_OK && !is_dir(snap))
         s = brg_error(BRG_ERR_NOT_FOUND, "model '%s': the cache names snapshot %s, which is missing; brigade never "
                                          "downloads: fetch the model again",
@@ -283,7 +269,7 @@ static int compare_str_ptr(const void *a, const void *b) {
 }
 
 static brg_status open_shard(brg_checkpoint *ck, size_t k, const char *file, const char *index_path) {
-    char *path = str_printf("%s/%s", ck->dir, file);
+    char *path = brg_str_printf("%s/%s", ck->dir, file);
     ck->shard_files[k] = strdup(file);
     if (!path || !ck->shard_files[k]) {
         free(path);
@@ -396,7 +382,7 @@ static brg_status open_index(brg_checkpoint *ck, const char *index_path) {
 }
 
 static brg_status no_weights(const char *dir) {
-    char *bin = str_printf("%s/pytorch_model.bin", dir), *bin_index = str_printf("%s/pytorch_model.bin.index.json", dir);
+    char *bin = brg_str_printf("%s/pytorch_model.bin", dir), *bin_index = brg_str_printf("%s/pytorch_model.bin.index.json", dir);
     bool torch = exists(bin) || exists(bin_index);
     free(bin);
     free(bin_index);
@@ -407,7 +393,7 @@ static brg_status no_weights(const char *dir) {
 }
 
 static brg_status open_weights(brg_checkpoint *ck) {
-    char *single = str_printf("%s/%s", ck->dir, SINGLE_FILE), *index = str_printf("%s/%s", ck->dir, INDEX_FILE);
+    char *single = brg_str_printf("%s/%s", ck->dir, SINGLE_FILE), *index = brg_str_printf("%s/%s", ck->dir, INDEX_FILE);
     brg_status s;
     if (!single || !index) {
         s = brg_error(BRG_ERR_OOM, "no memory");

@@ -4,6 +4,7 @@
  * in transformers: it skips a byte-order mark, treats every byte <= 0x20 as whitespace, takes
  * raw control characters inside strings and keeps duplicate keys. A file that Python would
  * reject (or read differently) must not load silently here, so those cases are checked first. */
+#include "core/str.h"
 #include "io/json.h"
 
 #include <errno.h>
@@ -16,21 +17,6 @@
 
 /* ---- strings ---------------------------------------------------------------------------- */
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *str_printf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 bool brg_utf8_valid(const char *s, size_t len, size_t *bad_offset) {
     const unsigned char *p = (const unsigned char *)s;
@@ -343,7 +329,7 @@ brg_status brg_atomic_file_open(const char *path, brg_atomic_file *f) {
     memset(f, 0, sizeof *f);
     if (!path || !*path) return brg_error(BRG_ERR_INVALID_ARG, "cannot write a file with an empty path");
     f->path = strdup(path);
-    f->tmp_path = str_printf("%s.tmp.%ld", path, (long)getpid());
+    f->tmp_path = brg_str_printf("%s.tmp.%ld", path, (long)getpid());
     if (!f->path || !f->tmp_path) {
         brg_atomic_file_abort(f);
         return brg_error(BRG_ERR_OOM, "no memory to write %s", path);

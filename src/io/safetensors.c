@@ -2,6 +2,7 @@
  * (safetensors/src/tensor.rs: read_metadata + Metadata::validate) check for check, so a file
  * brigade accepts is one transformers accepts, and a file that opens here cannot make a later
  * read run past the mapping. */
+#include "core/str.h"
 #include "brigade/safetensors.h"
 
 #include <errno.h>
@@ -50,21 +51,6 @@ static const char *const safetensors_dtypes[] = {
     "I16",  "U16", "F16",     "BF16",    "I32", "U32", "F32",     "C64",     "F64",     "I64",         "U64",
 };
 
-static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *str_printf(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) return NULL;
-    char *s = malloc((size_t)n + 1);
-    if (!s) return NULL;
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    return s;
-}
 
 static uint64_t read_le64(const unsigned char *p) {
     uint64_t v = 0;
@@ -186,7 +172,7 @@ static brg_status parse_metadata(brg_safetensors *st, const cJSON *item, bool *s
         if (!st->meta_keys[i] || !st->meta_values[i])
             return brg_error(BRG_ERR_OOM, "%s: no memory for metadata", st->source);
     }
-    char *ctx = str_printf("%s: \"__metadata__\"", st->source);
+    char *ctx = brg_str_printf("%s: \"__metadata__\"", st->source);
     if (!ctx) return brg_error(BRG_ERR_OOM, "%s: no memory for metadata", st->source);
     brg_status s = brg_json_check_duplicates(item, ctx);
     free(ctx);
@@ -289,7 +275,7 @@ static brg_status parse_header_json(brg_safetensors *st, const char *header, siz
     size_t bad;
     if (!brg_utf8_valid(header, len, &bad))
         return brg_error(BRG_ERR_FORMAT, "%s: header is not valid UTF-8 (byte %zu of the header)", st->source, bad);
-    char *ctx = str_printf("%s: header", st->source);
+    char *ctx = brg_str_printf("%s: header", st->source);
     if (!ctx) return brg_error(BRG_ERR_OOM, "%s: no memory", st->source);
     cJSON *root;
     brg_status s = brg_json_parse(header, len, ctx, &root);

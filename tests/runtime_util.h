@@ -1,0 +1,61 @@
+/* Shared by the pipeline tests: gather what a runtime run left on its devices and compare it
+ * with a one-device run. */
+#ifndef BRIGADE_TEST_RUNTIME_UTIL_H
+#define BRIGADE_TEST_RUNTIME_UTIL_H
+
+#include "brigade/runtime.h"
+#include "test_util.h"
+
+#define RU_MAX_PARAMS 256
+
+typedef struct result {
+    double loss;
+    float *grads[RU_MAX_PARAMS];
+    size_t activation_peak; /* summed over devices */
+} result;
+
+/* Every parameter's reduced gradient (every copy must hold the same one) and the devices'
+ * activation peaks. */
+static void collect_grads(brg_runtime *rt, const brg_model *m, result *out) {
+    BRG_ASSERT(m->n_params <= RU_MAX_PARAMS);
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t n = brg_tensor_numel(m->params[p].tensor);
+        out->grads[p] = calloc((size_t)n, sizeof(float));
+        bool first = true;
+        for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+            brg_device_info info;
+            brg_device_get_info(brg_runtime_device(rt, dv), &info);
+            if (!info.holds[p]) continue;
+            const float *g = info.view->params[p].tensor->grad;
+            if (first) memcpy(out->grads[p], g, (size_t)n * sizeof(float));
+            else
+                CHECK_MSG(memcmp(out->grads[p], g, (size_t)n * sizeof(float)) == 0, "copies of %s differ",
+                          m->params[p].name);
+            first = false;
+        }
+        CHECK_MSG(!first, "no device holds %s", m->params[p].name);
+    }
+    out->activation_peak = 0;
+    for (int dv = 0; dv < brg_runtime_device_count(rt); dv++) {
+        brg_device_stats st;
+        brg_runtime_device_stats(rt, dv, &st);
+        out->activation_peak += st.activation_peak_bytes;
+    }
+}
+
+static void free_result(const brg_model *m, result *r) {
+    for (int p = 0; p < m->n_params; p++) free(r->grads[p]);
+}
+
+/* Loss within 1e-5 and every gradient within 1e-5 of its scale (at least 1). */
+static void compare(const brg_model *m, const result *ref, const result *got, const char *what) {
+    CHECK_MSG(fabs(ref->loss - got->loss) <= 1e-5, "%s: loss %.8f vs single device %.8f", what, got->loss, ref->loss);
+    for (int p = 0; p < m->n_params; p++) {
+        if (!ref->grads[p] || !got->grads[p]) continue;
+        long n = (long)brg_tensor_numel(m->params[p].tensor);
+        double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
+        CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
+    }
+}
+
+#endif
