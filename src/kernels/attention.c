@@ -31,11 +31,6 @@ static void check_args(const brg_attn_args *a) {
     BRG_ASSERT(a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0 && a->D >= 0);
 }
 
-static float *scratch_alloc(int64_t n) {
-    float *s = malloc((size_t)(n > 0 ? n : 1) * sizeof(float));
-    BRG_ASSERT(s != NULL); /* ROW_BLOCK * Tk floats: failing here means the host is out of memory */
-    return s;
-}
 
 /* Index of the last key query i may see (every key when not causal); may be < 0 when Tk < Tq. */
 static int64_t last_visible(const brg_attn_args *a, int64_t i) { return a->causal ? i + (a->Tk - a->Tq) : a->Tk - 1; }
@@ -143,7 +138,7 @@ void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k,
         for (int64_t r = 0; lse && r < B * H * Tq; r++) lse[r] = -INFINITY;
         return;
     }
-    float *p = scratch_alloc(ROW_BLOCK * Tk);
+    float *p = brg_scratch(0, (size_t)(ROW_BLOCK * Tk));
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
@@ -159,7 +154,6 @@ void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k,
                 apply_dropout(p, &blk, used, args);
                 brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, v + blk.bh * Tk * D, D, 0.0f, out + row0 * D, D);
             }
-    free(p);
 }
 
 typedef struct attn_grads {
@@ -222,14 +216,13 @@ void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const fl
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk;
     if (Tk == 0 || !(dq || dk || dv || dbias)) return;
     const attn_grads g = {dq, dk, dv, dbias};
-    float *p = scratch_alloc(2 * ROW_BLOCK * Tk), *dp = p + ROW_BLOCK * Tk;
+    float *p = brg_scratch(0, (size_t)(2 * ROW_BLOCK * Tk)), *dp = p + ROW_BLOCK * Tk;
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
                 block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
                 block_backward(&g, p, dp, dout, out, lse, q, k, v, &blk, args);
             }
-    free(p);
 }
 
 /* ---- reference ---------------------------------------------------------------------------- */
@@ -267,8 +260,8 @@ void brg_k_attention_fwd_ref(float *out, const float *q, const float *k, const f
     check_args(args);
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk, D = args->D;
     double *P = malloc((size_t)(Tq * Tk > 0 ? Tq * Tk : 1) * sizeof(double));
-    float *s = scratch_alloc(Tk);
-    BRG_ASSERT(P != NULL);
+    float *s = malloc((size_t)(Tk > 0 ? Tk : 1) * sizeof(float));
+    BRG_ASSERT(P != NULL && s != NULL);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++) {
             const int64_t bh = b * H + h;

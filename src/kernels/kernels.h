@@ -120,6 +120,11 @@ float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, c
 void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, const float *lse,
                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
 
+/* ---- scratch ------------------------------------------------------------------------------
+ * A per-thread buffer of at least n floats for slot (0..3), reused across calls (contents are
+ * not kept between calls that use the same slot); freed when the thread exits. */
+float *brg_scratch(int slot, size_t n);
+
 /* ---- encoder kernels (BERT, ViT) ---- */
 
 /* ---- select: x viewed as [outer, n, inner]; y[outer, inner] = x[outer, index, inner] ------
