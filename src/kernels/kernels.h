@@ -11,6 +11,7 @@
 #define BRIGADE_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* ---- GEMM: the one interface every matrix product goes through ---------------------------
