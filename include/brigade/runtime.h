@@ -79,11 +79,12 @@ typedef struct brg_device_info {
 void brg_device_get_info(const brg_device *dev, brg_device_info *info);
 brg_arena *brg_device_arena(brg_device *dev);
 
-/* Sum of squared gradients over the distinct parameters (each counted once). */
-double brg_runtime_grad_sq_norm(const brg_runtime *rt);
-/* Scales every device's gradients (clipping). */
-void brg_runtime_scale_grads(brg_runtime *rt, float factor);
-void brg_runtime_zero_grads(brg_runtime *rt);
+/* Sum of squared gradients over the distinct parameters (each counted once), computed on the
+ * devices' threads and added in device order. */
+brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out);
+/* Scales every device's gradients (clipping), on the devices' threads. */
+brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor);
+brg_status brg_runtime_zero_grads(brg_runtime *rt);
 
 /* Copies the weights back into the model given at creation (replica 0; the owner's copy of a
  * tied parameter), e.g. before saving. */

@@ -2,66 +2,102 @@
  * copies on different stages) ends up with the sum over all copies, added in device order so
  * the result never depends on thread timing. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime_internal.h"
 
-void reduce_gradients(brg_runtime *rt) {
-    const brg_model *m = rt->model;
-    for (int p = 0; p < m->n_params; p++) {
-        float *acc = NULL;
-        int64_t n = brg_tensor_numel(m->params[p].tensor);
-        for (int d = 0; d < rt->n_devices; d++) {
-            brg_device *dev = &rt->devices[d];
-            if (!dev->holds[p]) continue;
-            float *g = dev->view.params[p].tensor->grad;
-            if (!acc) {
-                acc = g;
-                continue;
-            }
-            for (int64_t i = 0; i < n; i++) acc[i] += g[i];
+/* Parameter p is reduced by device p mod n: the devices split the work, and each parameter's
+ * sum still runs over its copies in device order. */
+static void reduce_param(brg_runtime *rt, int p) {
+    float *acc = NULL;
+    int64_t n = brg_tensor_numel(rt->model->params[p].tensor);
+    for (int d = 0; d < rt->n_devices; d++) {
+        brg_device *dev = &rt->devices[d];
+        if (!dev->holds[p]) continue;
+        float *g = dev->view.params[p].tensor->grad;
+        if (!acc) {
+            acc = g;
+            continue;
         }
-        for (int d = 0; acc && d < rt->n_devices; d++) {
-            brg_device *dev = &rt->devices[d];
-            float *g = dev->holds[p] ? dev->view.params[p].tensor->grad : NULL;
-            if (g && g != acc) memcpy(g, acc, (size_t)n * sizeof *g);
-        }
+        for (int64_t i = 0; i < n; i++) acc[i] += g[i];
+    }
+    for (int d = 0; acc && d < rt->n_devices; d++) {
+        brg_device *dev = &rt->devices[d];
+        float *g = dev->holds[p] ? dev->view.params[p].tensor->grad : NULL;
+        if (g && g != acc) memcpy(g, acc, (size_t)n * sizeof *g);
     }
 }
 
-/* The copy that stands for parameter p: the first device holding it. */
-static brg_tensor *first_copy(const brg_runtime *rt, int p) {
-    for (int d = 0; d < rt->n_devices; d++)
-        if (rt->devices[d].holds[p]) return rt->devices[d].view.params[p].tensor;
-    return NULL;
+static brg_status reduce_job(brg_device *dev, void *arg) {
+    (void)arg;
+    brg_runtime *rt = dev->rt;
+    for (int p = dev->id; p < rt->model->n_params; p += rt->n_devices) reduce_param(rt, p);
+    return BRG_OK;
 }
 
-double brg_runtime_grad_sq_norm(const brg_runtime *rt) {
+brg_status reduce_gradients(brg_runtime *rt) { return brg_runtime_each_device(rt, reduce_job, NULL); }
+
+/* The copy that stands for parameter p: the first device holding it. */
+static int first_holder(const brg_runtime *rt, int p) {
+    for (int d = 0; d < rt->n_devices; d++)
+        if (rt->devices[d].holds[p]) return d;
+    return -1;
+}
+
+/* Each device sums the squares of the parameters it stands for; the host adds the partial sums
+ * in device order, so the norm does not depend on timing. */
+static brg_status sq_norm_job(brg_device *dev, void *arg) {
+    double *partial = arg;
+    brg_runtime *rt = dev->rt;
     double sum = 0;
     for (int p = 0; p < rt->model->n_params; p++) {
-        const brg_tensor *t = first_copy(rt, p);
+        if (first_holder(rt, p) != dev->id) continue;
+        const brg_tensor *t = dev->view.params[p].tensor;
         int64_t n = brg_tensor_numel(t);
         for (int64_t i = 0; i < n; i++) sum += (double)t->grad[i] * (double)t->grad[i];
     }
-    return sum;
+    partial[dev->id] = sum;
+    return BRG_OK;
 }
 
-static void for_each_grad(brg_runtime *rt, float factor, bool zero) {
-    for (int d = 0; d < rt->n_devices; d++) {
-        brg_device *dev = &rt->devices[d];
-        for (int p = 0; p < rt->model->n_params; p++) {
-            if (!dev->holds[p]) continue;
-            brg_tensor *t = dev->view.params[p].tensor;
-            int64_t n = brg_tensor_numel(t);
-            if (zero) memset(t->grad, 0, (size_t)n * sizeof *t->grad);
-            else
-                for (int64_t i = 0; i < n; i++) t->grad[i] *= factor;
-        }
+brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out) {
+    double *partial = calloc((size_t)rt->n_devices, sizeof *partial);
+    if (!partial) return brg_error(BRG_ERR_OOM, "cannot allocate the norm's partial sums");
+    brg_status st = brg_runtime_each_device(rt, sq_norm_job, partial);
+    *out = 0;
+    for (int d = 0; d < rt->n_devices; d++) *out += partial[d];
+    free(partial);
+    return st;
+}
+
+typedef struct grad_op {
+    float factor;
+    bool zero;
+} grad_op;
+
+static brg_status grad_job(brg_device *dev, void *arg) {
+    const grad_op *op = arg;
+    for (int p = 0; p < dev->rt->model->n_params; p++) {
+        if (!dev->holds[p]) continue;
+        brg_tensor *t = dev->view.params[p].tensor;
+        int64_t n = brg_tensor_numel(t);
+        if (op->zero) memset(t->grad, 0, (size_t)n * sizeof *t->grad);
+        else
+            for (int64_t i = 0; i < n; i++) t->grad[i] *= op->factor;
     }
+    return BRG_OK;
 }
 
-void brg_runtime_scale_grads(brg_runtime *rt, float factor) { for_each_grad(rt, factor, false); }
-void brg_runtime_zero_grads(brg_runtime *rt) { for_each_grad(rt, 0.0f, true); }
+brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor) {
+    grad_op op = {factor, false};
+    return brg_runtime_each_device(rt, grad_job, &op);
+}
+
+brg_status brg_runtime_zero_grads(brg_runtime *rt) {
+    grad_op op = {0.0f, true};
+    return brg_runtime_each_device(rt, grad_job, &op);
+}
 
 /* The owner's copy: replica 0, on the stage of the block that owns the parameter. */
 static brg_tensor *owner_copy(const brg_runtime *rt, int p) {
@@ -101,7 +137,7 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     rt->seed = seed;
     rt->losses = losses;
     brg_status st = brg_runtime_each_device(rt, executor_run_device, NULL);
-    if (st == BRG_OK && rt->opts.training) reduce_gradients(rt);
+    if (st == BRG_OK && rt->opts.training) st = reduce_gradients(rt);
     for (int d = 0; d < rt->n_devices; d++) {
         brg_device *dev = &rt->devices[d];
         for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);

@@ -68,7 +68,7 @@ struct brg_runtime {
 /* executor.c: one device's part of a run (a brg_device_fn). */
 brg_status executor_run_device(brg_device *dev, void *arg);
 /* reduce.c: sums each parameter's gradient over every device holding a copy. */
-void reduce_gradients(brg_runtime *rt);
+brg_status reduce_gradients(brg_runtime *rt);
 
 double runtime_now(void);
 

@@ -122,10 +122,12 @@ static void teardown(trainer *t) {
 /* ---- one step ---- */
 
 static brg_status clip(trainer *t, double *grad_norm) {
-    *grad_norm = sqrt(brg_runtime_grad_sq_norm(t->rt));
+    double sq;
+    BRG_TRY(brg_runtime_grad_sq_norm(t->rt, &sq));
+    *grad_norm = sqrt(sq);
     if (t->opts.max_grad_norm > 0) {
         float coef = brg_clip_coef(t->opts.max_grad_norm, *grad_norm);
-        if (coef != 1.0f) brg_runtime_scale_grads(t->rt, coef);
+        if (coef != 1.0f) BRG_TRY(brg_runtime_scale_grads(t->rt, coef));
     }
     return BRG_OK;
 }
@@ -140,7 +142,7 @@ static brg_status train_step(trainer *t, double *loss, float *lr, double *grad_n
     *lr = brg_lr_at(&t->opts.lr_schedule, (float)t->opts.optimizer.lr, t->step);
     step_arg arg = {t, *lr};
     BRG_TRY(brg_runtime_each_device(t->rt, optimizer_step, &arg));
-    brg_runtime_zero_grads(t->rt);
+    BRG_TRY(brg_runtime_zero_grads(t->rt));
     t->step++;
     return BRG_OK;
 }
