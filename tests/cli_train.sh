@@ -43,6 +43,11 @@ awk -F'"loss": ' 'NR==FNR { split($2, a, ","); all[FNR] = a[1]; next } { split($
 err=$(run_train --steps 1 --output "$tmp/w" --quiet --pin-devices --ipu-config-overrides "gradient_accumulation_steps=1" 2>&1 >/dev/null) && ok || bad "bubble run failed: $err"
 grep -q "warning: gradient_accumulation_steps (1) is less than the 2 pipeline stages" <<<"$err" && ok || bad "no bubble warning: $err"
 
+# Intra-op threads per device: settable, and a bad count is refused.
+run_train --steps 2 --output "$tmp/thr" --quiet --threads-per-device 2 >/dev/null 2>&1 && ok || bad "--threads-per-device 2"
+expect_fail_threads() { local err; err=$("$@" 2>&1 >/dev/null) && { bad "exit 0"; return; }; grep -qF "threads-per-device -1" <<<"$err" && ok || bad "message: $err"; }
+expect_fail_threads run_train --steps 1 --output "$tmp/thr2" --threads-per-device -1
+
 # Inference as a pipeline (inference_* attributes): the loss of one forward pass agrees.
 cat >"$tmp/infer.json" <<'JSON'
 {"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_device_iterations": 2,

@@ -42,6 +42,7 @@ static void make_data(data *d) {
 }
 
 static bool recompute_layers = false;
+static int intra_threads = 0;
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
  * order) and runs them; collects the loss sum and each parameter's reduced gradient. */
@@ -49,7 +50,7 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
                 brg_schedule_kind kind, result *out) {
     brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
                              .micro_batches = micro_batches, .schedule = kind, .training = true,
-                             .recompute = recompute_layers};
+                             .recompute = recompute_layers, .intra_threads = intra_threads};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     if (!rt) return;
@@ -132,6 +133,13 @@ int main(void) {
     free_result(m, &r);
     run(m, &d, 1, 1, one, 8, BRG_SCHEDULE_1F1B, &r);
     compare(m, &single, &r, "8 micro-batches on one device");
+    free_result(m, &r);
+
+    /* Two threads per device: the same numbers. */
+    intra_threads = 2;
+    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
+    intra_threads = 0;
+    compare(m, &single, &r, "2 stages x 2 threads per device");
     free_result(m, &r);
 
     check_inference(m, &d);

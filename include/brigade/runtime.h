@@ -26,6 +26,7 @@ typedef struct brg_runtime_options {
     bool training;           /* false: forward only, no gradients */
     bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
     bool pin_threads;        /* pin device d's thread to core d mod the cores available */
+    int intra_threads;       /* threads per device for its matrix products; 0 or 1: one */
 } brg_runtime_options;
 
 /* One micro-batch's inputs (host memory, read by every stage of its replica); the fields

@@ -25,6 +25,7 @@ typedef struct brg_train_options {
     size_t device_memory;
     bool recompute;
     bool pin_threads; /* pin each device's thread to a core */
+    int intra_threads; /* threads per device for matrix products (default 1) */
     /* which losses a host call (device_iterations steps) reports: ALL every step, SUM their
      * sum, FINAL and DEFAULT the last step's */
     brg_output_mode output_mode;

@@ -14,7 +14,7 @@
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule;
-    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, seq_len, rows;
+    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, seq_len, rows, threads;
     double epochs, lr, weight_decay, max_grad_norm;
     bool no_shuffle, quiet, pin;
 } train_flags;
@@ -78,6 +78,9 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->eval_every = f->eval_every;
     o->progress = f->quiet ? NULL : stdout;
     o->pin_threads = f->pin;
+    if (f->threads < 0 || f->threads > 256)
+        return brg_error(BRG_ERR_INVALID_ARG, "--threads-per-device %lld is not in [1, 256]", (long long)f->threads);
+    o->intra_threads = (int)f->threads;
     if (o->accumulation < o->stages)
         fprintf(stderr,
                 "warning: gradient_accumulation_steps (%d) is less than the %d pipeline stages: the pipeline is "
@@ -162,6 +165,7 @@ int cmd_train(int argc, char **argv) {
         {"sequence-length", ARG_INT, &f.seq_len, false, "tokens per row for text data (default n_positions)", false},
         {"rows", ARG_INT, &f.rows, false, "rows of a built-in dataset (default 4096)", false},
         {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
+        {"threads-per-device", ARG_INT, &f.threads, false, "threads per device for matrix products (default 1)", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);

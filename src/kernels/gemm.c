@@ -1,9 +1,11 @@
 /* GEMM: the single entry point for matrix products, and the choice of who computes them.
  *
  * Backends, chosen once per process:
- *   avx512    the packed AVX-512 kernel in gemm_avx512.c; the default when the CPU has AVX-512,
- *             because it measured faster than OpenBLAS on every GPT-2 small training shape
- *             (see bench/README.md and `brigade_bench_gemm`).
+ *   avx512    the packed AVX-512 kernel in gemm_avx512.c; the default when the CPU has AVX-512:
+ *             on the products of a GPT-2 small training step it measured 1.9x faster than
+ *             OpenBLAS as this environment configures it (OPENBLAS_CORETYPE=Haswell) and level
+ *             with OpenBLAS's best kernel, whatever OPENBLAS_CORETYPE says (bench/README.md,
+ *             `brigade_bench_gemm`).
  *   openblas  cblas_sgemm; the default without AVX-512.
  *   ref       brg_gemm_ref, the double-accumulating scalar loop (slow; for debugging).
  * The environment variable BRIGADE_GEMM=openblas|avx512|ref overrides the default; asking for
@@ -87,6 +89,7 @@ void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
         scale_c(M, N, beta, C, ldc);
         return;
     }
+    if (brg_gemm_team_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     const backend be = current_backend();
     if (be == BACKEND_REF) {
         brg_gemm_ref(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);

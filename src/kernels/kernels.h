@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "brigade/status.h"
+
 /* ---- GEMM: the one interface every matrix product goes through ---------------------------
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major. op(A) is [M,K]: A is [M,K] (lda >= K)
  * or, when trans_a, A is [K,M] (lda >= M). Likewise op(B) is [K,N]. */
@@ -25,6 +27,18 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 const char *brg_gemm_backend(void);
 /* Threads each GEMM call may use (process-wide). */
 void brg_gemm_set_threads(int threads);
+
+/* Intra-op threads of one device: a team of `threads` (the caller's thread plus threads - 1
+ * helpers). While bound to a thread, brg_gemm calls made on it split large products by rows of
+ * C across the team. */
+typedef struct brg_gemm_team brg_gemm_team;
+brg_status brg_gemm_team_create(int threads, brg_gemm_team **out);
+void brg_gemm_team_destroy(brg_gemm_team *team);
+void brg_gemm_team_bind(brg_gemm_team *team);
+/* Used by brg_gemm: runs the product on the bound team; false when there is none or the product
+ * is too small to split. */
+bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                       int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ---- linear: y[n,out] = x[n,in] @ W + b ---------------------------------------------------
  * W layout: w_in_out ? [in,out] (GPT-2 Conv1D) : [out,in] (nn.Linear). b may be NULL. */

@@ -111,6 +111,7 @@ static void *device_main(void *p) {
     brg_runtime *rt = dev->rt;
     uint64_t seen = 0;
     if (rt->opts.pin_threads) pin_to_core(dev);
+    brg_gemm_team_bind(dev->team);
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         while (rt->generation == seen && !rt->quit) pthread_cond_wait(&rt->go, &rt->lock);
@@ -191,6 +192,8 @@ static brg_status init_channels(brg_runtime *rt) {
 }
 
 static brg_status start_threads(brg_runtime *rt) {
+    for (int i = 0; rt->opts.intra_threads > 1 && i < rt->n_devices; i++)
+        BRG_TRY(brg_gemm_team_create(rt->opts.intra_threads, &rt->devices[i].team));
     for (int i = 0; i < rt->n_devices; i++) {
         if (pthread_create(&rt->devices[i].thread, NULL, device_main, &rt->devices[i]) != 0)
             return brg_error(BRG_ERR_INTERNAL, "cannot start the thread of device %d", i);
@@ -257,6 +260,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
     pthread_mutex_unlock(&rt->lock);
     for (int i = 0; i < rt->n_devices; i++) {
         if (rt->devices[i].thread_started) pthread_join(rt->devices[i].thread, NULL);
+        brg_gemm_team_destroy(rt->devices[i].team);
         free_device(&rt->devices[i]);
     }
     int links = rt->opts.replicas * (rt->opts.stages - 1);

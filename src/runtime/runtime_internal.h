@@ -33,6 +33,7 @@ struct brg_device {
     const float **input_grads; /* [micro_batches][2]: what goes back to the stage before */
     pthread_t thread;
     bool thread_started;
+    struct brg_gemm_team *team; /* intra-op threads, or NULL */
     double busy_seconds;
     size_t activation_peak;
     brg_status status;
