@@ -99,6 +99,10 @@ typedef struct brg_device_stats {
     size_t activation_peak_bytes; /* peak above the persistent state */
 } brg_device_stats;
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out);
+/* Wall time spent running schedules (forward and backward passes, from the first device's
+ * start to the last one's end), summed over runs: pipeline efficiency is the devices' busy time
+ * over devices x this. */
+double brg_runtime_schedule_seconds(const brg_runtime *rt);
 
 #ifdef __cplusplus
 }

@@ -61,7 +61,7 @@ typedef struct brg_train_result {
     double eval_loss; /* the last evaluation's mean loss (NAN when none ran) */
     double seconds;
     double tokens_per_second;
-    double pipeline_efficiency; /* busy time over device time */
+    double pipeline_efficiency; /* forward/backward busy time over devices x schedule wall time */
     double ideal_efficiency;    /* m / (m + p - 1) */
 } brg_train_result;
 

@@ -136,7 +136,9 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     rt->denominators = denominators ? *denominators : (brg_loss_items){0, 0};
     rt->seed = seed;
     rt->losses = losses;
+    double t0 = runtime_now();
     brg_status st = brg_runtime_each_device(rt, executor_run_device, NULL);
+    rt->schedule_seconds += runtime_now() - t0;
     if (st == BRG_OK && rt->opts.training) st = reduce_gradients(rt);
     for (int d = 0; d < rt->n_devices; d++) {
         brg_device *dev = &rt->devices[d];

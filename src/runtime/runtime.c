@@ -286,6 +286,7 @@ void brg_device_get_info(const brg_device *dev, brg_device_info *info) {
 }
 
 brg_arena *brg_device_arena(brg_device *dev) { return dev->arena; }
+double brg_runtime_schedule_seconds(const brg_runtime *rt) { return rt->schedule_seconds; }
 
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out) {
     const brg_device *d = &rt->devices[device];

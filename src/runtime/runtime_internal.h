@@ -49,6 +49,7 @@ struct brg_runtime {
     channel *fwd; /* [replica * (stages - 1) + s]: stage s -> s + 1 */
     channel *bwd; /* [replica * (stages - 1) + s]: stage s + 1 -> s */
     brg_schedule schedule;
+    double schedule_seconds;
     volatile bool abort;
     /* job dispatch */
     pthread_mutex_t lock;

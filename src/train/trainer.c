@@ -188,7 +188,8 @@ static void summary(trainer *t, brg_train_result *r, double tokens) {
         brg_runtime_device_stats(t->rt, d, &s);
         busy += s.busy_seconds;
     }
-    r->pipeline_efficiency = r->seconds > 0 ? busy / (devices * r->seconds) : 0;
+    double sched = brg_runtime_schedule_seconds(t->rt);
+    r->pipeline_efficiency = sched > 0 ? busy / (devices * sched) : 0;
     r->ideal_efficiency = brg_schedule_ideal_efficiency(t->opts.stages, t->opts.accumulation);
     if (!f) return;
     if (isatty(fileno(f))) fputc('\n', f);
