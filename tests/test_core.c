@@ -39,6 +39,24 @@ static void test_arena_many_chunks(void) {
     brg_arena_destroy(a);
 }
 
+static void test_arena_children_share_the_budget(void) {
+    brg_arena *dev, *mb0, *mb1;
+    CHECK_OK(brg_arena_create("device 2", 1 << 20, &dev));
+    CHECK_OK(brg_arena_create_child(dev, "micro-batch 0", &mb0));
+    CHECK_OK(brg_arena_create_child(dev, "micro-batch 1", &mb1));
+    CHECK(brg_arena_alloc(dev, 400 << 10, "weights") != NULL);
+    CHECK(brg_arena_alloc(mb0, 300 << 10, "activations") != NULL);
+    CHECK(brg_arena_alloc(mb1, 400 << 10, "activations") == NULL); /* 1100 KiB > 1 MiB */
+    CHECK(strstr(brg_last_error(), "device 2 out of memory: activations") != NULL);
+    brg_arena_reset(mb0, 0); /* the first micro-batch is done: its bytes return to the device */
+    CHECK(brg_arena_alloc(mb1, 400 << 10, "activations") != NULL);
+    CHECK(brg_arena_peak(dev) >= (800u << 10) && brg_arena_peak(dev) < (1u << 20));
+    brg_arena_destroy(mb0);
+    brg_arena_destroy(mb1);
+    CHECK(brg_arena_alloc(dev, 500 << 10, "more weights") != NULL); /* children gave everything back */
+    brg_arena_destroy(dev);
+}
+
 static void test_parse_bytes(void) {
     size_t n;
     CHECK_OK(brg_parse_bytes("2GiB", &n));
@@ -104,6 +122,7 @@ static void test_half_conversions(void) {
 int main(void) {
     test_arena_budget_and_reset();
     test_arena_many_chunks();
+    test_arena_children_share_the_budget();
     test_parse_bytes();
     test_tensor_views_and_copy();
     test_half_conversions();

@@ -142,6 +142,20 @@ int main(void) {
     compare(m, &single, &r, "2 stages x 2 threads per device");
     free_result(m, &r);
 
+    /* 1F1B keeps at most stages - stage micro-batches in flight and reuses their memory; GPipe
+     * holds all eight at once. */
+    result one_f, gpipe;
+    run(m, &d, 1, 2, two, 8, BRG_SCHEDULE_1F1B, &one_f);
+    run(m, &d, 1, 2, two, 8, BRG_SCHEDULE_GPIPE, &gpipe);
+    compare(m, &single, &one_f, "8 micro-batches, 1F1B");
+    compare(m, &single, &gpipe, "8 micro-batches, GPipe");
+    CHECK_MSG(2 * one_f.activation_peak < gpipe.activation_peak, "1F1B activation peak %zu, GPipe %zu",
+              one_f.activation_peak, gpipe.activation_peak);
+    printf("activation peak over 8 micro-batches: 1F1B %zu bytes, GPipe %zu\n", one_f.activation_peak,
+           gpipe.activation_peak);
+    free_result(m, &one_f);
+    free_result(m, &gpipe);
+
     check_inference(m, &d);
 
     /* recompute_checkpoint_every_layer: the same numbers, less activation memory. */

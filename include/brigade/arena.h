@@ -23,6 +23,11 @@ typedef struct brg_arena brg_arena;
 brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out);
 void brg_arena_destroy(brg_arena *arena);
 
+/* An arena that draws on its parent's budget (the parent's messages and peak count both): a
+ * device's per-micro-batch memory, released by resetting the child alone. The child must be
+ * destroyed before the parent and used on the parent's thread. */
+brg_status brg_arena_create_child(brg_arena *parent, const char *name, brg_arena **out);
+
 /* Returns 64-byte aligned zeroed memory, or NULL with brg_last_error() set (BRG_ERR_OOM).
  * `what` says what the bytes are for ("h.3.attn.c_attn.weight", "activations"). */
 void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what);
@@ -34,6 +39,7 @@ size_t brg_arena_mark(const brg_arena *arena);
 void brg_arena_reset(brg_arena *arena, size_t mark);
 
 size_t brg_arena_used(const brg_arena *arena);
+/* The most the arena held at once (for a parent: with its children's bytes). */
 size_t brg_arena_peak(const brg_arena *arena);
 size_t brg_arena_budget(const brg_arena *arena);
 const char *brg_arena_name(const brg_arena *arena);

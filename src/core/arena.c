@@ -22,7 +22,9 @@ struct brg_arena {
     char name[64];
     size_t budget;
     size_t used;
-    size_t peak;
+    size_t peak;          /* of used, plus children_used for a parent */
+    struct brg_arena *parent; /* a child draws on its parent's budget */
+    size_t children_used;
     chunk *first;
     chunk *current;
 };
@@ -36,8 +38,16 @@ brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out) {
     return BRG_OK;
 }
 
+brg_status brg_arena_create_child(brg_arena *parent, const char *name, brg_arena **out) {
+    BRG_ASSERT(parent && !parent->parent);
+    BRG_TRY(brg_arena_create(name, BRG_ARENA_UNLIMITED, out));
+    (*out)->parent = parent;
+    return BRG_OK;
+}
+
 void brg_arena_destroy(brg_arena *arena) {
     if (!arena) return;
+    if (arena->parent) arena->parent->children_used -= arena->used;
     chunk *c = arena->first;
     while (c) {
         chunk *next = c->next;
@@ -86,20 +96,23 @@ static void *bump(brg_arena *a, size_t bytes) {
     return p;
 }
 
+static size_t family_used(const brg_arena *root) { return root->used + root->children_used; }
+
 void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
     BRG_ASSERT(arena);
+    brg_arena *root = arena->parent ? arena->parent : arena;
     size_t need = align_up(bytes ? bytes : 1);
     if (need < bytes) {
-        brg_error(BRG_ERR_OOM, "%s: allocation of %zu bytes for %s overflows", arena->name, bytes, what);
+        brg_error(BRG_ERR_OOM, "%s: allocation of %zu bytes for %s overflows", root->name, bytes, what);
         return NULL;
     }
-    if (arena->budget && arena->used + need > arena->budget) {
+    if (root->budget && family_used(root) + need > root->budget) {
         char b_need[64], b_used[64], b_budget[64];
         format_bytes(need, b_need, sizeof b_need);
-        format_bytes(arena->used, b_used, sizeof b_used);
-        format_bytes(arena->budget, b_budget, sizeof b_budget);
+        format_bytes(family_used(root), b_used, sizeof b_used);
+        format_bytes(root->budget, b_budget, sizeof b_budget);
         brg_error(BRG_ERR_OOM, "%s out of memory: %s needs %s, %s of the %s budget already in use",
-                  arena->name, what ? what : "an allocation", b_need, b_used, b_budget);
+                  root->name, what ? what : "an allocation", b_need, b_used, b_budget);
         return NULL;
     }
     void *p = bump(arena, need);
@@ -110,6 +123,8 @@ void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
     memset(p, 0, need);
     arena->used += need;
     if (arena->used > arena->peak) arena->peak = arena->used;
+    if (arena->parent) arena->parent->children_used += need;
+    if (family_used(root) > root->peak) root->peak = family_used(root);
     return p;
 }
 
@@ -122,6 +137,7 @@ size_t brg_arena_mark(const brg_arena *arena) { return arena->used; }
 
 void brg_arena_reset(brg_arena *arena, size_t mark) {
     BRG_ASSERT(mark <= arena->used);
+    if (arena->parent) arena->parent->children_used -= arena->used - mark;
     size_t before = 0;
     chunk *c = arena->first;
     while (c && before + c->used < mark) {

@@ -1,8 +1,13 @@
-/* One device's part of a run: its stage's row of the schedule. A stage hands the next one its
- * carried tensors (hidden states and, for encoder-decoder models, the encoder's output) as
- * pointers into its own arena, valid for the whole run; the receiver copies them into its
- * arena, as a transfer between real devices would. Gradients of the carried tensors travel back
- * the same way. */
+/* One device's part of a run: its stage's row of the schedule.
+ *
+ * Memory: each micro-batch's activations live in one of the device's slot arenas (mb mod
+ * slots), reset when the slot is taken by a later micro-batch, so 1F1B holds at most
+ * stages - stage micro-batches at once. A stage hands the next one its carried tensors (hidden
+ * states and, for encoder-decoder models, the encoder's output) as pointers into its slot; the
+ * receiver copies them at once, as a transfer between real devices would. Going back, the
+ * receiver adds its input gradients straight into the sender's output gradient buffers (which
+ * the sender allocated before sending) and then signals: nothing of the receiver's slot is
+ * referenced once its backward is done, and the sender's slot lives until its own backward. */
 #include <string.h>
 
 #include "runtime_internal.h"
@@ -25,12 +30,22 @@ static uint64_t mix(uint64_t x) {
 
 static brg_tensor **carried(brg_bundle *b, int k) { return k == 0 ? &b->hidden : &b->encoder_hidden; }
 
-static brg_status copy_in(brg_device *dev, const brg_tensor *src, brg_tensor **out) {
+static brg_arena *arena_of(const brg_device *dev, int mb) { return dev->slots[mb % dev->n_slots]; }
+
+/* A slot is emptied when a later micro-batch takes it: by then the earlier one's backward is
+ * done here and its gradients have been handed on. */
+static void take_slot(brg_device *dev, int mb) {
+    int s = mb % dev->n_slots;
+    if (dev->slot_busy[s]) brg_arena_reset(dev->slots[s], 0);
+    dev->slot_busy[s] = true;
+}
+
+static brg_status copy_in(brg_device *dev, int mb, const brg_tensor *src, brg_tensor **out) {
     if (!src) {
         *out = NULL;
         return BRG_OK;
     }
-    BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, "stage input", out));
+    BRG_TRY(brg_tensor_new(arena_of(dev, mb), BRG_DTYPE_F32, src->ndim, src->shape, "stage input", out));
     memcpy((*out)->data, src->data, brg_tensor_nbytes(src));
     (*out)->requires_grad = dev->rt->opts.training;
     return BRG_OK;
@@ -45,7 +60,8 @@ static brg_status receive_inputs(brg_device *dev, int mb, brg_bundle *b) {
                          msg.micro_batch);
     brg_bundle *from = msg.payload;
     for (int k = 0; k < CARRIED; k++) {
-        BRG_TRY(copy_in(dev, *carried(from, k), &dev->inputs[mb * CARRIED + k]));
+        dev->upstream[mb * CARRIED + k] = *carried(from, k);
+        BRG_TRY(copy_in(dev, mb, *carried(from, k), &dev->inputs[mb * CARRIED + k]));
         *carried(b, k) = dev->inputs[mb * CARRIED + k];
     }
     return BRG_OK;
@@ -84,8 +100,8 @@ static bool recomputed(const brg_device *dev, int block) {
     return dev->rt->opts.recompute && dev->rt->opts.training && dev->view.blocks[block].kind == BRG_BLOCK_LAYER;
 }
 
-static brg_status new_like(brg_device *dev, const brg_tensor *src, const char *what, brg_tensor **out) {
-    BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, what, out));
+static brg_status new_like(brg_arena *arena, const brg_tensor *src, const char *what, brg_tensor **out) {
+    BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, src->ndim, src->shape, what, out));
     memcpy((*out)->data, src->data, brg_tensor_nbytes(src));
     return BRG_OK;
 }
@@ -100,7 +116,7 @@ static int input_slot(const checkpoint *c, const brg_tensor *o) {
 
 /* Keeps the layer's own outputs across the arena reset that drops its scratch: same-shaped
  * hidden states go to a buffer taken before the mark, anything else through a host copy. */
-static brg_status keep_outputs(brg_device *dev, checkpoint *c, brg_bundle *b, size_t mark, brg_tensor *pre) {
+static brg_status keep_outputs(brg_arena *arena, checkpoint *c, brg_bundle *b, size_t mark, brg_tensor *pre) {
     float *host[CARRIED] = {NULL, NULL};
     brg_tensor shape[CARRIED];
     brg_status st = BRG_OK;
@@ -120,10 +136,10 @@ static brg_status keep_outputs(brg_device *dev, checkpoint *c, brg_bundle *b, si
         if (!host[k]) st = brg_error(BRG_ERR_OOM, "cannot keep a recomputed layer's output");
         else memcpy(host[k], o->data, brg_tensor_nbytes(o));
     }
-    brg_arena_reset(dev->arena, mark);
+    brg_arena_reset(arena, mark);
     for (int k = 0; k < CARRIED; k++) {
         if (host[k] && st == BRG_OK &&
-            (st = brg_tensor_new(dev->arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
+            (st = brg_tensor_new(arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
             memcpy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]));
         free(host[k]);
         if (c->fresh[k] && c->out[k]) c->out[k]->requires_grad = true;
@@ -137,19 +153,20 @@ static brg_status keep_outputs(brg_device *dev, checkpoint *c, brg_bundle *b, si
 static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_bundle *b) {
     checkpoint *c = ckpt_of(dev, mb, block);
     brg_tape *tape = tape_of(dev, mb, block);
+    brg_arena *arena = arena_of(dev, mb);
     for (int k = 0; k < CARRIED; k++) {
         c->prev[k] = *carried(b, k);
         c->in[k] = NULL;
-        if (c->prev[k]) BRG_TRY(new_like(dev, c->prev[k], "recomputation checkpoint", &c->in[k]));
-        if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(dev->arena, c->in[k]));
+        if (c->prev[k]) BRG_TRY(new_like(arena, c->prev[k], "recomputation checkpoint", &c->in[k]));
+        if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(arena, c->in[k]));
         *carried(b, k) = c->in[k];
     }
     brg_tensor *pre = NULL;
-    if (c->in[0]) BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
-    size_t mark = brg_arena_mark(dev->arena);
+    if (c->in[0]) BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
+    size_t mark = brg_arena_mark(arena);
     brg_tape_set_grad_enabled(tape, false);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
-    brg_status kept = keep_outputs(dev, c, b, mark, st == BRG_OK ? pre : NULL);
+    brg_status kept = keep_outputs(arena, c, b, mark, st == BRG_OK ? pre : NULL);
     return st != BRG_OK ? st : kept;
 }
 
@@ -157,6 +174,7 @@ static brg_status forward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
     brg_bundle *b = &dev->bundles[mb];
+    take_slot(dev, mb);
     start_bundle(dev, mb, b);
     if (dev->stage > 0) BRG_TRY(receive_inputs(dev, mb, b));
     double t0 = runtime_now();
@@ -179,24 +197,34 @@ static brg_status forward_step(brg_device *dev, int mb) {
             memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
         return BRG_OK;
     }
-    for (int k = 0; k < CARRIED; k++) dev->outputs[mb * CARRIED + k] = *carried(b, k);
+    for (int k = 0; k < CARRIED; k++) {
+        brg_tensor *o = *carried(b, k);
+        dev->outputs[mb * CARRIED + k] = o;
+        /* The next stage adds the gradient of what it receives into this buffer. */
+        if (o && o->requires_grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), o));
+    }
     return channel_send(fwd_link(rt, dev->replica, dev->stage), (channel_msg){mb, b});
 }
 
-/* The gradients of this stage's carried inputs, for the stage before (zeros where nothing
- * reached them). */
-static brg_status send_input_grads(brg_device *dev, int mb) {
-    for (int k = 0; k < CARRIED; k++) {
-        brg_tensor *in = dev->inputs[mb * CARRIED + k];
-        if (in && !in->grad) BRG_TRY(brg_tensor_ensure_grad(dev->arena, in));
-        dev->input_grads[mb * CARRIED + k] = in ? in->grad : NULL;
-    }
-    return channel_send(bwd_link(dev->rt, dev->replica, dev->stage - 1), (channel_msg){mb, &dev->input_grads[mb * CARRIED]});
+static void add_into(brg_tensor *dst, const float *g) {
+    int64_t n = brg_tensor_numel(dst);
+    for (int64_t i = 0; i < n; i++) dst->grad[i] += g[i];
 }
 
-static brg_status add_grad(brg_device *dev, brg_tensor *t, const float *g) {
+/* Adds the gradients of this stage's carried inputs into the stage before's output gradient
+ * buffers, then tells it they are there. */
+static brg_status send_input_grads(brg_device *dev, int mb) {
+    for (int k = 0; k < CARRIED; k++) {
+        const brg_tensor *in = dev->inputs[mb * CARRIED + k];
+        brg_tensor *up = dev->upstream[mb * CARRIED + k];
+        if (in && in->grad && up && up->grad) add_into(up, in->grad);
+    }
+    return channel_send(bwd_link(dev->rt, dev->replica, dev->stage - 1), (channel_msg){mb, NULL});
+}
+
+static brg_status add_grad(brg_device *dev, int mb, brg_tensor *t, const float *g) {
     if (!t || !g || !t->requires_grad) return BRG_OK;
-    if (!t->grad) BRG_TRY(brg_tensor_ensure_grad(dev->arena, t));
+    if (!t->grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), t));
     int64_t n = brg_tensor_numel(t);
     for (int64_t i = 0; i < n; i++) t->grad[i] += g[i];
     return BRG_OK;
@@ -216,7 +244,8 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
         }
         *carried(&b, k) = c->in[k];
     }
-    size_t mark = brg_arena_mark(dev->arena);
+    brg_arena *arena = arena_of(dev, mb);
+    size_t mark = brg_arena_mark(arena);
     brg_tape_clear(tape);
     brg_tape_set_grad_enabled(tape, true);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, &b);
@@ -226,9 +255,9 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
         if (c->fresh[k] && c->out[k]) outs[k] = *carried(&b, k), seeds[k] = c->out[k]->grad;
     if (st == BRG_OK) st = brg_tape_backward_multi(tape, outs, seeds, CARRIED);
     brg_tape_clear(tape);
-    brg_arena_reset(dev->arena, mark);
+    brg_arena_reset(arena, mark);
     for (int k = 0; st == BRG_OK && k < CARRIED; k++)
-        if (c->in[k]) st = add_grad(dev, c->prev[k], c->in[k]->grad);
+        if (c->in[k]) st = add_grad(dev, mb, c->prev[k], c->in[k]->grad);
     return st;
 }
 
@@ -250,16 +279,14 @@ static brg_status backward_step(brg_device *dev, int mb) {
         t0 = runtime_now();
         float one = 1.0f;
         if (!out[0] || !out[0]->requires_grad) goto done; /* nothing to learn from: no counted labels */
-        BRG_TRY(add_grad(dev, out[0], &one));
+        BRG_TRY(add_grad(dev, mb, out[0], &one));
     } else {
         channel_msg msg;
         BRG_TRY(channel_recv(bwd_link(rt, dev->replica, dev->stage), &msg));
         if (msg.micro_batch != mb)
             return brg_error(BRG_ERR_INTERNAL, "stage %d expected the gradient of micro-batch %d, received %d",
                              dev->stage, mb, msg.micro_batch);
-        t0 = runtime_now();
-        const float *const *douts = msg.payload;
-        for (int k = 0; k < CARRIED; k++) BRG_TRY(add_grad(dev, out[k], douts[k]));
+        t0 = runtime_now(); /* the next stage has added into out[k]->grad already */
     }
     BRG_TRY(backward_blocks(dev, mb));
 done:

@@ -143,6 +143,10 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     for (int d = 0; d < rt->n_devices; d++) {
         brg_device *dev = &rt->devices[d];
         for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
+        for (int s = 0; s < dev->n_slots; s++) {
+            brg_arena_reset(dev->slots[s], 0);
+            dev->slot_busy[s] = false;
+        }
         brg_arena_reset(dev->arena, dev->run_mark);
     }
     return st;

@@ -80,10 +80,18 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
     dev->inputs = calloc((size_t)M * 2, sizeof *dev->inputs);
     dev->outputs = calloc((size_t)M * 2, sizeof *dev->outputs);
-    dev->input_grads = calloc((size_t)M * 2, sizeof *dev->input_grads);
-    if (!dev->tapes || !dev->ckpts || !dev->bundles || !dev->inputs || !dev->outputs || !dev->input_grads)
+    dev->upstream = calloc((size_t)M * 2, sizeof *dev->upstream);
+    /* Training: as many activation slots as micro-batches can be in flight on this stage (1F1B:
+     * stages - stage), so memory is reused across micro-batches; inference keeps each. */
+    dev->n_slots = o->training ? brg_schedule_max_in_flight(&rt->schedule, dev->stage) : M;
+    dev->slots = calloc((size_t)dev->n_slots, sizeof *dev->slots);
+    dev->slot_busy = calloc((size_t)dev->n_slots, sizeof *dev->slot_busy);
+    if (!dev->tapes || !dev->ckpts || !dev->bundles || !dev->inputs || !dev->outputs || !dev->upstream ||
+        !dev->slots || !dev->slot_busy)
         return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
-    for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->arena, &dev->tapes[i]));
+    for (int s = 0; s < dev->n_slots; s++) BRG_TRY(brg_arena_create_child(dev->arena, name, &dev->slots[s]));
+    int blocks = dev->last_block - dev->first_block + 1;
+    for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
     BRG_TRY(make_view(dev, rt->model));
     dev->persistent_peak = brg_arena_used(dev->arena);
     return BRG_OK;
@@ -246,7 +254,10 @@ static void free_device(brg_device *d) {
     free(d->bundles);
     free(d->inputs);
     free(d->outputs);
-    free(d->input_grads);
+    free(d->upstream);
+    for (int s = 0; d->slots && s < d->n_slots; s++) brg_arena_destroy(d->slots[s]);
+    free(d->slots);
+    free(d->slot_busy);
     free(d->view.params);
     free(d->holds);
     brg_arena_destroy(d->arena);

@@ -19,7 +19,10 @@ typedef struct checkpoint {
 struct brg_device {
     brg_runtime *rt;
     int id, replica, stage, first_block, last_block;
-    brg_arena *arena;
+    brg_arena *arena;      /* persistent: parameters, gradients, optimizer state */
+    brg_arena **slots;     /* activation memory, one child arena per micro-batch in flight */
+    int n_slots;           /* micro-batch mb uses slots[mb % n_slots] */
+    bool *slot_busy;       /* a slot holds an earlier micro-batch of this run */
     size_t run_mark;       /* arena mark at the start of the current run */
     size_t persistent_peak; /* bytes held before any activation: parameters, gradients, state */
     brg_model view;        /* the model with this device's parameter copies */
@@ -30,7 +33,8 @@ struct brg_device {
     brg_bundle *bundles;   /* [micro_batches] */
     brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
     brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */
-    const float **input_grads; /* [micro_batches][2]: what goes back to the stage before */
+    brg_tensor **upstream; /* [micro_batches][2]: the stage before's carried outputs, whose gradient
+                            * buffers this stage adds its input gradients into */
     pthread_t thread;
     bool thread_started;
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
