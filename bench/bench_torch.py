@@ -26,7 +26,7 @@ SHAPES = {"4x64": (4, 64), "8x128": (8, 128)}
 
 def default_steps(model, train):
     if model == "tiny":
-        return 10
+        return 5
     return 2 if train else 4
 
 

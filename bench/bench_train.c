@@ -2,14 +2,18 @@
  * machine's own measured fp32 FMA peak.
  *
  *   brigade_bench [--model small|tiny|all] [--mode train|infer|all] [--bt 4x64|8x128|all]
- *                 [--config 1dev|pipe2|rep2|all] [--steps N] [--warmup N] [--peak-only] [--no-peak]
+ *                 [--config NAME[,NAME...]|all] [--steps N] [--warmup N] [--peak-only] [--no-peak]
+ *                 [--peak1 GFLOPS --peak2 GFLOPS] [--verbose]
  *
- * Configurations (every device is one thread; brigade has no intra-op threads, so "one device
- * on two threads" is not a mode it has):
- *   1dev   one device, micro-batch B, one micro-batch per step
- *   pipe2  two pipelined devices, layers split in half (embeddings with the first half, head
- *          with the second), 8 micro-batches of B per step (1F1B in training)
- *   rep2   two replicas, micro-batch B each per step
+ * Configurations (a device is one thread unless it has intra-op threads):
+ *   1dev      one device, micro-batch B, one micro-batch per step
+ *   1dev2t    the same device with 2 intra-op threads (its matrix products split by rows of C)
+ *   rep2      two replicas, micro-batch B each per step
+ *   pipe2     two pipelined devices, layers split in half (embeddings with the first half, head
+ *             with the second), 8 micro-batches of B per step (1F1B in training)
+ *   pipe2bal  as pipe2, but the split balances the matmul work of the two stages: the LM head
+ *             (vocab x width) weighs as much as several layers (12 width^2 each), so GPT-2
+ *             small splits 9/3 instead of 6/6
  * FLOPs per token: 6 N + 6 L C T in training (forward + backward + AdamW, N = parameters), a
  * third of that for inference. The share of peak divides by the peak of the cores in use.
  *
@@ -43,18 +47,18 @@ static double now(void) {
  * Independent accumulator chains (more than FMA latency x FMA ports) doing nothing but FMAs:
  * the rate no real kernel can beat. AVX-512 when the CPU has it, else AVX2. */
 
-#define PEAK_ITERS 20000000L
+#define PEAK_ITERS 100000000L
 
 __attribute__((target("avx512f,fma"))) static float peak_loop_avx512(long iters) {
-    __m512 acc[12];
+    __m512 acc[16];
     const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-    for (int i = 0; i < 12; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (int i = 0; i < 16; i++) acc[i] = _mm512_set1_ps((float)i);
     for (long n = 0; n < iters; n++) {
-#pragma GCC unroll 12
-        for (int i = 0; i < 12; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+#pragma GCC unroll 16
+        for (int i = 0; i < 16; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
     }
     __m512 s = acc[0];
-    for (int i = 1; i < 12; i++) s = _mm512_add_ps(s, acc[i]);
+    for (int i = 1; i < 16; i++) s = _mm512_add_ps(s, acc[i]);
     return _mm512_reduce_add_ps(s);
 }
 
@@ -86,12 +90,13 @@ static void *peak_thread(void *p) {
     return NULL;
 }
 
-/* GFLOP/s of `threads` threads running the loop at once; best of three. */
+/* GFLOP/s of `threads` threads running the loop at once; best of five (others share the
+ * machine, and the clock settles over the first runs). */
 static double measure_peak(int threads, bool avx512) {
     const long iters = avx512 ? PEAK_ITERS : 2 * PEAK_ITERS;
-    const double flops = (double)iters * 12.0 * (avx512 ? 16 : 8) * 2.0 * threads;
+    const double flops = (double)iters * (avx512 ? 16.0 * 16 : 12.0 * 8) * 2.0 * threads;
     double best = 0;
-    for (int rep = 0; rep < 3; rep++) {
+    for (int rep = 0; rep < 5; rep++) {
         pthread_t th[8];
         peak_job jobs[8];
         double t = now();
@@ -125,12 +130,21 @@ typedef struct shape_spec {
 
 static const shape_spec SHAPES[] = {{"4x64", 4, 64}, {"8x128", 8, 128}};
 
-typedef enum config { CONFIG_1DEV = 0, CONFIG_PIPE2, CONFIG_REP2 } config;
-static const char *const CONFIG_NAMES[] = {"1dev", "pipe2", "rep2"};
+/* In the order they run: the memory-hungry pipelines last. */
+typedef enum config {
+    CONFIG_1DEV = 0,
+    CONFIG_1DEV_2T,
+    CONFIG_REP2,
+    CONFIG_PIPE2,
+    CONFIG_PIPE2_BALANCED,
+    CONFIG_COUNT
+} config;
+static const char *const CONFIG_NAMES[] = {"1dev", "1dev2t", "rep2", "pipe2", "pipe2bal"};
 enum { PIPE_MICRO_BATCHES = 8 };
 
 typedef struct settings {
     int steps, warmup; /* 0: the defaults below */
+    bool verbose;        /* the trainer's progress and per-device summary on stderr */
     double peak1, peak2; /* GFLOP/s of 1 and 2 cores; 0 when not measured */
 } settings;
 
@@ -139,13 +153,16 @@ typedef struct measurement {
     int steps;
 } measurement;
 
-static int devices_of(config c) { return c == CONFIG_1DEV ? 1 : 2; }
+static int devices_of(config c) { return c == CONFIG_1DEV || c == CONFIG_1DEV_2T ? 1 : 2; }
+static int cores_of(config c) { return c == CONFIG_1DEV ? 1 : 2; }
+static int intra_threads_of(config c) { return c == CONFIG_1DEV_2T ? 2 : 1; }
+static bool pipelined(config c) { return c == CONFIG_PIPE2 || c == CONFIG_PIPE2_BALANCED; }
 
 /* Heavy runs get fewer steps so `make bench` stays within minutes. */
 static int default_steps(const model_spec *m, const shape_spec *s, config c, bool train) {
-    if (strcmp(m->name, "tiny") == 0) return 10;
-    if (!train) return c == CONFIG_PIPE2 ? 2 : 4;
-    if (c == CONFIG_PIPE2) return s->batch * s->seq >= 1024 ? 1 : 2;
+    if (strcmp(m->name, "tiny") == 0) return 5;
+    if (!train) return pipelined(c) ? (s->batch * s->seq >= 1024 ? 1 : 2) : 4;
+    if (pipelined(c)) return s->batch * s->seq >= 1024 ? 1 : 2;
     return 2;
 }
 
@@ -159,17 +176,47 @@ static brg_status make_model(const model_spec *ms, brg_model **out) {
     return BRG_OK;
 }
 
-/* Layers split in half: embeddings and the first half on stage 0, the rest and the head on 1. */
-static int *half_split(const brg_model *m) {
+/* Two stages: embeddings and layers [0, first) on stage 0, the rest and the head on stage 1.
+ * `first` is half the layers, or (balanced) the split that minimises the larger stage's matmul
+ * work, counting 12 C^2 per layer and V C for the head. */
+static int *two_stage_split(const brg_model *m, const model_spec *ms, bool balanced) {
     int *stage = malloc((size_t)m->n_blocks * sizeof *stage);
     if (!stage) return NULL;
-    int layers = 0;
-    for (int b = 0; b < m->n_blocks; b++) layers += m->blocks[b].kind == BRG_BLOCK_LAYER;
+    const int layers = (int)ms->layers;
+    int first = layers / 2;
+    if (balanced) {
+        const double layer = 12.0 * (double)(ms->width * ms->width), head = (double)(ms->vocab * ms->width);
+        double best = 1e300;
+        for (int k = 1; k < layers; k++) {
+            const double a = k * layer, b = (layers - k) * layer + head, worst = a > b ? a : b;
+            if (worst < best) best = worst, first = k;
+        }
+    }
     for (int b = 0; b < m->n_blocks; b++) {
         const brg_block *blk = &m->blocks[b];
-        stage[b] = blk->kind == BRG_BLOCK_HEAD || (blk->kind == BRG_BLOCK_LAYER && blk->layer >= layers / 2);
+        stage[b] = blk->kind == BRG_BLOCK_HEAD || (blk->kind == BRG_BLOCK_LAYER && blk->layer >= first);
     }
     return stage;
+}
+
+
+/* The memory each device may use: 75% of what the kernel said was available when the program
+ * started, shared by the devices. A run that would need more is refused by the trainer's budget
+ * check (or fails an allocation) instead of pushing a shared machine into the OOM killer. Read
+ * once: memory an earlier run freed may stay with this process and not count as available.
+ * 0 (no budget) when unknown. */
+static size_t device_budget(int devices) {
+    static unsigned long long kib = 0;
+    static bool read = false;
+    if (!read) {
+        read = true;
+        FILE *f = fopen("/proc/meminfo", "r");
+        char line[256];
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+        if (f) fclose(f);
+    }
+    return (size_t)((double)kib * 1024.0 * 0.75 / devices);
 }
 
 static uint64_t rng_next(uint64_t *s) {
@@ -188,14 +235,15 @@ static void on_step(void *ctx, int64_t step, double loss, float lr) {
     if (step >= 1 && step <= c->n) c->t[step - 1] = now();
 }
 
-static brg_status bench_train(brg_model *m, const shape_spec *s, config c, int warmup, int steps, measurement *out) {
-    const int reps = c == CONFIG_REP2 ? 2 : 1, accum = c == CONFIG_PIPE2 ? PIPE_MICRO_BATCHES : 1;
+static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
+                              bool verbose, bool recompute, measurement *out) {
+    const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
     const int total = warmup + steps;
     const int64_t rows = s->batch * accum * reps * total;
     int32_t *ids = malloc((size_t)(rows * s->seq) * sizeof *ids);
     double *t = calloc((size_t)total, sizeof *t);
-    int *stage = c == CONFIG_PIPE2 ? half_split(m) : NULL;
-    if (!ids || !t || (c == CONFIG_PIPE2 && !stage)) {
+    int *stage = pipelined(c) ? two_stage_split(m, ms, c == CONFIG_PIPE2_BALANCED) : NULL;
+    if (!ids || !t || (pipelined(c) && !stage)) {
         free(ids), free(t), free(stage);
         return brg_error(BRG_ERR_OOM, "cannot allocate the benchmark data");
     }
@@ -207,8 +255,12 @@ static brg_status bench_train(brg_model *m, const shape_spec *s, config c, int w
     brg_train_options_default(&o);
     o.replicas = reps, o.stages = devices_of(c) / reps, o.accumulation = accum, o.block_stage = stage;
     o.micro_batch = s->batch, o.steps = total, o.shuffle = false, o.seed = 7;
+    o.device_memory = device_budget(devices_of(c));
+    o.intra_threads = intra_threads_of(c);
+    o.recompute = recompute;
     step_clock clock = {t, total};
     o.on_step = on_step, o.on_step_ctx = &clock;
+    o.progress = verbose ? stderr : NULL;
     brg_train_result r;
     double t0 = now();
     if (st == BRG_OK) st = brg_train(m, d, &o, &r);
@@ -225,16 +277,17 @@ static brg_status bench_train(brg_model *m, const shape_spec *s, config c, int w
     return st;
 }
 
-static brg_status bench_infer(brg_model *m, const shape_spec *s, config c, int warmup, int steps, measurement *out) {
-    const int reps = c == CONFIG_REP2 ? 2 : 1, accum = c == CONFIG_PIPE2 ? PIPE_MICRO_BATCHES : 1;
+static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
+                              measurement *out) {
+    const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
     const int slots = reps * accum;
     brg_arena *arena = NULL;
     BRG_TRY(brg_arena_create("bench inputs", BRG_ARENA_UNLIMITED, &arena));
     brg_micro_batch *mbs = calloc((size_t)slots, sizeof *mbs);
     float **sinks = calloc((size_t)slots, sizeof *sinks); /* NULL: logits stay on the device */
     float *losses = calloc((size_t)slots, sizeof *losses);
-    int *stage = c == CONFIG_PIPE2 ? half_split(m) : NULL;
-    brg_status st = mbs && sinks && losses && (c != CONFIG_PIPE2 || stage) ? BRG_OK : BRG_ERR_OOM;
+    int *stage = pipelined(c) ? two_stage_split(m, ms, c == CONFIG_PIPE2_BALANCED) : NULL;
+    brg_status st = mbs && sinks && losses && (!pipelined(c) || stage) ? BRG_OK : BRG_ERR_OOM;
     uint64_t seed = 42;
     const int64_t shape[2] = {s->batch, s->seq};
     for (int i = 0; st == BRG_OK && i < slots; i++) {
@@ -244,7 +297,7 @@ static brg_status bench_infer(brg_model *m, const shape_spec *s, config c, int w
     }
     brg_runtime *rt = NULL;
     brg_runtime_options ro = {.replicas = reps, .stages = devices_of(c) / reps, .block_stage = stage,
-                              .micro_batches = accum, .training = false};
+                              .micro_batches = accum, .training = false, .intra_threads = intra_threads_of(c)};
     int zero_stage[64] = {0};
     if (!stage) ro.block_stage = zero_stage;
     if (st == BRG_OK && m->n_blocks > 64 && !stage) st = brg_error(BRG_ERR_INVALID_ARG, "too many blocks");
@@ -269,7 +322,7 @@ static brg_status bench_infer(brg_model *m, const shape_spec *s, config c, int w
         out->ms_per_step = t / steps * 1e3;
         out->tokens_per_s = (double)(slots * s->batch * s->seq) / (t / steps);
         out->pipe_eff = devices > 0 && t > 0 ? (busy1 - busy0) / (devices * t) : 0;
-        out->ideal = c == CONFIG_PIPE2 ? (double)accum / (accum + 1) : 1.0;
+        out->ideal = pipelined(c) ? (double)accum / (accum + 1) : 1.0;
         out->steps = steps;
     }
     brg_runtime_destroy(rt);
@@ -278,30 +331,37 @@ static brg_status bench_infer(brg_model *m, const shape_spec *s, config c, int w
     return st;
 }
 
-static void report(const model_spec *ms, const shape_spec *s, bool train, config c, const brg_model *m,
-                   measurement *r, const settings *set) {
+static void report(const model_spec *ms, const shape_spec *s, bool train, config c, const char *label,
+                   const brg_model *m, measurement *r, const settings *set) {
     const double N = (double)brg_model_num_parameters(m);
     const double per_token = (6.0 * N + 6.0 * (double)(ms->layers * ms->width * s->seq)) / (train ? 1.0 : 3.0);
     r->gflops = per_token * r->tokens_per_s * 1e-9;
-    const double peak = devices_of(c) == 1 ? set->peak1 : set->peak2;
+    const double peak = cores_of(c) == 1 ? set->peak1 : set->peak2;
     const double share = peak > 0 ? r->gflops / peak : 0;
-    printf("  %-5s %-5s %-6s %-5s  %9.1f ms/step  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of %d-core peak"
+    printf("  %-5s %-5s %-6s %-15s %9.1f ms/step  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of %d-core peak"
            "  pipeline %5.1f%% (ideal %5.1f%%)\n",
-           ms->name, train ? "train" : "infer", s->name, CONFIG_NAMES[c], r->ms_per_step, r->tokens_per_s, r->gflops,
-           100 * share, devices_of(c), 100 * r->pipe_eff, 100 * r->ideal);
-    printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=1 ms_per_step=%.3f "
+           ms->name, train ? "train" : "infer", s->name, label, r->ms_per_step, r->tokens_per_s, r->gflops,
+           100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal);
+    printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s\n",
-           ms->name, train ? "train" : "infer", s->name, CONFIG_NAMES[c], devices_of(c), r->ms_per_step,
+           ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend());
     fflush(stdout);
 }
 
-static bool pick(const char *want, const char *name) { return strcmp(want, "all") == 0 || strcmp(want, name) == 0; }
+/* `want` is "all" or a comma-separated list of names. */
+static bool pick(const char *want, const char *name) {
+    if (strcmp(want, "all") == 0) return true;
+    const size_t n = strlen(name);
+    for (const char *p = want; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == want || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return true;
+    return false;
+}
 
 static int usage(void) {
     fprintf(stderr, "usage: brigade_bench [--model small|tiny|all] [--mode train|infer|all] [--bt 4x64|8x128|all]\n"
-                    "                     [--config 1dev|pipe2|rep2|all] [--steps N] [--warmup N]\n"
-                    "                     [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS]\n");
+                    "                     [--config 1dev,1dev2t,rep2,pipe2,pipe2bal|all] [--steps N] [--warmup N]\n"
+                    "                     [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--verbose]\n");
     return 2;
 }
 
@@ -312,6 +372,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--peak-only") == 0) peak_only = true;
+        else if (strcmp(a, "--verbose") == 0) set.verbose = true;
         else if (strcmp(a, "--no-peak") == 0) no_peak = true;
         else if (!v) return usage();
         else if (strcmp(a, "--model") == 0) model = v, i++;
@@ -325,6 +386,7 @@ int main(int argc, char **argv) {
         else return usage();
     }
     brg_gemm_set_threads(1);
+    device_budget(1); /* fixes the memory budget before anything is allocated */
     printf("brigade_bench: brg_gemm backend %s (OpenBLAS core %s, OPENBLAS_CORETYPE=%s)\n", brg_gemm_backend(),
            openblas_get_corename(), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
     if (!no_peak && set.peak1 == 0) {
@@ -358,20 +420,30 @@ int main(int argc, char **argv) {
             for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
                 const shape_spec *s = &SHAPES[si];
                 if (!pick(bt, s->name)) continue;
-                for (int c = 0; c < 3; c++) {
+                for (int c = 0; c < CONFIG_COUNT; c++) {
                     if (!pick(cfg, CONFIG_NAMES[c])) continue;
                     const int steps = set.steps > 0 ? set.steps : default_steps(ms, s, (config)c, train);
                     const int warmup = set.warmup > 0 ? set.warmup : 1;
                     measurement r = {0};
-                    brg_status st = train ? bench_train(m, s, (config)c, warmup, steps, &r)
-                                          : bench_infer(m, s, (config)c, warmup, steps, &r);
+                    char label[32];
+                    snprintf(label, sizeof label, "%s", CONFIG_NAMES[c]);
+                    brg_status st = train ? bench_train(m, ms, s, (config)c, warmup, steps, set.verbose, false, &r)
+                                          : bench_infer(m, ms, s, (config)c, warmup, steps, &r);
+                    if (st == BRG_ERR_OOM && train) {
+                        /* Out of memory: the same step with activations recomputed from each
+                         * layer's input (more FLOPs than the 6N formula counts). */
+                        printf("  %s %s %s: %s; again with recompute\n", ms->name, s->name, CONFIG_NAMES[c],
+                               brg_last_error());
+                        snprintf(label, sizeof label, "%s+recompute", CONFIG_NAMES[c]);
+                        st = bench_train(m, ms, s, (config)c, warmup, steps, set.verbose, true, &r);
+                    }
                     if (st != BRG_OK) {
                         fprintf(stderr, "brigade_bench: %s %s %s %s: %s\n", ms->name, train ? "train" : "infer",
-                                s->name, CONFIG_NAMES[c], brg_last_error());
+                                s->name, label, brg_last_error());
                         failures++;
                         continue;
                     }
-                    report(ms, s, train, (config)c, m, &r, &set);
+                    report(ms, s, train, (config)c, label, m, &r, &set);
                 }
             }
         }

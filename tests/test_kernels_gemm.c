@@ -81,7 +81,8 @@ static bool gemm_case_full(gemm_impl impl, bool ta, bool tb, int64_t M, int64_t 
         for (int64_t j = N; j < ldc; j++) pad_ok &= C1[i * ldc + j] == C0[i * ldc + j];
     }
     bool ok = diff <= tol && pad_ok;
-    CHECK_MSG(ok, "%s gemm ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g pads=%lld/%lld/%lld: diff %.3g (tol %.3g)%s",
+    CHECK_MSG(ok,
+              "%s gemm ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g pads=%lld/%lld/%lld: diff %.3g (tol %.3g)%s",
               impl == IMPL_AVX512 ? "avx512" : brg_gemm_backend(), ta, tb, (long long)M, (long long)N, (long long)K,
               alpha, beta, (long long)pad.a, (long long)pad.b, (long long)pad.c, diff, tol,
               pad_ok ? "" : "; wrote outside C's rows");
@@ -207,8 +208,8 @@ static void test_avx512_block_edges(void) {
     const float betas[] = {0.0f, 1.0f, -0.5f};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
-            gemm_case_full(IMPL_AVX512, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, betas[(s + t) % 3],
-                           (pads){(int64_t)(s % 3), (int64_t)(t * 7), (int64_t)(s & 1)});
+            gemm_case_full(IMPL_AVX512, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f,
+                           betas[(s + t) % 3], (pads){(int64_t)(s % 3), (int64_t)(t * 7), (int64_t)(s & 1)});
 }
 
 /* Degenerate products through the kernel itself: C = beta * C, beta == 0 clears NaN, nothing

@@ -2,7 +2,7 @@
  *
  *   for ic in M by MC:
  *     for pc in K by KC:
- *       pack A block [MC, KC]       read once per column block from L3
+ *       pack A block [MC, KC]       lives in L3, each micro-panel re-read once per B block
  *       for jc in N by NC:
  *         pack B block [KC, NC]     stays in L2
  *         for ir in MC by MR:       one A micro-panel [MR, KC] stays in L1
@@ -10,9 +10,10 @@
  *             microkernel: MR x NR tile of C in 28 zmm accumulators
  *
  * The operand that is loaded as vectors (B, NR = 32 floats per k) is the one streamed from L2;
- * the broadcast operand (A, MR = 14 floats per k) is the one kept in L1. With KC = 256 the
- * other way round would need a 32 KiB B micro-panel to stay in a 48 KiB L1 while A streams
- * through it, and it measured ~15% slower whenever the B block outgrew L2 (N = 3072, 50257).
+ * the broadcast operand (A, MR = 14 floats per k) is the one kept in L1. The other way round
+ * (B micro-panel in L1, A streaming) needs a 32 KiB B micro-panel at KC = 256 to survive in a
+ * 48 KiB L1 while A streams through it; it measured ~7% slower over the GPT-2 products and ~15%
+ * slower whenever the B block outgrew L2 (N = 3072, 50257).
  *
  * Packing turns all four transpose cases into one microkernel: A micro-panels are stored
  * k-major with MR floats per k (broadcast one at a time), B micro-panels k-major with NR floats
@@ -72,6 +73,7 @@ static void buffers_free(void *p) {
     free(pb->a);
     free(pb->b);
     free(pb);
+    thread_buffers = NULL; /* a GEMM in a later exit handler of this thread starts afresh */
 }
 
 static void buffers_key_create(void) { buffers_key_ok = pthread_key_create(&buffers_key, buffers_free) == 0; }
@@ -107,7 +109,10 @@ static pack_buffers *buffers_get(size_t a_need, size_t b_need) {
 
 /* ---- packing ---------------------------------------------------------------------------- */
 
-static inline __mmask16 lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1); }
+/* The mask of the first n lanes (n clamped to [0, 16]). */
+static inline __mmask16 lanes(int64_t n) {
+    return n >= 16 ? (__mmask16)0xFFFF : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+}
 
 /* In-register transpose: on entry r[row] holds row `row` (16 lanes = 16 columns); on exit
  * r[col] holds column `col` (16 lanes = 16 rows). Three shuffle stages of 32-bit, 64-bit and
