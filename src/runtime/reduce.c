@@ -50,13 +50,18 @@ static int first_holder(const brg_runtime *rt, int p) {
 static brg_status sq_norm_job(brg_device *dev, void *arg) {
     double *partial = arg;
     brg_runtime *rt = dev->rt;
-    double sum = 0;
+    /* Eight independent lanes (added in a fixed order at the end) let the loop vectorise. */
+    double lanes[8] = {0};
     for (int p = 0; p < rt->model->n_params; p++) {
         if (first_holder(rt, p) != dev->id) continue;
-        const brg_tensor *t = dev->view.params[p].tensor;
-        int64_t n = brg_tensor_numel(t);
-        for (int64_t i = 0; i < n; i++) sum += (double)t->grad[i] * (double)t->grad[i];
+        const float *g = dev->view.params[p].tensor->grad;
+        int64_t n = brg_tensor_numel(dev->view.params[p].tensor), i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int j = 0; j < 8; j++) lanes[j] += (double)g[i + j] * (double)g[i + j];
+        for (; i < n; i++) lanes[i % 8] += (double)g[i] * (double)g[i];
     }
+    double sum = 0;
+    for (int j = 0; j < 8; j++) sum += lanes[j];
     partial[dev->id] = sum;
     return BRG_OK;
 }

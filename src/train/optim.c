@@ -99,6 +99,42 @@ static void bias_corrections(const brg_optimizer_config *c, int64_t t, double *b
     *bc2 = 1.0 - pow(c->betas[1], (double)t);
 }
 
+typedef struct adam_consts {
+    float wdf, decay, w1, b2, w2, neg_step_size, bc2_sqrt, eps;
+} adam_consts;
+
+enum { ADAM_NO_DECAY, ADAM_DECOUPLED, ADAM_L2 };
+
+/* `low` picks lerpf's formula (|w1| < 0.5, the usual beta1 > 0.5) once for the whole loop, so
+ * that each specialisation is branch-free and vectorises; the arithmetic is lerpf's. */
+static inline __attribute__((always_inline)) void adam_loop(int kind, bool low, const adam_consts *k, slot *s) {
+    float *restrict p = s->value, *restrict m = s->state[0], *restrict v = s->state[1];
+    const float *restrict grad = s->grad;
+    const float w1 = k->w1, rest = 1.0f - k->w1, decay = k->decay, wdf = k->wdf, b2 = k->b2, w2 = k->w2;
+    const float bc2_sqrt = k->bc2_sqrt, eps = k->eps, step = k->neg_step_size;
+    for (int64_t i = 0; i < s->n; i++) {
+        float g = grad[i], w = p[i];
+        if (kind == ADAM_DECOUPLED) w = w * decay;
+        if (kind == ADAM_L2) g = g + wdf * w;
+        m[i] = low ? m[i] + w1 * (g - m[i]) : g - (g - m[i]) * rest;
+        v[i] = v[i] * b2 + w2 * g * g;
+        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
+        p[i] = w + step * m[i] / denom;
+    }
+}
+
+static void adam_dispatch(int kind, const adam_consts *k, slot *s) {
+    bool low = fabsf(k->w1) < 0.5f;
+    switch (kind * 2 + low) {
+    case ADAM_NO_DECAY * 2 + 1: adam_loop(ADAM_NO_DECAY, true, k, s); break;
+    case ADAM_NO_DECAY * 2: adam_loop(ADAM_NO_DECAY, false, k, s); break;
+    case ADAM_DECOUPLED * 2 + 1: adam_loop(ADAM_DECOUPLED, true, k, s); break;
+    case ADAM_DECOUPLED * 2: adam_loop(ADAM_DECOUPLED, false, k, s); break;
+    case ADAM_L2 * 2 + 1: adam_loop(ADAM_L2, true, k, s); break;
+    default: adam_loop(ADAM_L2, false, k, s); break;
+    }
+}
+
 static void update_adam(const brg_optimizer_config *c, slot *s, double lr, int64_t t) {
     const double wd = slot_weight_decay(c, s);
     const bool decoupled = c->kind == BRG_OPTIMIZER_ADAMW;
@@ -108,21 +144,9 @@ static void update_adam(const brg_optimizer_config *c, slot *s, double lr, int64
     const float w1 = (float)(1.0 - c->betas[0]);
     const float b2 = (float)c->betas[1], w2 = (float)(1.0 - c->betas[1]);
     const float neg_step_size = (float)-(lr / bc1), bc2_sqrt = (float)sqrt(bc2), eps = (float)c->eps;
-    float *p = s->value, *m = s->state[0], *v = s->state[1];
-    const float *grad = s->grad;
-    for (int64_t i = 0; i < s->n; i++) {
-        float g = grad[i], w = p[i];
-        if (wd != 0.0) {
-            if (decoupled)
-                w = w * decay;
-            else
-                g = g + wdf * w;
-        }
-        m[i] = lerpf(m[i], g, w1);
-        v[i] = v[i] * b2 + w2 * g * g;
-        float denom = sqrtf(v[i]) / bc2_sqrt + eps;
-        p[i] = w + neg_step_size * m[i] / denom;
-    }
+    adam_consts k = {wdf, decay, w1, b2, w2, neg_step_size, bc2_sqrt, eps};
+    /* One loop per decay kind, so each is branch-free and vectorises. */
+    adam_dispatch(wd == 0.0 ? ADAM_NO_DECAY : decoupled ? ADAM_DECOUPLED : ADAM_L2, &k, s);
 }
 
 static void update_rmsprop(const brg_optimizer_config *c, slot *s, double lr) {
