@@ -20,5 +20,5 @@ JSON
 "$brigade" init --arch gpt2 --layers 4 --hidden 128 --heads 4 --vocab 256 --positions 16 --seed 1 \
   --output "$work/model"
 "$brigade" train --model "$work/model" --ipu-config "$work/ipu_config.json" --data builtin:reverse \
-  --output "$work/trained" --steps 400 --micro-batch-size 8 --lr 2e-3 --warmup-steps 40 \
+  --output "$work/trained" --steps 600 --micro-batch-size 8 --lr 2e-3 --warmup-steps 40 \
   --max-grad-norm 1.0 --seed 1 --log "$work/train.jsonl"
