@@ -48,28 +48,28 @@ void brg_k_prepend_token_bwd(float *dtoken, float *dx, const float *dy, int64_t 
     }
 }
 
-void brg_k_add_bcast_fwd(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t I) {
-    BRG_ASSERT(A >= 0 && M >= 0 && I >= 0);
+void brg_k_add_bcast_fwd(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t inner) {
+    BRG_ASSERT(A >= 0 && M >= 0 && inner >= 0);
     for (int64_t a = 0; a < A; a++)
         for (int64_t m = 0; m < M; m++) {
-            const float *xs = x + (a * M + m) * I, *ps = p + a * I;
-            float *ys = y + (a * M + m) * I;
-            for (int64_t i = 0; i < I; i++) ys[i] = xs[i] + ps[i];
+            const float *xs = x + (a * M + m) * inner, *ps = p + a * inner;
+            float *ys = y + (a * M + m) * inner;
+            for (int64_t i = 0; i < inner; i++) ys[i] = xs[i] + ps[i];
         }
 }
 
-void brg_k_add_bcast_bwd(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t I) {
-    BRG_ASSERT(A >= 0 && M >= 0 && I >= 0);
+void brg_k_add_bcast_bwd(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t inner) {
+    BRG_ASSERT(A >= 0 && M >= 0 && inner >= 0);
     for (int64_t a = 0; a < A; a++)
         for (int64_t m = 0; m < M; m++) {
-            const float *g = dy + (a * M + m) * I;
+            const float *g = dy + (a * M + m) * inner;
             if (dx) {
-                float *d = dx + (a * M + m) * I;
-                for (int64_t i = 0; i < I; i++) d[i] += g[i];
+                float *d = dx + (a * M + m) * inner;
+                for (int64_t i = 0; i < inner; i++) d[i] += g[i];
             }
             if (dp) {
-                float *d = dp + a * I;
-                for (int64_t i = 0; i < I; i++) d[i] += g[i];
+                float *d = dp + a * inner;
+                for (int64_t i = 0; i < inner; i++) d[i] += g[i];
             }
         }
 }

@@ -154,9 +154,9 @@ void brg_k_prepend_token_fwd(float *y, const float *token, const float *x, int64
 void brg_k_prepend_token_bwd(float *dtoken, float *dx, const float *dy, int64_t B, int64_t n, int64_t c);
 
 /* ---- broadcast add: y[a,m,i] = x[a,m,i] + p[a,i] (p repeats along the middle dim) -------- */
-void brg_k_add_bcast_fwd(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t I);
+void brg_k_add_bcast_fwd(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t inner);
 /* dx += dy; dp[a,i] += sum_m dy[a,m,i]. Either may be NULL. */
-void brg_k_add_bcast_bwd(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t I);
+void brg_k_add_bcast_bwd(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t inner);
 
 /* ---- embedding backward that skips one row, as nn.Embedding(padding_idx) does: ids equal to
  * padding_idx send no gradient to the table (padding_idx < 0: none skipped) ----------------- */
