@@ -29,7 +29,6 @@ Usage:
   python tools/bert_vit_fixtures.py --verify DIR [DIR ...]                # recompute and check
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -40,6 +39,7 @@ import safetensors
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
+from fixture_common import sort_metadata_keys, run_cli
 
 PERTURB_STD = 0.1
 BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa")
@@ -279,20 +279,6 @@ def forward_backward(model, inputs, mapping):
     return outputs, out.loss.detach().clone(), grads
 
 
-def sort_metadata_keys(path):
-    """Rewrite a safetensors header with its metadata keys sorted, so regenerating gives identical bytes."""
-    with open(path, "r+b") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-        metadata = header.pop("__metadata__", {})
-        ordered = {"__metadata__": dict(sorted(metadata.items())), **header}
-        text = json.dumps(ordered, separators=(",", ":")).encode()
-        if len(text) > size:
-            raise RuntimeError(f"{path}: rewritten header is longer than the original")
-        f.seek(8)
-        f.write(text + b" " * (size - len(text)))
-
-
 def write_fixture(spec, out_root):
     """Build, save and run one fixture into out_root/spec.name; return the folder path."""
     out_dir = os.path.join(out_root, spec.name)
@@ -400,20 +386,6 @@ def check_finite_differences(model_dir, expected):
     return problems
 
 
-def run_verify(dirs):
-    """Verify each folder; return the process exit status."""
-    failed = 0
-    for model_dir in dirs:
-        print(f"verify {model_dir}")
-        expected = load_file(os.path.join(model_dir, "expected.safetensors"))
-        problems = check_recompute(model_dir, expected) + check_finite_differences(model_dir, expected)
-        for problem in problems:
-            print(f"  FAIL {problem}")
-        failed += bool(problems)
-    print(f"{len(dirs) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 def describe(spec, model_dir):
     """A one-line summary of a written fixture."""
     size = sum(os.path.getsize(os.path.join(model_dir, n)) for n in os.listdir(model_dir))
@@ -423,31 +395,15 @@ def describe(spec, model_dir):
             f"act={spec.hidden_act} labels={spec.num_labels} B={spec.batch} {shape} size={size / 1024:.0f}KiB")
 
 
-def parse_args(argv):
-    """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="output root folder (one sub-folder per fixture)")
-    parser.add_argument("--random", type=int, metavar="N", help="write N random configurations instead")
-    parser.add_argument("--seed", type=int, default=0, help="seed for --random")
-    parser.add_argument("--verify", nargs="+", metavar="DIR", help="recompute fixture folders and check them")
-    args = parser.parse_args(argv)
-    if not args.verify and not args.out:
-        parser.error("--out is required unless --verify is given")
-    return args
+def verify_fixture(model_dir):
+    """Recompute a fixture and check a few gradient entries numerically; return problems."""
+    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
+    return check_recompute(model_dir, expected) + check_finite_differences(model_dir, expected)
 
 
 def main(argv=None):
-    args = parse_args(argv)
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(1)
-    if args.verify:
-        return run_verify(args.verify)
-    specs = random_specs(args.random, args.seed) if args.random else committed_specs()
-    os.makedirs(args.out, exist_ok=True)
-    for spec in specs:
-        print(describe(spec, write_fixture(spec, args.out)))
-    return 0
+    return run_cli(__doc__.splitlines()[0], argv, committed_specs, random_specs, write_fixture, describe,
+                   verify_fixture)
 
 
 if __name__ == "__main__":

@@ -19,18 +19,16 @@ Usage:
   python tools/gpt2_fixtures.py --verify DIR [DIR ...]                 # recompute and check
 """
 
-import argparse
 import dataclasses
-import json
 import os
 import random
 import sys
 
 import safetensors
 import torch
-import transformers
 from safetensors.torch import load_file, save_file
 from transformers import GPT2Config, GPT2LMHeadModel
+from fixture_common import perturb_parameters, version_metadata, max_rel_error, sort_metadata_keys, run_cli
 
 ACTIVATIONS = ("gelu_new", "gelu", "gelu_pytorch_tanh")
 PERTURB_STD = 0.1
@@ -119,14 +117,6 @@ def make_config(spec):
     )
 
 
-def perturb_parameters(model, generator, std):
-    """Add N(0, std) noise to every (unique) parameter in place."""
-    with torch.no_grad():
-        for param in model.parameters():
-            noise = torch.randn(param.shape, generator=generator, dtype=param.dtype)
-            param.add_(noise * std)
-
-
 def build_model(spec):
     """A float32 GPT2LMHeadModel, initialized from spec.seed then perturbed, in eval mode."""
     torch.manual_seed(spec.seed)
@@ -201,26 +191,6 @@ def forward_backward(model, inputs, names):
     return out.logits.detach().clone(), out.loss.detach().clone(), grads
 
 
-def version_metadata():
-    """Metadata stored in expected.safetensors."""
-    return {"transformers_version": transformers.__version__, "torch_version": torch.__version__}
-
-
-def sort_metadata_keys(path):
-    """Rewrite a safetensors header in place with its metadata keys sorted, so that regenerating
-    a fixture gives identical bytes (the writer does not keep a stable metadata order)."""
-    with open(path, "r+b") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-        metadata = header.pop("__metadata__", {})
-        ordered = {"__metadata__": dict(sorted(metadata.items())), **header}
-        text = json.dumps(ordered, separators=(",", ":")).encode()
-        if len(text) > size:
-            raise RuntimeError(f"{path}: rewritten header is longer than the original")
-        f.seek(8)
-        f.write(text + b" " * (size - len(text)))
-
-
 def write_fixture(spec, out_root):
     """Build, save and run one fixture into out_root/spec.name; return the folder path."""
     out_dir = os.path.join(out_root, spec.name)
@@ -259,12 +229,6 @@ def load_fixture_model(model_dir, dtype):
 def fixture_inputs(expected):
     """The model inputs stored in an expected.safetensors dict."""
     return {k: expected[k] for k in ("input_ids", "attention_mask", "labels") if k in expected}
-
-
-def max_rel_error(actual, reference):
-    """max|actual - reference| / max(max|reference|, tiny)."""
-    scale = max(reference.abs().max().item(), 1e-30)
-    return (actual - reference).abs().max().item() / scale
 
 
 def check_recompute(model_dir, expected):
@@ -373,46 +337,9 @@ def describe(spec, model_dir):
             f"B={spec.batch} T={spec.seq} mask={spec.use_mask} size={size / 1024:.0f}KiB")
 
 
-def parse_args(argv):
-    """Command-line options."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", help="output root folder (one sub-folder per fixture)")
-    parser.add_argument("--random", type=int, metavar="N",
-                        help="write N random configurations instead of the committed set")
-    parser.add_argument("--seed", type=int, default=0, help="seed for --random")
-    parser.add_argument("--verify", nargs="+", metavar="DIR",
-                        help="recompute fixture folders and check gradients numerically")
-    args = parser.parse_args(argv)
-    if not args.verify and not args.out:
-        parser.error("--out is required unless --verify is given")
-    return args
-
-
-def run_verify(dirs):
-    """Verify each folder; return the process exit status."""
-    failed = 0
-    for model_dir in dirs:
-        print(f"verify {model_dir}")
-        problems = verify_fixture(model_dir)
-        for problem in problems:
-            print(f"  FAIL {problem}")
-        failed += bool(problems)
-    print(f"{len(dirs) - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
 def main(argv=None):
-    args = parse_args(argv)
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    torch.set_num_threads(1)
-    if args.verify:
-        return run_verify(args.verify)
-    specs = random_specs(args.random, args.seed) if args.random else committed_specs()
-    os.makedirs(args.out, exist_ok=True)
-    for spec in specs:
-        print(describe(spec, write_fixture(spec, args.out)))
-    return 0
+    return run_cli(__doc__.splitlines()[0], argv, committed_specs, random_specs, write_fixture, describe,
+                   verify_fixture)
 
 
 if __name__ == "__main__":
