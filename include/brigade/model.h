@@ -96,6 +96,9 @@ typedef struct brg_model_ops {
     /* Causal LMs train on their inputs: labels default to input_ids (-100 where masked), as
      * transformers' DataCollatorForLanguageModeling(mlm=False) makes them. */
     bool labels_from_inputs;
+    /* Heads whose logits' last dimension holds several named outputs (question answering:
+     * start_logits, end_logits), NULL-terminated; NULL: one output called "logits". */
+    const char *const *logits_names;
 } brg_model_ops;
 
 struct brg_model {

@@ -10,33 +10,30 @@
 #include "brigade/runtime.h"
 #include "commands.h"
 
-/* Question-answering heads return two outputs, as transformers names them: start_logits and
- * end_logits [B, T], the two columns of the head's [B, T, 2]. */
-static brg_status split_span_logits(brg_arena *a, const brg_tensor *logits, brg_tensor **start, brg_tensor **end) {
-    int64_t shape[2] = {logits->shape[0], logits->shape[1]}, n = shape[0] * shape[1];
-    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, 2, shape, "start_logits", start));
-    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, 2, shape, "end_logits", end));
+/* Heads with named outputs (question answering: start_logits, end_logits) get each column of
+ * the logits' last dimension as a tensor of its own, as transformers returns them. */
+static brg_status split_logits(brg_arena *a, const brg_tensor *logits, int k, const char *name, brg_tensor **out) {
+    int64_t parts = logits->shape[logits->ndim - 1], n = brg_tensor_numel(logits) / parts;
+    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, logits->ndim - 1, logits->shape, name, out));
     const float *l = logits->data;
-    for (int64_t i = 0; i < n; i++) {
-        ((float *)(*start)->data)[i] = l[2 * i];
-        ((float *)(*end)->data)[i] = l[2 * i + 1];
-    }
+    for (int64_t i = 0; i < n; i++) ((float *)(*out)->data)[i] = l[i * parts + k];
     return BRG_OK;
-}
-
-static bool span_head(const brg_model *m, const brg_tensor *logits) {
-    return strcmp(m->ops->architecture, "BertForQuestionAnswering") == 0 && logits->ndim == 3 && logits->shape[2] == 2;
 }
 
 static brg_status write_outputs(const brg_model *m, brg_arena *a, const char *output, brg_tensor *logits,
                                 brg_tensor *loss) {
-    brg_named_tensor outs[3] = {{"logits", logits}, {"loss", loss}, {NULL, NULL}};
+    brg_named_tensor outs[9] = {{"logits", logits}};
     size_t n = 1;
-    if (span_head(m, logits)) {
-        brg_tensor *start, *end;
-        BRG_TRY(split_span_logits(a, logits, &start, &end));
-        outs[0] = (brg_named_tensor){"start_logits", start};
-        outs[n++] = (brg_named_tensor){"end_logits", end};
+    const char *const *names = m->ops->logits_names;
+    if (names) {
+        n = 0;
+        for (int k = 0; names[k] && n < 8; k++) {
+            if (k >= logits->shape[logits->ndim - 1])
+                return brg_error(BRG_ERR_INTERNAL, "%s: no logits column for %s", m->ops->architecture, names[k]);
+            brg_tensor *part;
+            BRG_TRY(split_logits(a, logits, k, names[k], &part));
+            outs[n++] = (brg_named_tensor){names[k], part};
+        }
     }
     if (loss) outs[n++] = (brg_named_tensor){"loss", loss};
     BRG_TRY(brg_safetensors_write(output, outs, n, NULL, 0));

@@ -190,13 +190,15 @@ static const char *const bert_inputs[] = {"input_ids", "attention_mask", "token_
 static const char *const bert_qa_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "start_positions",
                                              "end_positions", NULL};
 
+static const char *const bert_qa_outputs[] = {"start_logits", "end_logits", NULL};
+
 static const brg_model_ops bert_ops[] = {
     {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items, bert_inputs,
-     false},
+     false, NULL},
     {"BertForSequenceClassification", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_inputs, false},
+     bert_inputs, false, NULL},
     {"BertForQuestionAnswering", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_qa_inputs, false},
+     bert_qa_inputs, false, bert_qa_outputs},
 };
 
 /* ---- construction ---- */
