@@ -86,6 +86,10 @@ expect_fail "layers_per_ipu" "$brigade" train --model "$tmp/m" --ipu-config "$tm
 expect_fail "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
 expect_fail "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope
 expect_fail "unknown optimizer" run_train --steps 1 --output "$tmp/x" --optimizer adafactor
+# A checkpoint resumed with a different optimizer or batch layout is refused, naming the mismatch.
+expect_fail "holds adamw state, this run uses sgd" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --optimizer sgd
+expect_fail "was written with 4 rows per step, this run uses 8" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --micro-batch-size 4
+expect_fail "trainer_state.json" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
 [[ -e $tmp/x ]] && bad "output folder written by a failed run" || ok
 
 echo "$passed passed, $failed failed"
