@@ -21,6 +21,7 @@
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 /* Query rows per block: enough to make the score products real GEMMs, small enough that the
  * [ROW_BLOCK, Tk] scratch stays in cache for sequence lengths of a few thousand. */
@@ -71,20 +72,12 @@ static int64_t block_scores(float *s, const float *q, const float *k, const bloc
 
 /* exp(s - shift) over the first n entries and zeros after them; returns the sum. */
 static double exp_prefix(float *s, int64_t n, int64_t Tk, float shift) {
-    double sum = 0.0;
-    for (int64_t j = 0; j < n; j++) {
-        s[j] = expf(s[j] - shift);
-        sum += s[j];
-    }
+    double sum = brg_simd_exp_sum(s, s, shift, n);
     for (int64_t j = n; j < Tk; j++) s[j] = 0.0f;
     return sum;
 }
 
-static float max_prefix(const float *s, int64_t n) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < n; j++) mx = s[j] > mx ? s[j] : mx;
-    return mx;
-}
+static float max_prefix(const float *s, int64_t n) { return brg_simd_max(s, n); }
 
 /* Scores in, probabilities out; returns the row's log-sum-exp and sets *used to the length of the
  * prefix that can hold non-zero probabilities. Keys from kend on sit at -FLT_MAX or below, so
@@ -120,12 +113,10 @@ static void row_probs_from_lse(float *s, float lse, int64_t Tk, int64_t kend, in
 /* Inverted dropout on the block's probability rows, keyed by their (b, h, i, j) position. */
 static void apply_dropout(float *p, const block *blk, int64_t used, const brg_attn_args *a) {
     if (a->dropout <= 0.0f) return;
-    const float keep_scale = 1.0f / (1.0f - a->dropout);
     for (int64_t r = 0; r < blk->nr; r++) {
         uint64_t base = a->offset + (uint64_t)((blk->bh * a->Tq + blk->i0 + r) * a->Tk);
         float *row = p + r * a->Tk;
-        for (int64_t j = 0; j < used; j++)
-            row[j] = brg_k_dropout_keep(a->dropout, a->seed, base + (uint64_t)j) ? row[j] * keep_scale : 0.0f;
+        brg_k_dropout_fwd(row, row, used, a->dropout, a->seed, base);
     }
 }
 

@@ -5,14 +5,12 @@
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 /* log(sum_j exp(x_j)) with the maximum factored out. */
 static double row_lse(const float *x, int64_t v) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < v; j++) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-    for (int64_t j = 0; j < v; j++) sum += expf(x[j] - mx);
-    return (double)mx + log(sum);
+    float mx = brg_simd_max(x, v);
+    return (double)mx + log(brg_simd_exp_sum(NULL, x, mx, v));
 }
 
 float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, const int32_t *targets, int64_t n,
@@ -49,7 +47,7 @@ void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, c
         const float *x = logits + i * v;
         float *d = dlogits + i * v;
         const float l = lse[i];
-        for (int64_t j = 0; j < v; j++) d[j] += g * expf(x[j] - l);
+        brg_simd_exp_axpy(d, x, l, g, v);
         d[t] -= g;
     }
 }

@@ -8,6 +8,7 @@
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 #define INV_SQRT2 0.70710678118654752440f
 #define INV_SQRT_2PI 0.39894228040143267794f
@@ -48,21 +49,73 @@ static void gelu_tanh_bwd(float *dx, const float *dy, const float *x, int64_t n)
     }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/* The tanh form 16 at a time: the same formulas, exp from brg_exp512. */
+BRG_AVX512_INLINE __m512 tanh_u16(__m512 v) {
+    __m512 v3 = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+    return _mm512_mul_ps(_mm512_set1_ps(SQRT_2_OVER_PI), _mm512_fmadd_ps(_mm512_set1_ps(GELU_TANH_C), v3, v));
+}
+
+BRG_AVX512_INLINE __m512 half_one_plus_tanh16(__m512 u) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, brg_exp512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), u))));
+}
+
+BRG_AVX512 static void gelu_tanh_fwd_avx512(float *y, const float *x, int64_t n) {
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : brg_tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(v, half_one_plus_tanh16(tanh_u16(v))));
+    }
+}
+
+BRG_AVX512 static void gelu_tanh_bwd_avx512(float *dx, const float *dy, const float *x, int64_t n) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : brg_tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+        __m512 s = half_one_plus_tanh16(tanh_u16(v));
+        __m512 du = _mm512_mul_ps(_mm512_set1_ps(SQRT_2_OVER_PI),
+                                  _mm512_fmadd_ps(_mm512_set1_ps(3.0f * GELU_TANH_C), _mm512_mul_ps(v, v), one));
+        __m512 t = _mm512_mul_ps(_mm512_mul_ps(_mm512_add_ps(v, v), s), _mm512_sub_ps(one, s));
+        __m512 deriv = _mm512_fmadd_ps(t, du, s);
+        __m512 acc = _mm512_maskz_loadu_ps(m, dx + i);
+        _mm512_mask_storeu_ps(dx + i, m, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, dy + i), deriv, acc));
+    }
+}
+
+#define GELU_TANH_AVX512 1
+#endif
+
 void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0);
     BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
-    if (kind == BRG_GELU_ERF)
+    if (kind == BRG_GELU_ERF) {
         gelu_erf_fwd(y, x, n);
-    else
-        gelu_tanh_fwd(y, x, n);
+        return;
+    }
+#ifdef GELU_TANH_AVX512
+    if (brg_simd_avx512()) {
+        gelu_tanh_fwd_avx512(y, x, n);
+        return;
+    }
+#endif
+    gelu_tanh_fwd(y, x, n);
 }
 
 void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0);
     BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
     if (!dx) return;
-    if (kind == BRG_GELU_ERF)
+    if (kind == BRG_GELU_ERF) {
         gelu_erf_bwd(dx, dy, x, n);
-    else
-        gelu_tanh_bwd(dx, dy, x, n);
+        return;
+    }
+#ifdef GELU_TANH_AVX512
+    if (brg_simd_avx512()) {
+        gelu_tanh_bwd_avx512(dx, dy, x, n);
+        return;
+    }
+#endif
+    gelu_tanh_bwd(dx, dy, x, n);
 }

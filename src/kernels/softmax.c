@@ -4,15 +4,10 @@
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 static void softmax_row(float *y, const float *x, int64_t cols) {
-    float mx = -INFINITY;
-    for (int64_t j = 0; j < cols; j++) mx = x[j] > mx ? x[j] : mx;
-    double sum = 0.0;
-    for (int64_t j = 0; j < cols; j++) {
-        y[j] = expf(x[j] - mx);
-        sum += y[j];
-    }
+    double sum = brg_simd_exp_sum(y, x, brg_simd_max(x, cols), cols);
     float inv = (float)(1.0 / sum);
     for (int64_t j = 0; j < cols; j++) y[j] *= inv;
 }

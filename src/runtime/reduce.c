@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/simd.h"
 #include "runtime_internal.h"
 
 /* Parameter p is reduced by device p mod n: the devices split the work, and each parameter's
@@ -50,18 +51,11 @@ static int first_holder(const brg_runtime *rt, int p) {
 static brg_status sq_norm_job(brg_device *dev, void *arg) {
     double *partial = arg;
     brg_runtime *rt = dev->rt;
-    /* Eight independent lanes (added in a fixed order at the end) let the loop vectorise. */
-    double lanes[8] = {0};
+    double sum = 0;
     for (int p = 0; p < rt->model->n_params; p++) {
         if (first_holder(rt, p) != dev->id) continue;
-        const float *g = dev->view.params[p].tensor->grad;
-        int64_t n = brg_tensor_numel(dev->view.params[p].tensor), i = 0;
-        for (; i + 8 <= n; i += 8)
-            for (int j = 0; j < 8; j++) lanes[j] += (double)g[i + j] * (double)g[i + j];
-        for (; i < n; i++) lanes[i % 8] += (double)g[i] * (double)g[i];
+        sum += brg_simd_sum_squares(dev->view.params[p].tensor->grad, brg_tensor_numel(dev->view.params[p].tensor));
     }
-    double sum = 0;
-    for (int j = 0; j < 8; j++) sum += lanes[j];
     partial[dev->id] = sum;
     return BRG_OK;
 }

@@ -121,7 +121,11 @@ static void teardown(trainer *t) {
 
 /* ---- one step ---- */
 
+/* The gradient norm costs a pass over every gradient, so it is taken only when clipping or the
+ * JSON log (its grad_norm field) needs it; *grad_norm is NaN otherwise. */
 static brg_status clip(trainer *t, double *grad_norm) {
+    *grad_norm = NAN;
+    if (!(t->opts.max_grad_norm > 0) && !t->log) return BRG_OK;
     double sq;
     BRG_TRY(brg_runtime_grad_sq_norm(t->rt, &sq));
     *grad_norm = sqrt(sq);
