@@ -11,9 +11,9 @@
  *   rep2      two replicas, micro-batch B each per step
  *   pipe2     two pipelined devices, layers split in half (embeddings with the first half, head
  *             with the second), 8 micro-batches of B per step (1F1B in training)
- *   pipe2bal  as pipe2, but the split balances the matmul work of the two stages: the LM head
- *             (vocab x width) weighs as much as several layers (12 width^2 each), so GPT-2
- *             small splits 9/3 instead of 6/6
+ *   pipe2bal  as pipe2, with the split `brigade plan --balance-by compute` proposes: it evens the
+ *             stages' FLOPs, and the LM head (vocab x width) weighs as much as several layers, so
+ *             GPT-2 small splits 9/3 instead of 6/6
  * FLOPs per token: 6 N + 6 L C T in training (forward + backward + AdamW, N = parameters), a
  * third of that for inference. The share of peak divides by the peak of the cores in use.
  *
@@ -176,21 +176,34 @@ static brg_status make_model(const model_spec *ms, brg_model **out) {
     return BRG_OK;
 }
 
-/* Two stages: embeddings and layers [0, first) on stage 0, the rest and the head on stage 1.
- * `first` is half the layers, or (balanced) the split that minimises the larger stage's matmul
- * work, counting 12 C^2 per layer and V C for the head. */
-static int *two_stage_split(const brg_model *m, const model_spec *ms, bool balanced) {
+/* The first layer of stage 1 that `brigade plan --balance-by compute` proposes: the split that
+ * evens the two stages' FLOPs, the LM head included. `stage` places the blocks that are not
+ * layers (embeddings on 0, head on 1). */
+static bool compute_balanced_first(const brg_model *m, const shape_spec *s, const int *stage, int *first) {
+    brg_block_cost *costs = calloc((size_t)m->n_blocks, sizeof *costs);
+    brg_ipu_list split;
+    bool ok = costs && brg_model_block_costs(m, s->batch, s->seq, costs) == BRG_OK &&
+              brg_plan_balance_for(costs, m->n_blocks, stage, 2, BRG_IPU_MODE_TRAINING, false, BRG_BALANCE_COMPUTE,
+                                   &split) == BRG_OK;
+    if (ok) *first = split.v[0];
+    free(costs);
+    return ok;
+}
+
+/* Two stages: embeddings and layers [0, first) on stage 0, the rest and the head on stage 1;
+ * `first` is half the layers, or the compute-balanced split. */
+static int *two_stage_split(const brg_model *m, const shape_spec *s, bool balanced) {
     int *stage = malloc((size_t)m->n_blocks * sizeof *stage);
     if (!stage) return NULL;
-    const int layers = (int)ms->layers;
+    int layers = 0;
+    for (int b = 0; b < m->n_blocks; b++) {
+        stage[b] = m->blocks[b].kind == BRG_BLOCK_HEAD;
+        layers += m->blocks[b].kind == BRG_BLOCK_LAYER;
+    }
     int first = layers / 2;
-    if (balanced) {
-        const double layer = 12.0 * (double)(ms->width * ms->width), head = (double)(ms->vocab * ms->width);
-        double best = 1e300;
-        for (int k = 1; k < layers; k++) {
-            const double a = k * layer, b = (layers - k) * layer + head, worst = a > b ? a : b;
-            if (worst < best) best = worst, first = k;
-        }
+    if (balanced && !compute_balanced_first(m, s, stage, &first)) {
+        free(stage);
+        return NULL;
     }
     for (int b = 0; b < m->n_blocks; b++) {
         const brg_block *blk = &m->blocks[b];
@@ -198,7 +211,6 @@ static int *two_stage_split(const brg_model *m, const model_spec *ms, bool balan
     }
     return stage;
 }
-
 
 /* The memory each device may use: 75% of what the kernel said was available when the program
  * started, shared by the devices. A run that would need more is refused by the trainer's budget
@@ -242,7 +254,7 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
     const int64_t rows = s->batch * accum * reps * total;
     int32_t *ids = malloc((size_t)(rows * s->seq) * sizeof *ids);
     double *t = calloc((size_t)total, sizeof *t);
-    int *stage = pipelined(c) ? two_stage_split(m, ms, c == CONFIG_PIPE2_BALANCED) : NULL;
+    int *stage = pipelined(c) ? two_stage_split(m, s, c == CONFIG_PIPE2_BALANCED) : NULL;
     if (!ids || !t || (pipelined(c) && !stage)) {
         free(ids), free(t), free(stage);
         return brg_error(BRG_ERR_OOM, "cannot allocate the benchmark data");
@@ -286,7 +298,7 @@ static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_sp
     brg_micro_batch *mbs = calloc((size_t)slots, sizeof *mbs);
     float **sinks = calloc((size_t)slots, sizeof *sinks); /* NULL: logits stay on the device */
     float *losses = calloc((size_t)slots, sizeof *losses);
-    int *stage = pipelined(c) ? two_stage_split(m, ms, c == CONFIG_PIPE2_BALANCED) : NULL;
+    int *stage = pipelined(c) ? two_stage_split(m, s, c == CONFIG_PIPE2_BALANCED) : NULL;
     brg_status st = mbs && sinks && losses && (!pipelined(c) || stage) ? BRG_OK : BRG_ERR_OOM;
     uint64_t seed = 42;
     const int64_t shape[2] = {s->batch, s->seq};

@@ -89,6 +89,10 @@ grep -qF '"micro_batch_size":2' "$tmp/flat.txt" && ok || bad "json micro_batch_s
 expect_out plan-inference '"ipus_per_replica":	1' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --json \
   --mode inference
 expect_out plan-balance 'balanced: "layers_per_ipu": [' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --balance
+expect_out plan-balance-by 'balanced: "layers_per_ipu": [' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" \
+  --balance-by compute
+expect_fail plan-balance-by-bad 1 "unknown balance goal 'speed' (expected both, compute or memory)" \
+  "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --balance-by speed
 expect_out plan-overrides 'Layer 1             --> IPU 0' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" \
   --ipu-config-overrides "layers_per_ipu=[2 0]"
 expect_fail plan-layers 1 'layers_per_ipu does not define the correct number of layers' \

@@ -234,6 +234,21 @@ static void test_plan_balance(void) {
     c[5].tied_params = 0;
     CHECK_OK(brg_plan_balance(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, &l));
     CHECK(LIST_IS(&l, 1, 3));
+    /* the same costs balanced for compute alone or memory alone */
+    CHECK_OK(brg_plan_balance_for(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, BRG_BALANCE_COMPUTE, &l));
+    CHECK(LIST_IS(&l, 3, 1));
+    CHECK_OK(brg_plan_balance_for(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, BRG_BALANCE_MEMORY, &l));
+    CHECK(LIST_IS(&l, 0, 4));
+    CHECK_OK(brg_plan_balance_for(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, BRG_BALANCE_BOTH, &l));
+    CHECK(LIST_IS(&l, 1, 3));
+    CHECK_ERR(brg_plan_balance_for(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, (brg_balance_goal)7, &l),
+              BRG_ERR_INVALID_ARG, "balance goal 7");
+    brg_balance_goal goal = BRG_BALANCE_BOTH;
+    CHECK_OK(brg_balance_goal_parse("compute", &goal));
+    CHECK(goal == BRG_BALANCE_COMPUTE);
+    CHECK_OK(brg_balance_goal_parse("memory", &goal));
+    CHECK(goal == BRG_BALANCE_MEMORY);
+    CHECK_ERR(brg_balance_goal_parse("speed", &goal), BRG_ERR_INVALID_ARG, "expected both, compute or memory");
     /* compute alone: the head's FLOPs weigh on the last device, which takes fewer layers */
     for (int b = 0; b < 6; b++) c[b].params = c[b].tied_params = 0;
     CHECK_OK(brg_plan_balance(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, &l));

@@ -89,6 +89,21 @@ brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int
 brg_status brg_plan_balance(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
                             brg_ipu_mode mode, bool recompute, brg_ipu_list *out);
 
+/* What a balanced split evens out. Throughput follows compute alone (the slowest stage sets the
+ * pipeline's pace); memory matters when a device is short of it. brg_plan_balance is
+ * BRG_BALANCE_BOTH. */
+typedef enum brg_balance_goal {
+    BRG_BALANCE_BOTH = 0, /* the larger of the compute share and the memory share */
+    BRG_BALANCE_COMPUTE,  /* the compute share (ties broken by memory) */
+    BRG_BALANCE_MEMORY,   /* the memory share (ties broken by compute) */
+} brg_balance_goal;
+
+/* "both", "compute" or "memory". */
+brg_status brg_balance_goal_parse(const char *name, brg_balance_goal *out);
+
+brg_status brg_plan_balance_for(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                                brg_ipu_mode mode, bool recompute, brg_balance_goal goal, brg_ipu_list *out);
+
 #ifdef __cplusplus
 }
 #endif

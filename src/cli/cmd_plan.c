@@ -11,9 +11,10 @@
 #include "commands.h"
 
 typedef struct plan_args {
-    const char *model, *ipu_config, *mode_name, *overrides, *schedule;
+    const char *model, *ipu_config, *mode_name, *overrides, *schedule, *balance_by;
     int64_t batch, seq;
     bool json, balance;
+    brg_balance_goal goal; /* parsed from balance_by */
 } plan_args;
 
 typedef struct plan {
@@ -176,9 +177,9 @@ static brg_status load(plan *p, plan_args *a) {
 }
 
 /* Replaces the mode's layers_per_ipu by the balanced proposal and plans again. */
-static brg_status balance(plan *p, brg_ipu_list *proposal) {
-    BRG_TRY(brg_plan_balance(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, p->mode,
-                             p->cfg->recompute_checkpoint_every_layer, proposal));
+static brg_status balance(plan *p, const plan_args *a, brg_ipu_list *proposal) {
+    BRG_TRY(brg_plan_balance_for(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, p->mode,
+                                 p->cfg->recompute_checkpoint_every_layer, a->goal, proposal));
     if (p->mode == BRG_IPU_MODE_INFERENCE) p->cfg->inference_layers_per_ipu = *proposal;
     else p->cfg->layers_per_ipu = *proposal;
     return compute(p);
@@ -230,9 +231,9 @@ static brg_status report(plan *p, const plan_args *a) {
         print_notes(p, a);
     }
     brg_status st = a->schedule ? schedule_report(p, a, root) : BRG_OK;
-    if (st == BRG_OK && a->balance) {
+    if (st == BRG_OK && (a->balance || a->balance_by)) {
         brg_ipu_list proposal;
-        st = balance(p, &proposal);
+        st = balance(p, a, &proposal);
         char name[64];
         brg_ipu_config_mode_name(p->mode, "layers_per_ipu", name, sizeof name);
         if (st == BRG_OK && a->json) {
@@ -268,6 +269,8 @@ int cmd_plan(int argc, char **argv) {
         {"micro-batch-size", ARG_INT, &a.batch, false, "sequences per micro-batch (default 1)", false},
         {"sequence-length", ARG_INT, &a.seq, false, "tokens per sequence (default: the model's positions)", false},
         {"balance", ARG_FLAG, &a.balance, false, "propose a layers_per_ipu that evens compute and memory", false},
+        {"balance-by", ARG_STRING, &a.balance_by, false,
+         "what --balance evens: both (default), compute (fastest pipeline) or memory; implies --balance", false},
         {"json", ARG_FLAG, &a.json, false, "print the plan as JSON", false},
         {"schedule", ARG_STRING, &a.schedule, false, "print the pipeline schedule table: 1f1b or gpipe", false},
     };
@@ -279,6 +282,7 @@ int cmd_plan(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("plan", argc, argv, 2, specs, n)) return 2;
+    if (a.balance_by && brg_balance_goal_parse(a.balance_by, &a.goal) != BRG_OK) return cli_fail("plan");
     plan p = {0};
     brg_status st = load(&p, &a);
     if (st == BRG_OK) st = report(&p, &a);

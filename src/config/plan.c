@@ -98,14 +98,20 @@ typedef struct balancer {
     const double *pre_f; /* prefix sums over layers: [n_layers + 1] */
     const double *pre_b;
     double total_f, total_b;
+    brg_balance_goal goal;
 } balancer;
 
-/* A device's load: the larger of its compute share and its memory share. */
+/* A device's load: its compute share, its memory share, or the larger of the two. A single
+ * goal breaks ties by the other share, so equal-compute splits still prefer the lighter memory. */
 static double device_load(const balancer *s, int dev, int first, int end) {
     double f = s->fixed[dev].flops + s->pre_f[end] - s->pre_f[first];
     double b = s->fixed[dev].bytes + s->pre_b[end] - s->pre_b[first];
     double lf = s->total_f > 0 ? f / s->total_f : 0, lb = s->total_b > 0 ? b / s->total_b : 0;
-    return lf > lb ? lf : lb;
+    switch (s->goal) {
+    case BRG_BALANCE_COMPUTE: return lf + 1e-6 * lb;
+    case BRG_BALANCE_MEMORY: return lb + 1e-6 * lf;
+    default: return lf > lb ? lf : lb;
+    }
 }
 
 /* best[d][i]: the smallest possible largest load when devices 0..d take layers 0..i-1. */
@@ -146,6 +152,24 @@ static brg_status layer_order(const brg_block_cost *costs, int n_blocks, int **o
 
 brg_status brg_plan_balance(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
                             brg_ipu_mode mode, bool recompute, brg_ipu_list *out) {
+    return brg_plan_balance_for(costs, n_blocks, block_device, n_devices, mode, recompute, BRG_BALANCE_BOTH, out);
+}
+
+brg_status brg_balance_goal_parse(const char *name, brg_balance_goal *out) {
+    static const char *const names[] = {"both", "compute", "memory"};
+    for (int i = 0; i < 3; i++)
+        if (name && strcmp(name, names[i]) == 0) {
+            *out = (brg_balance_goal)i;
+            return BRG_OK;
+        }
+    return brg_error(BRG_ERR_INVALID_ARG, "unknown balance goal '%s' (expected both, compute or memory)",
+                     name ? name : "(null)");
+}
+
+brg_status brg_plan_balance_for(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                                brg_ipu_mode mode, bool recompute, brg_balance_goal goal, brg_ipu_list *out) {
+    if (goal != BRG_BALANCE_BOTH && goal != BRG_BALANCE_COMPUTE && goal != BRG_BALANCE_MEMORY)
+        return brg_error(BRG_ERR_INVALID_ARG, "unknown balance goal %d", (int)goal);
     BRG_TRY(check_map(n_blocks, block_device, n_devices));
     if (n_devices > BRG_IPU_LIST_MAX)
         return brg_error(BRG_ERR_INVALID_ARG, "cannot balance over %d devices (at most %d)", n_devices, BRG_IPU_LIST_MAX);
@@ -157,7 +181,7 @@ brg_status brg_plan_balance(const brg_block_cost *costs, int n_blocks, const int
     int *choice = malloc((size_t)n_devices * (size_t)(L + 1) * sizeof *choice);
     brg_status st = fixed && pre && best && choice ? BRG_OK : brg_error(BRG_ERR_OOM, "out of memory balancing layers");
     if (st == BRG_OK) {
-        balancer s = {L, n_devices, fixed, pre, pre + L + 1, 0, 0};
+        balancer s = {L, n_devices, fixed, pre, pre + L + 1, 0, 0, goal};
         for (int b = 0; b < n_blocks; b++)
             if (costs[b].layer < 0) {
                 int o = costs[b].tied_owner;
