@@ -61,7 +61,9 @@ typedef struct brg_train_result {
     double eval_loss; /* the last evaluation's mean loss (NAN when none ran) */
     double seconds;
     double tokens_per_second;
-    double pipeline_efficiency; /* forward/backward busy time over devices x schedule wall time */
+    /* Forward/backward busy time over devices x schedule wall time, counted from the second
+     * step when there is more than one (the first pays for first touches of memory). */
+    double pipeline_efficiency;
     double ideal_efficiency;    /* m / (m + p - 1) */
 } brg_train_result;
 

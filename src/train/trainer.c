@@ -182,17 +182,22 @@ static bool reports(const trainer *t, int64_t step_in_call, int calls_len) {
     return t->opts.output_mode == BRG_OUTPUT_MODE_ALL || step_in_call == calls_len - 1;
 }
 
-static void summary(trainer *t, brg_train_result *r, double tokens) {
-    FILE *f = t->opts.progress;
-    r->tokens_per_second = r->seconds > 0 ? tokens / r->seconds : 0;
-    int devices = brg_runtime_device_count(t->rt);
+static double devices_busy(const trainer *t) {
     double busy = 0;
-    for (int d = 0; d < devices; d++) {
+    for (int d = 0; d < brg_runtime_device_count(t->rt); d++) {
         brg_device_stats s;
         brg_runtime_device_stats(t->rt, d, &s);
         busy += s.busy_seconds;
     }
-    double sched = brg_runtime_schedule_seconds(t->rt);
+    return busy;
+}
+
+static void summary(trainer *t, brg_train_result *r, double tokens) {
+    FILE *f = t->opts.progress;
+    r->tokens_per_second = r->seconds > 0 ? tokens / r->seconds : 0;
+    int devices = brg_runtime_device_count(t->rt);
+    double busy = devices_busy(t) - t->warm_busy;
+    double sched = brg_runtime_schedule_seconds(t->rt) - t->warm_schedule;
     r->pipeline_efficiency = sched > 0 ? busy / (devices * sched) : 0;
     r->ideal_efficiency = brg_schedule_ideal_efficiency(t->opts.stages, t->opts.accumulation);
     if (!f) return;
@@ -233,6 +238,13 @@ static brg_status loop(trainer *t, brg_train_result *r) {
         double loss, grad_norm;
         float lr;
         BRG_TRY(train_step(t, &loss, &lr, &grad_norm));
+        /* The first step also pays for first touches of activation memory (page faults on one
+         * device hold up the others), which later steps reuse: with more steps to come, the
+         * pipeline efficiency counts those only. */
+        if (t->step == first + 1 && t->step < t->total_steps) {
+            t->warm_busy = devices_busy(t);
+            t->warm_schedule = brg_runtime_schedule_seconds(t->rt);
+        }
         tokens += tokens_per_step;
         call_sum += loss;
         r->last_loss = loss;

@@ -16,6 +16,9 @@ typedef struct trainer {
     float *losses;
     int64_t total_steps, step;
     FILE *log;
+    /* Devices' busy seconds and schedule wall seconds after the first step of the run: the
+     * pipeline efficiency is counted from there on (see loop()). */
+    double warm_busy, warm_schedule;
 } trainer;
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json. */
