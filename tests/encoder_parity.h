@@ -5,13 +5,7 @@
 #ifndef BRIGADE_TEST_ENCODER_PARITY_H
 #define BRIGADE_TEST_ENCODER_PARITY_H
 
-#include <glob.h>
-
-#include "test_util.h"
-
-#define LOGITS_TOL 1e-4
-#define LOSS_TOL 1e-5
-#define GRAD_REL_TOL 1e-4
+#include "parity_util.h"
 
 /* Contiguous I32 copy of an integer tensor (I64 in the fixtures), values unchecked: out-of-range
  * positions are part of what is tested. */
@@ -62,50 +56,6 @@ static void ep_compare_output(const char *dir, const brg_safetensors *exp, const
     const float *g = got->data;
     for (long i = 0; i < n; i++) worst = fmax(worst, fabs(brg_tensor_get(&ref, i) - g[i * ncols + col]));
     CHECK_MSG(worst <= LOGITS_TOL, "%s: %s max diff %.3g", dir, name, worst);
-}
-
-/* Largest |grad| over all of transformers' gradients. */
-static double ep_global_grad_max(const brg_safetensors *exp) {
-    double g = 0;
-    for (size_t i = 0; i < brg_safetensors_count(exp); i++) {
-        const char *name = brg_safetensors_name(exp, i);
-        brg_tensor ref;
-        if (strncmp(name, "grad.", 5) != 0 || brg_safetensors_get(exp, name, &ref) != BRG_OK) continue;
-        for (int64_t k = 0; k < brg_tensor_numel(&ref); k++) g = fmax(g, fabs(brg_tensor_get(&ref, k)));
-    }
-    return g;
-}
-
-/* Each gradient within GRAD_REL_TOL of its own largest entry. Some gradients are zero in exact
- * arithmetic (attention key biases: softmax ignores a shift shared by all keys; the span head's
- * bias), and float32 leaves both sides with rounding noise there; a tensor's scale is therefore
- * never taken below 1% of the model's largest gradient. */
-static void ep_compare_grads(const brg_model *m, const brg_safetensors *exp, const char *dir) {
-    int checked = 0;
-    double floor = 1e-2 * ep_global_grad_max(exp), worst = 0;
-    for (size_t i = 0; i < brg_safetensors_count(exp); i++) {
-        const char *name = brg_safetensors_name(exp, i);
-        if (strncmp(name, "grad.", 5) != 0) continue;
-        int p = brg_model_find_param(m, name + 5);
-        CHECK_MSG(p >= 0, "%s: no parameter for %s", dir, name);
-        if (p < 0) continue;
-        brg_tensor ref;
-        CHECK_OK(brg_safetensors_get(exp, name, &ref));
-        brg_tensor *t = m->params[p].tensor;
-        CHECK_MSG(brg_tensor_same_shape(&ref, t), "%s: %s shape", dir, name);
-        long n = (long)brg_tensor_numel(t);
-        float *r = malloc((size_t)n * sizeof *r);
-        brg_tensor rt = brg_tensor_wrap(BRG_DTYPE_F32, t->ndim, t->shape, r);
-        CHECK_OK(brg_tensor_copy(&rt, &ref));
-        double scale = test_max_abs(r, n), diff = test_max_abs_diff(r, t->grad, n);
-        CHECK_MSG(diff <= GRAD_REL_TOL * fmax(scale, floor), "%s: %s max diff %.3g (max |grad| %.3g)", dir, name,
-                  diff, scale);
-        worst = fmax(worst, diff / fmax(scale, floor));
-        free(r);
-        checked++;
-    }
-    printf("%s: %d gradients, worst difference %.2g of the tensor's scale\n", dir, checked, worst);
-    CHECK_MSG(checked == m->n_params, "%s: %d gradients checked, model has %d parameters", dir, checked, m->n_params);
 }
 
 static brg_status ep_load(const char *dir, bool vit, brg_model **m) {
@@ -163,27 +113,15 @@ static void ep_check_fixture(const char *dir) {
     double ref = brg_tensor_get(&loss, 0), got = ((float *)b.loss->data)[0];
     CHECK_MSG(fabs(ref - got) <= LOSS_TOL, "%s: loss %.8f vs transformers %.8f", dir, got, ref);
     printf("%s: loss %.7f (transformers %.7f)\n", dir, got, ref);
-    ep_compare_grads(m, exp, dir);
+    /* A tensor's scale is never taken below 1% of the model's largest gradient: key biases and
+     * the span head's bias have gradients that are zero up to float32 rounding. */
+    parity_compare_grads(m, exp, dir, 1e-2, NULL);
     ep_round_trip(m, vit, dir);
 done:
     brg_tape_destroy(tape);
     brg_arena_destroy(a);
     brg_safetensors_close(exp);
     brg_model_destroy(m);
-}
-
-/* Checks the folders given as arguments, else the committed ones matching `pattern`. */
-static int ep_main(int argc, char **argv, const char *pattern, int expected_count) {
-    if (argc > 1) {
-        for (int i = 1; i < argc; i++) ep_check_fixture(argv[i]);
-        return test_finish();
-    }
-    glob_t g;
-    int found = glob(pattern, 0, NULL, &g) == 0 ? (int)g.gl_pathc : 0;
-    CHECK_MSG(found >= expected_count, "expected %d fixtures matching %s (found %d)", expected_count, pattern, found);
-    for (int i = 0; i < found; i++) ep_check_fixture(g.gl_pathv[i]);
-    if (found) globfree(&g);
-    return test_finish();
 }
 
 #endif

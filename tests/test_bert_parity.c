@@ -2,4 +2,4 @@
  * against transformers fixtures; with arguments, checks those fixture folders instead. */
 #include "encoder_parity.h"
 
-int main(int argc, char **argv) { return ep_main(argc, argv, "tests/fixtures/bert_*", 5); }
+int main(int argc, char **argv) { return parity_main(argc, argv, "tests/fixtures/bert_*", 5, ep_check_fixture); }

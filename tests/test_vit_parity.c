@@ -2,4 +2,4 @@
  * fixtures; with arguments, checks those fixture folders instead. */
 #include "encoder_parity.h"
 
-int main(int argc, char **argv) { return ep_main(argc, argv, "tests/fixtures/vit_*", 2); }
+int main(int argc, char **argv) { return parity_main(argc, argv, "tests/fixtures/vit_*", 2, ep_check_fixture); }

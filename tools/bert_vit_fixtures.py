@@ -39,7 +39,7 @@ import safetensors
 import torch
 import transformers
 from safetensors.torch import load_file, save_file
-from fixture_common import sort_metadata_keys, run_cli
+from fixture_common import sort_metadata_keys, run_cli, check_probes
 
 PERTURB_STD = 0.1
 BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa")
@@ -366,8 +366,8 @@ def check_finite_differences(model_dir, expected):
     model = load_fixture_model(model_dir, torch.float64, attention)
     inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in expected.items() if k in INPUT_NAMES}
     mapping = saved_to_parameter(model, model_dir)
-    problems = []
-    for name, index in probe_entries(expected, mapping):
+
+    def central_difference(name, index):
         param = model.get_parameter(mapping[name])
         with torch.no_grad():
             x = param[index].item()
@@ -376,14 +376,9 @@ def check_finite_differences(model_dir, expected):
             param[index] = x - 1e-6
             down = model(**inputs).loss.item()
             param[index] = x
-        numeric = (up - down) / 2e-6
-        stored = expected[f"grad.{name}"]
-        err = abs(numeric - stored[index].item()) / max(stored.abs().max().item(), 1e-12)
-        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} numeric {numeric:+.6e} "
-              f"rel-to-max {err:.2e}")
-        if err >= 1e-4:
-            problems.append(f"finite difference mismatch for {name}{list(index)}")
-    return problems
+        return (up - down) / 2e-6
+
+    return check_probes(expected, probe_entries(expected, mapping), central_difference)
 
 
 def describe(spec, model_dir):
@@ -395,15 +390,9 @@ def describe(spec, model_dir):
             f"act={spec.hidden_act} labels={spec.num_labels} B={spec.batch} {shape} size={size / 1024:.0f}KiB")
 
 
-def verify_fixture(model_dir):
-    """Recompute a fixture and check a few gradient entries numerically; return problems."""
-    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
-    return check_recompute(model_dir, expected) + check_finite_differences(model_dir, expected)
-
-
 def main(argv=None):
     return run_cli(__doc__.splitlines()[0], argv, committed_specs, random_specs, write_fixture, describe,
-                   verify_fixture)
+                   (check_recompute, check_finite_differences))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import os
 
 import torch
 import transformers
+from safetensors.torch import load_file
 
 
 def perturb_parameters(model, generator, std):
@@ -44,6 +45,31 @@ def sort_metadata_keys(path):
         f.write(text + b" " * (size - len(text)))
 
 
+def check_probes(expected, probes, numeric_of, tol=1e-4):
+    """Stored float32 gradient entries against float64 central differences; returns the problems.
+
+    probes: (parameter name, index) pairs; numeric_of(name, index) computes the central difference.
+    An entry's error is taken relative to its tensor's largest stored gradient."""
+    problems = []
+    for name, index in probes:
+        stored = expected[f"grad.{name}"]
+        numeric = numeric_of(name, index)
+        err = abs(numeric - stored[index].item()) / max(stored.abs().max().item(), 1e-12)
+        status = "ok" if err < tol else "MISMATCH"
+        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} "
+              f"numeric {numeric:+.6e} rel-to-max {err:.2e} {status}")
+        if err >= tol:
+            problems.append(f"finite difference mismatch for {name}{list(index)}")
+    return problems
+
+
+def verify_folder(model_dir, *checks):
+    """Runs check(model_dir, expected) for each check on the folder's expected.safetensors;
+    returns all their problems."""
+    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
+    return [problem for check in checks for problem in check(model_dir, expected)]
+
+
 def parse_args(description, argv):
     """The scripts' common command line."""
     parser = argparse.ArgumentParser(description=description)
@@ -59,12 +85,12 @@ def parse_args(description, argv):
     return args
 
 
-def run_verify(dirs, verify_fixture):
-    """verify_fixture(dir) -> list of problems, for each folder; returns the exit status."""
+def run_verify(dirs, checks):
+    """Runs the checks (see verify_folder) on each folder; returns the exit status."""
     failed = 0
     for model_dir in dirs:
         print(f"verify {model_dir}")
-        problems = verify_fixture(model_dir)
+        problems = verify_folder(model_dir, *checks)
         for problem in problems:
             print(f"  FAIL {problem}")
         failed += bool(problems)
@@ -72,14 +98,16 @@ def run_verify(dirs, verify_fixture):
     return 1 if failed else 0
 
 
-def run_cli(description, argv, committed_specs, random_specs, write_fixture, describe, verify_fixture):
-    """Write the committed or random fixtures, or verify folders, as the arguments say."""
+def run_cli(description, argv, committed_specs, random_specs, write_fixture, describe, checks):
+    """Write the committed or random fixtures, or verify folders with `checks` (functions of
+    (model_dir, expected) returning problems: a recomputation, finite differences), as the
+    arguments say."""
     args = parse_args(description, argv)
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     torch.set_num_threads(1)
     if args.verify:
-        return run_verify(args.verify, verify_fixture)
+        return run_verify(args.verify, checks)
     specs = random_specs(args.random, args.seed) if args.random else committed_specs()
     os.makedirs(args.out, exist_ok=True)
     for spec in specs:

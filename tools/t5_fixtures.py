@@ -38,11 +38,12 @@ import types
 
 import safetensors
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
 from transformers import T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5LayerNorm
-from fixture_common import perturb_parameters, version_metadata, max_rel_error, sort_metadata_keys, run_cli
+from fixture_common import (perturb_parameters, version_metadata, max_rel_error, sort_metadata_keys,
+                            run_cli, check_probes)
 
 FEED_FORWARD = ("relu", "gated-gelu", "gelu", "gated-relu", "gated-gelu_new")
 PERTURB_STD = 0.1
@@ -389,27 +390,8 @@ def check_finite_differences(model_dir, expected):
     """Compare stored float32 gradients with float64 central differences; return problems."""
     model = float64_model(model_dir)
     inputs = fixture_inputs(expected)
-    names = saved_tensor_names(model_dir)
-    problems = []
-    for name, index in probe_entries(expected, names):
-        stored = expected[f"grad.{name}"]
-        numeric = finite_difference(model, inputs, name, index, 1e-6)
-        scale = max(stored.abs().max().item(), 1e-12)
-        err = abs(numeric - stored[index].item()) / scale
-        status = "ok" if err < 1e-4 else "MISMATCH"
-        print(f"  fd {name}{list(index)}: stored {stored[index].item():+.6e} "
-              f"numeric {numeric:+.6e} rel-to-max {err:.2e} {status}")
-        if err >= 1e-4:
-            problems.append(f"finite difference mismatch for {name}{list(index)}")
-    return problems
-
-
-def verify_fixture(model_dir):
-    """Recompute a fixture and check a few gradient entries numerically; return problems."""
-    expected = load_file(os.path.join(model_dir, "expected.safetensors"))
-    problems = check_recompute(model_dir, expected)
-    problems += check_finite_differences(model_dir, expected)
-    return problems
+    probes = probe_entries(expected, saved_tensor_names(model_dir))
+    return check_probes(expected, probes, lambda name, index: finite_difference(model, inputs, name, index, 1e-6))
 
 
 def describe(spec, model_dir):
@@ -424,7 +406,7 @@ def describe(spec, model_dir):
 
 def main(argv=None):
     return run_cli(__doc__.splitlines()[0], argv, committed_specs, random_specs, write_fixture, describe,
-                   verify_fixture)
+                   (check_recompute, check_finite_differences))
 
 
 if __name__ == "__main__":
