@@ -164,6 +164,48 @@ static void test_gelu_tanh_paths(void) {
     }
 }
 
+/* Layer norm: both paths agree on every output (forward, statistics, dx, dgamma, dbeta), with and
+ * without the affine parameters, on widths that leave every tail, and on rows with a large offset
+ * (the centred second pass must not cancel digits). Guards after each output stay untouched. */
+static void test_layernorm_paths(void) {
+    const int64_t widths[] = {1, 15, 16, 17, 64, 65, 100, 768};
+    for (int wi = 0; wi < 8; wi++)
+        for (int affine = 0; affine < 2; affine++) {
+            const int64_t n = 5, c = widths[wi], nc = n * c;
+            float *x = tk_rand(nc, -2.0, 2.0), *dy = tk_rand(nc, -1.0, 1.0);
+            for (int64_t j = 0; j < c; j++) x[c + j] += 1000.0f; /* row 1: a large offset */
+            float *gamma = affine ? tk_rand(c, 0.5, 1.5) : NULL, *beta = affine ? tk_rand(c, -0.5, 0.5) : NULL;
+            float *grads0 = tk_rand(c + 1, -1.0, 1.0); /* what dgamma and dbeta accumulate onto */
+            float *out[2][6];
+            for (int pass = 0; pass < 2; pass++) {
+                use_scalar(pass == 1);
+                float *y = tk_zeros(nc + 1), *mean = tk_zeros(n + 1), *rstd = tk_zeros(n + 1);
+                float *dx = tk_copy(dy, nc + 1), *dg = tk_copy(grads0, c + 1), *db = tk_copy(grads0, c + 1);
+                y[nc] = mean[n] = rstd[n] = dx[nc] = dg[c] = db[c] = GUARD;
+                brg_k_layernorm_fwd(y, mean, rstd, x, gamma, beta, n, c, 1e-5f);
+                brg_k_layernorm_bwd(dx, affine ? dg : NULL, affine ? db : NULL, dy, x, gamma, mean, rstd, n, c);
+                CHECK(y[nc] == GUARD && mean[n] == GUARD && rstd[n] == GUARD && dx[nc] == GUARD && dg[c] == GUARD &&
+                      db[c] == GUARD);
+                float *bufs[6] = {y, mean, rstd, dx, dg, db};
+                memcpy(out[pass], bufs, sizeof bufs);
+            }
+            use_scalar(false);
+            const int64_t sizes[6] = {nc, n, n, nc, c, c};
+            const char *names[6] = {"y", "mean", "rstd", "dx", "dgamma", "dbeta"};
+            for (int b = 0; b < 6; b++) {
+                double worst = 0, scale = 0;
+                for (int64_t i = 0; i < sizes[b]; i++) {
+                    worst = fmax(worst, fabs((double)out[0][b][i] - out[1][b][i]));
+                    scale = fmax(scale, fabs((double)out[1][b][i]));
+                }
+                CHECK_MSG(worst <= 4e-6 * fmax(scale, 1.0), "layernorm c=%lld affine=%d: %s differs by %.3g (scale %.3g)",
+                          (long long)c, affine, names[b], worst, scale);
+                free(out[0][b]), free(out[1][b]);
+            }
+            free(x), free(dy), free(gamma), free(beta), free(grads0);
+        }
+}
+
 int main(void) {
     have_avx512 = brg_simd_avx512();
     printf("simd path: %s\n", have_avx512 ? "avx512 (compared with scalar)" : "scalar only");
@@ -172,5 +214,6 @@ int main(void) {
     test_rows_match_scalar();
     test_dropout_paths_agree();
     test_gelu_tanh_paths();
+    test_layernorm_paths();
     return test_finish();
 }

@@ -71,8 +71,8 @@ static double sum_squares_scalar(const float *x, int64_t n) {
 
 /* Adds 16 floats to two double accumulators. */
 BRG_AVX512_INLINE void add_wide(__m512d *lo, __m512d *hi, __m512 v) {
-    *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
-    *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+    *lo = _mm512_add_pd(*lo, brg_widen_lo(v));
+    *hi = _mm512_add_pd(*hi, brg_widen_hi(v));
 }
 
 BRG_AVX512 static float max_avx512(const float *x, int64_t n) {
@@ -130,8 +130,7 @@ BRG_AVX512 static double sum_squares_avx512(const float *x, int64_t n) {
     if (j < n) {
         __mmask16 m = brg_tail_mask(n - j);
         __m512 v = _mm512_maskz_loadu_ps(m, x + j);
-        __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-        __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+        __m512d a = brg_widen_lo(v), b = brg_widen_hi(v);
         acc[0] = _mm512_fmadd_pd(a, a, acc[0]);
         acc[1] = _mm512_fmadd_pd(b, b, acc[1]);
     }

@@ -61,6 +61,17 @@ BRG_AVX512_INLINE __m512 brg_exp512(__m512 x) {
 
 /* Lanes [0, n) of a 16-wide step, for the masked tail of a row. */
 BRG_AVX512_INLINE __mmask16 brg_tail_mask(int64_t n) { return (__mmask16)((1u << n) - 1u); }
+
+/* The valid lanes of the 16-wide step at i of a row of n. */
+BRG_AVX512_INLINE __mmask16 brg_step_mask(int64_t i, int64_t n) {
+    return n - i >= 16 ? (__mmask16)0xFFFF : brg_tail_mask(n - i);
+}
+
+/* Lanes 0-7 and 8-15 of 16 floats, widened to double. */
+BRG_AVX512_INLINE __m512d brg_widen_lo(__m512 v) { return _mm512_cvtps_pd(_mm512_castps512_ps256(v)); }
+BRG_AVX512_INLINE __m512d brg_widen_hi(__m512 v) {
+    return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
 #endif
 
 #endif
