@@ -33,10 +33,10 @@ static brg_status embeddings(brg_model *m, brg_tape *tape, brg_bundle *b) {
 }
 
 static brg_status layer(brg_model *m, int l, brg_tape *tape, brg_bundle *b) {
-    brg_tensor *n, *up, *act, *down;
+    brg_tensor *n, *act, *down;
     BRG_TRY(brg_layer_norm(tape, b->hidden, LP(m, l, L_LN_W), LP(m, l, L_LN_B), 1e-5f, &n));
-    BRG_TRY(brg_linear(tape, n, LP(m, l, L_UP_W), LP(m, l, L_UP_B), false, &up));
-    BRG_TRY(brg_activation_op(tape, up, BRG_ACT_GELU_ERF, &act));
+    /* gelu(n @ W_up + b_up), the bias add and the activation in one pass */
+    BRG_TRY(brg_linear_act(tape, n, LP(m, l, L_UP_W), LP(m, l, L_UP_B), false, BRG_ACT_GELU_ERF, &act));
     BRG_TRY(brg_linear(tape, act, LP(m, l, L_DOWN_W), LP(m, l, L_DOWN_B), false, &down));
     return brg_add(tape, b->hidden, down, &b->hidden);
 }

@@ -161,8 +161,75 @@ static void test_op_errors(void) {
     brg_arena_destroy(a);
 }
 
+/* One configuration of brg_linear_act against brg_linear + brg_activation_op: the output and
+ * every gradient must be the same bits (the fused passes do the same arithmetic in the same
+ * order); the separate ops are themselves checked against finite differences above. */
+static void linear_act_case(brg_arena *a, brg_activation act, bool w_in_out, bool with_bias) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 5 + (uint64_t)act * 4 + (uint64_t)w_in_out * 2 + (uint64_t)with_bias);
+    const int64_t out = 37; /* leaves a tail in every 16-wide step */
+    brg_tensor *x = param(a, &rng, 3, (int64_t[]){B, T, C}, 1.5f, 0.0f);
+    brg_tensor *w = param(a, &rng, 2, w_in_out ? (int64_t[]){C, out} : (int64_t[]){out, C}, 0.7f, 0.0f);
+    brg_tensor *b = with_bias ? param(a, &rng, 1, (int64_t[]){out}, 0.5f, 0.0f) : NULL;
+    float *seed = malloc((size_t)(B * T * out) * sizeof *seed);
+    for (int64_t i = 0; i < B * T * out; i++) seed[i] = (float)brg_rng_normal(&rng);
+    brg_tensor *params[3] = {x, w, b};
+    float *want[4] = {0};
+    for (int fused = 0; fused < 2; fused++) {
+        for (int p = 0; p < 3; p++)
+            if (params[p]) memset(params[p]->grad, 0, brg_tensor_nbytes(params[p]));
+        size_t mark = brg_arena_mark(a);
+        brg_tape *tape;
+        CHECK_OK(brg_tape_create(a, &tape));
+        brg_tensor *y = NULL, *h = NULL;
+        if (fused) CHECK_OK(brg_linear_act(tape, x, w, b, w_in_out, act, &y));
+        else {
+            CHECK_OK(brg_linear(tape, x, w, b, w_in_out, &h));
+            if (h) CHECK_OK(brg_activation_op(tape, h, act, &y));
+        }
+        const float *seeds[1] = {seed};
+        if (y) CHECK_OK(brg_tape_backward_multi(tape, &y, seeds, 1));
+        const float *got[4] = {y ? y->data : NULL, x->grad, w->grad, b ? b->grad : NULL};
+        const int64_t sizes[4] = {B * T * out, B * T * C, C * out, out};
+        for (int k = 0; k < 4; k++) {
+            if (!got[k]) continue;
+            if (!fused) {
+                want[k] = malloc((size_t)sizes[k] * sizeof(float));
+                memcpy(want[k], got[k], (size_t)sizes[k] * sizeof(float));
+            } else {
+                CHECK_MSG(want[k] && memcmp(want[k], got[k], (size_t)sizes[k] * sizeof(float)) == 0,
+                          "linear_act act=%d w_in_out=%d bias=%d: %s differs from the separate ops", (int)act,
+                          w_in_out, with_bias, (const char *[]){"output", "dx", "dw", "db"}[k]);
+            }
+        }
+        brg_tape_destroy(tape);
+        brg_arena_reset(a, mark);
+    }
+    for (int k = 0; k < 4; k++) free(want[k]);
+    free(seed);
+}
+
+static void test_linear_act(void) {
+    brg_arena *a;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    for (int act = 0; act < 2; act++)
+        for (int layout = 0; layout < 2; layout++)
+            for (int bias = 0; bias < 2; bias++) linear_act_case(a, (brg_activation)act, layout, bias);
+    brg_rng rng;
+    brg_rng_seed(&rng, 3);
+    brg_tensor *x = param(a, &rng, 2, (int64_t[]){2, 4}, 1.0f, 0.0f), *w = param(a, &rng, 2, (int64_t[]){4, 3}, 1.0f, 0.0f);
+    brg_tape *tape;
+    CHECK_OK(brg_tape_create(a, &tape));
+    brg_tensor *y = NULL;
+    CHECK_ERR(brg_linear_act(tape, x, w, NULL, true, (brg_activation)9, &y), BRG_ERR_INVALID_ARG, "unknown activation 9");
+    CHECK_ERR(brg_linear_act(tape, x, w, NULL, false, BRG_ACT_GELU_TANH, &y), BRG_ERR_INVALID_ARG, "input width 4");
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+}
+
 int main(void) {
     test_graph_gradients();
+    test_linear_act();
     test_grad_mode_and_seeding();
     test_op_errors();
     return test_finish();

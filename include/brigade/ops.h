@@ -23,6 +23,13 @@ typedef enum brg_activation {
 brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
                       brg_tensor **y);
 
+/* y = act(x @ W + b), as brg_linear then brg_activation_op give it (the same bits), with the
+ * bias add and the activation fused into one pass over the product, and in backward the
+ * activation's derivative and the bias gradient likewise; the pre-activation is kept privately
+ * for backward. */
+brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
+                          brg_activation act, brg_tensor **y);
+
 /* Batched matmul over leading dims: a [..., M, K] (or [..., K, M] with trans_a), b likewise. */
 brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a, bool trans_b,
                       brg_tensor **y);

@@ -17,33 +17,93 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     return BRG_OK;
 }
 
-brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
-                      brg_tensor **y) {
+/* Checks a linear layer's operands; *out is its output width. */
+static brg_status linear_check(const brg_tensor *x, const brg_tensor *w, const brg_tensor *b, bool w_in_out,
+                               int64_t *out) {
     BRG_TRY(ops_check_f32("linear", x, 1));
     BRG_TRY(ops_check_f32("linear", w, 2));
     if (w->ndim != 2) return brg_error(BRG_ERR_INVALID_ARG, "linear: weight must be 2-d");
     int64_t in = x->shape[x->ndim - 1];
     int64_t w_in = w_in_out ? w->shape[0] : w->shape[1];
-    int64_t out = w_in_out ? w->shape[1] : w->shape[0];
+    *out = w_in_out ? w->shape[1] : w->shape[0];
     if (w_in != in)
         return brg_error(BRG_ERR_INVALID_ARG, "linear: input width %lld does not match weight %s (%lld)",
                          (long long)in, w->name ? w->name : "", (long long)w_in);
     if (b) {
         BRG_TRY(ops_check_f32("linear", b, 1));
-        if (brg_tensor_numel(b) != out) return brg_error(BRG_ERR_INVALID_ARG, "linear: bias size mismatch");
+        if (brg_tensor_numel(b) != *out) return brg_error(BRG_ERR_INVALID_ARG, "linear: bias size mismatch");
     }
-    const brg_tensor *ins[3] = {x, w, b};
-    bool rec = brg_tape_needs(tape, ins, 3);
+    return BRG_OK;
+}
+
+/* A [..., out] tensor shaped like x but for its last dim, in the tape's arena. */
+static brg_status new_rows(brg_tape *tape, const brg_tensor *x, int64_t out, bool requires_grad, const char *name,
+                           brg_tensor **y) {
     int64_t shape[BRG_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     shape[x->ndim - 1] = out;
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, shape, rec, "linear output", y));
+    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, shape, requires_grad, name, y);
+}
+
+brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
+                      brg_tensor **y) {
+    int64_t out;
+    BRG_TRY(linear_check(x, w, b, w_in_out, &out));
+    const brg_tensor *ins[3] = {x, w, b};
+    bool rec = brg_tape_needs(tape, ins, 3);
+    BRG_TRY(new_rows(tape, x, out, rec, "linear output", y));
+    int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
     brg_k_linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
     if (!rec) return BRG_OK;
     linear_ctx *c = brg_tape_record(tape, linear_backward, sizeof *c);
     if (!c) return BRG_ERR_OOM;
     *c = (linear_ctx){x, w, b, *y, n, in, out, w_in_out};
+    return BRG_OK;
+}
+
+/* ---- linear + activation: the bias add and the activation fused into one pass ---- */
+
+typedef struct linear_act_ctx {
+    brg_tensor *x, *w, *b, *h, *y; /* h: the pre-activation, private to the op */
+    int64_t n, in, out;
+    bool w_in_out;
+    brg_gelu_kind kind;
+} linear_act_ctx;
+
+static brg_status linear_act_backward(brg_tape *tape, void *p) {
+    linear_act_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    OPS_GRAD(dw, tape, c->w);
+    OPS_GRAD(db, tape, c->b);
+    /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
+    float *dh = brg_scratch(2, (size_t)(c->n * c->out));
+    brg_k_bias_gelu_bwd(dh, db, c->y->grad, OPS_CF32(c->h), c->n, c->out, c->kind);
+    brg_k_linear_bwd(dx, dw, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out, c->w_in_out);
+    return BRG_OK;
+}
+
+brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
+                          brg_activation act, brg_tensor **y) {
+    if (act != BRG_ACT_GELU_ERF && act != BRG_ACT_GELU_TANH)
+        return brg_error(BRG_ERR_INVALID_ARG, "linear_act: unknown activation %d", (int)act);
+    int64_t out;
+    BRG_TRY(linear_check(x, w, b, w_in_out, &out));
+    const brg_tensor *ins[3] = {x, w, b};
+    bool rec = brg_tape_needs(tape, ins, 3);
+    brg_tensor *h;
+    BRG_TRY(new_rows(tape, x, out, false, "linear_act pre-activation", &h));
+    BRG_TRY(new_rows(tape, x, out, rec, "linear_act output", y));
+    int64_t in = x->shape[x->ndim - 1];
+    int64_t n = brg_tensor_numel(x) / (in ? in : 1);
+    brg_gelu_kind kind = act == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF;
+    brg_k_linear_fwd(OPS_F32(h), OPS_CF32(x), OPS_CF32(w), NULL, n, in, out, w_in_out);
+    brg_k_bias_gelu_fwd(OPS_F32(h), OPS_F32(*y), b ? OPS_CF32(b) : NULL, n, out, kind);
+    if (!rec) return BRG_OK;
+    linear_act_ctx *c = brg_tape_record(tape, linear_act_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (linear_act_ctx){x, w, b, h, *y, n, in, out, w_in_out, kind};
     return BRG_OK;
 }
 

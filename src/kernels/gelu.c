@@ -119,3 +119,41 @@ void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_g
 #endif
     gelu_tanh_bwd(dx, dy, x, n);
 }
+
+/* ---- bias + GELU after a linear layer's product, one row at a time: the row stays in L1 between
+ * the bias add and the activation (forward), and between the derivative and the bias gradient
+ * (backward), so each is one pass over the [n, c] matrix instead of two. The arithmetic is that
+ * of brg_k_linear_fwd's bias add, brg_k_gelu_fwd/bwd and the linear layer's column sums, in the
+ * same order, so the fused pass gives the same bits as the separate ones. */
+
+void brg_k_bias_gelu_fwd(float *h, float *a, const float *b, int64_t n, int64_t c, brg_gelu_kind kind) {
+    BRG_ASSERT(n >= 0 && c >= 0);
+    for (int64_t i = 0; i < n; i++) {
+        float *row = h + i * c;
+        if (b)
+            for (int64_t j = 0; j < c; j++) row[j] += b[j];
+        brg_k_gelu_fwd(a + i * c, row, c, kind);
+    }
+}
+
+/* acc[j] += row[j] in double. */
+static void add_row_wide(double *acc, const float *row, int64_t c) {
+    for (int64_t j = 0; j < c; j++) acc[j] += row[j];
+}
+
+void brg_k_bias_gelu_bwd(float *dh, float *db, const float *da, const float *h, int64_t n, int64_t c,
+                         brg_gelu_kind kind) {
+    BRG_ASSERT(n >= 0 && c >= 0);
+    /* The column sums of dh, in double (slot 1: brg_linear_act keeps dh in slot 2). */
+    double *acc = db ? (double *)brg_scratch(1, 2 * (size_t)c) : NULL;
+    if (acc)
+        for (int64_t j = 0; j < c; j++) acc[j] = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        float *row = dh + i * c;
+        for (int64_t j = 0; j < c; j++) row[j] = 0.0f;
+        brg_k_gelu_bwd(row, da + i * c, h + i * c, c, kind);
+        if (acc) add_row_wide(acc, row, c);
+    }
+    if (acc)
+        for (int64_t j = 0; j < c; j++) db[j] = (float)(db[j] + acc[j]);
+}

@@ -69,6 +69,16 @@ typedef enum brg_gelu_kind { BRG_GELU_ERF = 0, BRG_GELU_TANH = 1 } brg_gelu_kind
 void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind);
 void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind);
 
+/* ---- bias + GELU after a linear layer's product h = x @ W, fused into one pass over the rows
+ * Forward: h[n,c] += b (in place: h becomes the pre-activation backward reads; b may be NULL),
+ * a = gelu(h). Backward: dh = da * gelu'(h), WRITTEN (not accumulated: dh is scratch for the
+ * linear layer's backward), and db += the column sums of dh (in double; NULL to skip). The same
+ * bits as the bias add of brg_k_linear_fwd, brg_k_gelu_fwd/bwd and brg_k_linear_bwd's bias
+ * gradient done separately. Backward uses scratch slot 1. */
+void brg_k_bias_gelu_fwd(float *h, float *a, const float *b, int64_t n, int64_t c, brg_gelu_kind kind);
+void brg_k_bias_gelu_bwd(float *dh, float *db, const float *da, const float *h, int64_t n, int64_t c,
+                         brg_gelu_kind kind);
+
 /* ---- softmax over the last dim --------------------------------------------------------- */
 void brg_k_softmax_fwd(float *y, const float *x, int64_t rows, int64_t cols);
 void brg_k_softmax_bwd(float *dx, const float *dy, const float *y, int64_t rows, int64_t cols);

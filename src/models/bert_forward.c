@@ -71,7 +71,7 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     const brg_bert_config *c = cfg_of(m);
     int block = layer + 1;
     float eps = c->layer_norm_eps, p = c->hidden_dropout_prob;
-    brg_tensor *x = b->hidden, *ctx, *ao, *ad, *r1, *x1, *i, *ia, *o, *od, *r2;
+    brg_tensor *x = b->hidden, *ctx, *ao, *ad, *r1, *x1, *ia, *o, *od, *r2;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     enc_attention_weights w = {LP(m, layer, L_Q_W), LP(m, layer, L_Q_B), LP(m, layer, L_K_W),
                                LP(m, layer, L_K_B), LP(m, layer, L_V_W), LP(m, layer, L_V_B)};
@@ -81,8 +81,7 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     BRG_TRY(brg_dropout(tape, ao, p, b->training, b->seed, enc_dropout_offset(block, 1), &ad));
     BRG_TRY(brg_add(tape, ad, x, &r1));
     BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_ALN_W), LP(m, layer, L_ALN_B), eps, &x1));
-    BRG_TRY(brg_linear(tape, x1, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, &i));
-    BRG_TRY(brg_activation_op(tape, i, c->hidden_act, &ia));
+    BRG_TRY(brg_linear_act(tape, x1, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, c->hidden_act, &ia));
     BRG_TRY(brg_linear(tape, ia, LP(m, layer, L_O_W), LP(m, layer, L_O_B), false, &o));
     BRG_TRY(brg_dropout(tape, o, p, b->training, b->seed, enc_dropout_offset(block, 2), &od));
     BRG_TRY(brg_add(tape, od, x1, &r2));
@@ -93,9 +92,8 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
 
 static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
     const brg_bert_config *c = cfg_of(m);
-    brg_tensor *d, *a, *n;
-    BRG_TRY(brg_linear(tape, x, HP(m, MLM_DENSE_W), HP(m, MLM_DENSE_B), false, &d));
-    BRG_TRY(brg_activation_op(tape, d, c->hidden_act, &a));
+    brg_tensor *a, *n;
+    BRG_TRY(brg_linear_act(tape, x, HP(m, MLM_DENSE_W), HP(m, MLM_DENSE_B), false, c->hidden_act, &a));
     BRG_TRY(brg_layer_norm(tape, a, HP(m, MLM_LN_W), HP(m, MLM_LN_B), c->layer_norm_eps, &n));
     brg_tensor *w = c->tie_word_embeddings ? P(m, E_WORD) : HP(m, MLM_DECODER_W);
     brg_tensor *bias = c->tie_word_embeddings ? HP(m, MLM_BIAS) : HP(m, MLM_DECODER_B);

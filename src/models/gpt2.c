@@ -164,9 +164,8 @@ static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg
 static brg_status mlp_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b, brg_tensor *x,
                               brg_tensor **out) {
     const brg_gpt2_config *c = cfg_of(m);
-    brg_tensor *h, *a, *proj;
-    BRG_TRY(brg_linear(tape, x, LP(m, layer, L_FC_W), LP(m, layer, L_FC_B), true, &h));
-    BRG_TRY(brg_activation_op(tape, h, c->activation, &a));
+    brg_tensor *a, *proj;
+    BRG_TRY(brg_linear_act(tape, x, LP(m, layer, L_FC_W), LP(m, layer, L_FC_B), true, c->activation, &a));
     BRG_TRY(brg_linear(tape, a, LP(m, layer, L_MPROJ_W), LP(m, layer, L_MPROJ_B), true, &proj));
     return brg_dropout(tape, proj, c->resid_pdrop, b->training, b->seed, dropout_offset(layer + 1, 2), out);
 }

@@ -285,7 +285,7 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     const brg_vit_config *c = cfg_of(m);
     int block = layer + 1;
     float eps = c->layer_norm_eps, p = c->hidden_dropout_prob;
-    brg_tensor *x = b->hidden, *n1, *ctx, *ao, *ad, *r1, *n2, *i, *ia, *o, *od;
+    brg_tensor *x = b->hidden, *n1, *ctx, *ao, *ad, *r1, *n2, *ia, *o, *od;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     BRG_TRY(brg_layer_norm(tape, x, LP(m, layer, L_LNB_W), LP(m, layer, L_LNB_B), eps, &n1));
     enc_attention_weights w = {LP(m, layer, L_Q_W), LP(m, layer, L_Q_B), LP(m, layer, L_K_W),
@@ -296,8 +296,7 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     BRG_TRY(brg_dropout(tape, ao, p, b->training, b->seed, enc_dropout_offset(block, 1), &ad));
     BRG_TRY(brg_add(tape, ad, x, &r1));
     BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_LNA_W), LP(m, layer, L_LNA_B), eps, &n2));
-    BRG_TRY(brg_linear(tape, n2, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, &i));
-    BRG_TRY(brg_activation_op(tape, i, c->hidden_act, &ia));
+    BRG_TRY(brg_linear_act(tape, n2, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, c->hidden_act, &ia));
     BRG_TRY(brg_linear(tape, ia, LP(m, layer, L_O_W), LP(m, layer, L_O_B), false, &o));
     BRG_TRY(brg_dropout(tape, o, p, b->training, b->seed, enc_dropout_offset(block, 2), &od));
     return brg_add(tape, od, r1, &b->hidden);
