@@ -172,7 +172,7 @@ static void test_layernorm_paths(void) {
     for (int wi = 0; wi < 8; wi++)
         for (int affine = 0; affine < 2; affine++) {
             const int64_t n = 5, c = widths[wi], nc = n * c;
-            float *x = tk_rand(nc, -2.0, 2.0), *dy = tk_rand(nc, -1.0, 1.0);
+            float *x = tk_rand(nc, -2.0, 2.0), *dy = tk_rand(nc + 1, -1.0, 1.0);
             for (int64_t j = 0; j < c; j++) x[c + j] += 1000.0f; /* row 1: a large offset */
             float *gamma = affine ? tk_rand(c, 0.5, 1.5) : NULL, *beta = affine ? tk_rand(c, -0.5, 0.5) : NULL;
             float *grads0 = tk_rand(c + 1, -1.0, 1.0); /* what dgamma and dbeta accumulate onto */
