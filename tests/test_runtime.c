@@ -45,7 +45,32 @@ static bool recompute_layers = false;
 static int intra_threads = 0;
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
- * order) and runs them; collects the loss sum and each parameter's reduced gradient. */
+ * order), with `labels` standing for the data's labels. */
+typedef struct batches {
+    brg_micro_batch mbs[8];
+    brg_tensor ids[8], mask[8], labels[8];
+    brg_loss_items denom;
+} batches;
+
+static void split(brg_model *m, const data *d, const int32_t *labels, int replicas, int micro_batches, batches *b) {
+    int n_mb = replicas * micro_batches, rows = ROWS / n_mb;
+    int64_t shape[2] = {rows, T};
+    for (int r = 0; r < replicas; r++)
+        for (int a = 0; a < micro_batches; a++) {
+            int slot = r * micro_batches + a, first = (a * replicas + r) * rows;
+            b->ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->ids + first * T));
+            b->mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, (void *)(d->mask + first * T));
+            b->labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(labels + first * T));
+            b->mbs[slot] = (brg_micro_batch){.input_ids = &b->ids[slot], .attention_mask = &b->mask[slot],
+                                             .labels = &b->labels[slot]};
+        }
+    brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)labels);
+    brg_bundle whole = {.labels = &all_labels};
+    b->denom = brg_model_count_loss_items(m, &whole);
+}
+
+/* Runs the rows split over replicas x stages x micro-batches; collects the loss sum and each
+ * parameter's reduced gradient. */
 static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
                 brg_schedule_kind kind, result *out) {
     brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
@@ -54,26 +79,56 @@ static void run(brg_model *m, const data *d, int replicas, int stages, const int
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     if (!rt) return;
-    int n_mb = replicas * micro_batches, rows = ROWS / n_mb;
-    brg_micro_batch mbs[8];
-    brg_tensor ids[8], mask[8], labels[8];
-    int64_t shape[2] = {rows, T};
-    for (int r = 0; r < replicas; r++)
-        for (int a = 0; a < micro_batches; a++) {
-            int slot = r * micro_batches + a, first = (a * replicas + r) * rows;
-            ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->ids + first * T));
-            mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, (void *)(d->mask + first * T));
-            labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->labels + first * T));
-            mbs[slot] = (brg_micro_batch){.input_ids = &ids[slot], .attention_mask = &mask[slot], .labels = &labels[slot]};
-        }
-    brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)d->labels);
-    brg_bundle whole = {.labels = &all_labels};
-    brg_loss_items denom = brg_model_count_loss_items(m, &whole);
+    batches b;
+    split(m, d, d->labels, replicas, micro_batches, &b);
     float losses[8];
-    CHECK_OK(brg_runtime_run(rt, mbs, &denom, 1, losses));
+    CHECK_OK(brg_runtime_run(rt, b.mbs, &b.denom, 1, losses));
     out->loss = 0;
-    for (int i = 0; i < n_mb; i++) out->loss += losses[i];
+    for (int i = 0; i < replicas * micro_batches; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
+    brg_runtime_destroy(rt);
+}
+
+/* Every gradient equal to ref's (== on floats), or all zero when ref is NULL. */
+static void check_grads(const brg_model *m, const result *ref, const result *got, const char *what) {
+    for (int p = 0; p < m->n_params; p++) {
+        int64_t n = brg_tensor_numel(m->params[p].tensor), bad = 0;
+        for (int64_t i = 0; i < n; i++) bad += got->grads[p][i] != (ref ? ref->grads[p][i] : 0.0f);
+        CHECK_MSG(bad == 0, "%s: %lld entries of %s's gradient differ", what, (long long)bad, m->params[p].name);
+    }
+}
+
+/* brg_runtime_zero_grads defers the clearing to the next run: a run after it gives the same
+ * gradients as a fresh runtime, a run whose labels are all ignored (no backward at all) leaves
+ * every gradient at exactly zero, and nothing of an earlier step leaks into a later one. */
+static void check_zero_between_runs(brg_model *m, const data *d, int stages, const int *block_stage) {
+    brg_runtime_options o = {.replicas = 2, .stages = stages, .block_stage = block_stage, .micro_batches = 2,
+                             .schedule = BRG_SCHEDULE_1F1B, .training = true};
+    brg_runtime *rt = NULL;
+    CHECK_OK(brg_runtime_create(m, &o, &rt));
+    if (!rt) return;
+    int32_t ignored[ROWS * T];
+    for (int i = 0; i < ROWS * T; i++) ignored[i] = -100;
+    batches real, none;
+    split(m, d, d->labels, 2, 2, &real);
+    split(m, d, ignored, 2, 2, &none);
+    float losses[8];
+    result first, again, empty, after;
+    CHECK_OK(brg_runtime_run(rt, real.mbs, &real.denom, 1, losses));
+    collect_grads(rt, m, &first);
+    CHECK_OK(brg_runtime_zero_grads(rt));
+    CHECK_OK(brg_runtime_run(rt, real.mbs, &real.denom, 1, losses));
+    collect_grads(rt, m, &again);
+    check_grads(m, &first, &again, "the same batch after zero_grads");
+    CHECK_OK(brg_runtime_zero_grads(rt));
+    CHECK_OK(brg_runtime_run(rt, none.mbs, &none.denom, 1, losses));
+    collect_grads(rt, m, &empty);
+    check_grads(m, NULL, &empty, "a batch without counted labels");
+    CHECK_OK(brg_runtime_zero_grads(rt));
+    CHECK_OK(brg_runtime_run(rt, real.mbs, &real.denom, 1, losses));
+    collect_grads(rt, m, &after);
+    check_grads(m, &first, &after, "the batch again after an empty step");
+    free_result(m, &first), free_result(m, &again), free_result(m, &empty), free_result(m, &after);
     brg_runtime_destroy(rt);
 }
 
@@ -157,6 +212,8 @@ int main(void) {
     free_result(m, &gpipe);
 
     check_inference(m, &d);
+    check_zero_between_runs(m, &d, 1, one);
+    check_zero_between_runs(m, &d, 2, two);
 
     /* recompute_checkpoint_every_layer: the same numbers, less activation memory. */
     result plain, recomputed;

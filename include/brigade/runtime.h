@@ -85,6 +85,10 @@ brg_arena *brg_device_arena(brg_device *dev);
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out);
 /* Scales every device's gradients (clipping), on the devices' threads. */
 brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor);
+/* Zeroes every device's gradients as of the next brg_runtime_run: rather than clearing them
+ * now, each buffer is marked (grad_zero_pending), the run's first backward write to it
+ * overwrites instead of adding, and the run clears whatever no backward wrote. Read gradients
+ * after a run, not between this call and the next run. */
 brg_status brg_runtime_zero_grads(brg_runtime *rt);
 
 /* Copies the weights back into the model given at creation (replica 0; the owner's copy of a

@@ -38,8 +38,13 @@ bool brg_tape_needs(const brg_tape *tape, const brg_tensor *const *inputs, int n
 void *brg_tape_record(brg_tape *tape, brg_backward_fn fn, size_t ctx_size);
 
 /* The gradient buffer of `t` (allocated zeroed from the tape's arena on first use), or NULL
- * when `t` does not require grad. Sets *status on out of memory. */
+ * when `t` does not require grad, ready to be added into (a pending zeroing is done now). Sets
+ * *status on out of memory. */
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status);
+/* The same for a writer that can either add into the buffer or overwrite all of it (a matrix
+ * product with beta 0 or 1): *overwrite says the buffer's zeroing is pending, so the writer must
+ * overwrite every element instead of adding. */
+float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status);
 
 /* Seeds d(loss)/d(loss) = 1 and runs every recorded node in reverse. */
 brg_status brg_tape_backward(brg_tape *tape, brg_tensor *loss);

@@ -41,6 +41,10 @@ typedef struct brg_tensor {
     /* Gradient (F32, contiguous, same shape) for tensors that take part in backward; NULL until
      * allocated. Parameters get theirs once; activations get theirs from the tape's arena. */
     float *grad;
+    /* The gradient is zero but its buffer was not cleared (brg_runtime_zero_grads defers the
+     * clearing): the first backward write overwrites it instead of adding, brg_tape_grad clears
+     * it for the ops that add, and brg_tensor_settle_grad clears it if nothing wrote. */
+    bool grad_zero_pending;
     bool requires_grad;
     const char *name; /* optional, for messages; not owned */
 } brg_tensor;
@@ -48,6 +52,8 @@ typedef struct brg_tensor {
 int64_t brg_tensor_numel(const brg_tensor *t);
 size_t brg_tensor_nbytes(const brg_tensor *t);
 bool brg_tensor_is_contiguous(const brg_tensor *t);
+/* Clears the gradient buffer if its zeroing is pending (see grad_zero_pending). */
+void brg_tensor_settle_grad(brg_tensor *t);
 bool brg_tensor_same_shape(const brg_tensor *a, const brg_tensor *b);
 
 /* A contiguous tensor header over existing memory (not copied, not owned). */

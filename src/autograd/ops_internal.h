@@ -19,4 +19,11 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t);
     float *var = brg_tape_grad((tape), (t), &var##_st_); \
     if (var##_st_ != BRG_OK) return var##_st_
 
+/* The same for a writer that overwrites the whole gradient when `overwrite` comes back true. */
+#define OPS_GRAD_FOR_WRITE(var, overwrite, tape, t)                            \
+    brg_status var##_st_ = BRG_OK;                                             \
+    bool overwrite = false;                                                    \
+    float *var = brg_tape_grad_for_write((tape), (t), &overwrite, &var##_st_); \
+    if (var##_st_ != BRG_OK) return var##_st_
+
 #endif

@@ -67,6 +67,19 @@ float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
         *status = BRG_ERR_OOM;
         return NULL;
     }
+    brg_tensor_settle_grad(t);
+    return t->grad;
+}
+
+float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status) {
+    *overwrite = false;
+    if (!t || !t->requires_grad) return NULL;
+    if (!t->grad && brg_tensor_ensure_grad(tape->arena, t) != BRG_OK) {
+        *status = BRG_ERR_OOM;
+        return NULL;
+    }
+    *overwrite = t->grad_zero_pending;
+    t->grad_zero_pending = false;
     return t->grad;
 }
 

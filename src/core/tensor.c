@@ -103,6 +103,12 @@ brg_status brg_tensor_ensure_grad(brg_arena *arena, brg_tensor *t) {
     return t->grad ? BRG_OK : BRG_ERR_OOM;
 }
 
+void brg_tensor_settle_grad(brg_tensor *t) {
+    if (!t->grad_zero_pending) return;
+    if (t->grad) memset(t->grad, 0, (size_t)brg_tensor_numel(t) * sizeof(float));
+    t->grad_zero_pending = false;
+}
+
 brg_status brg_tensor_view_reshape(const brg_tensor *t, int ndim, const int64_t *shape, brg_tensor *out) {
     if (!brg_tensor_is_contiguous(t)) return brg_error(BRG_ERR_INVALID_ARG, "reshape of a non-contiguous tensor");
     if (ndim < 0 || ndim > BRG_MAX_DIMS) return brg_error(BRG_ERR_INVALID_ARG, "reshape to %d dimensions", ndim);
@@ -123,6 +129,7 @@ brg_status brg_tensor_view_transpose(const brg_tensor *t, int d0, int d1, brg_te
         return brg_error(BRG_ERR_INVALID_ARG, "transpose dims %d,%d of a %d-d tensor", d0, d1, t->ndim);
     *out = *t;
     out->grad = NULL;
+    out->grad_zero_pending = false;
     out->shape[d0] = t->shape[d1];
     out->shape[d1] = t->shape[d0];
     out->stride[d0] = t->stride[d1];

@@ -46,6 +46,10 @@ void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, 
                       int64_t out, bool w_in_out);
 void brg_k_linear_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                       int64_t n, int64_t in, int64_t out, bool w_in_out);
+/* The same, with dW overwritten instead of accumulated when dw_overwrite (its buffer holds no
+ * gradient yet). */
+void brg_k_linear_bwd_ex(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
+                         const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out);
 
 /* ---- batched matmul: for each of `batch`: C[M,N] = op(A)[M,K] @ op(B)[K,N] ----------------
  * A, B, C contiguous per batch with strides M*K, K*N, M*N elements. */

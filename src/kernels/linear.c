@@ -36,16 +36,22 @@ void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, 
 
 void brg_k_linear_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                       int64_t n, int64_t in, int64_t out, bool w_in_out) {
+    brg_k_linear_bwd_ex(dx, dw, false, db, dy, x, w, n, in, out, w_in_out);
+}
+
+void brg_k_linear_bwd_ex(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
+                         const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
+    const float dw_beta = dw_overwrite ? 0.0f : 1.0f;
     if (dx) {
         /* [in,out]: dx += dy @ W^T.  [out,in]: dx += dy @ W. */
         brg_gemm(false, w_in_out, n, in, out, 1.0f, dy, out, w, w_in_out ? out : in, 1.0f, dx, in);
     }
     if (dw) {
         if (w_in_out) /* dW[in,out] += x^T @ dy */
-            brg_gemm(true, false, in, out, n, 1.0f, x, in, dy, out, 1.0f, dw, out);
+            brg_gemm(true, false, in, out, n, 1.0f, x, in, dy, out, dw_beta, dw, out);
         else /* dW[out,in] += dy^T @ x */
-            brg_gemm(true, false, out, in, n, 1.0f, dy, out, x, in, 1.0f, dw, in);
+            brg_gemm(true, false, out, in, n, 1.0f, dy, out, x, in, dw_beta, dw, in);
     }
     if (db) col_sums_add(db, dy, n, out);
 }

@@ -223,8 +223,10 @@ brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *
 }
 
 void brg_model_zero_grad(brg_model *m) {
-    for (int i = 0; i < m->n_params; i++)
+    for (int i = 0; i < m->n_params; i++) {
         memset(m->params[i].tensor->grad, 0, (size_t)brg_tensor_numel(m->params[i].tensor) * sizeof(float));
+        m->params[i].tensor->grad_zero_pending = false;
+    }
 }
 
 int64_t brg_model_num_parameters(const brg_model *m) {

@@ -304,6 +304,9 @@ brg_status executor_run_device(brg_device *dev, void *arg) {
         if (step.pass == BRG_PASS_FORWARD) BRG_TRY(forward_step(dev, step.micro_batch));
         else BRG_TRY(backward_step(dev, step.micro_batch));
     }
+    /* Gradients whose zeroing is still pending got nothing from this run: they are zero. */
+    for (int p = 0; dev->rt->opts.training && p < dev->view.n_params; p++)
+        if (dev->holds[p]) brg_tensor_settle_grad(dev->view.params[p].tensor);
     size_t act = brg_arena_peak(dev->arena) > dev->run_mark ? brg_arena_peak(dev->arena) - dev->run_mark : 0;
     if (act > dev->activation_peak) dev->activation_peak = act;
     return BRG_OK;

@@ -81,7 +81,7 @@ static brg_status grad_job(brg_device *dev, void *arg) {
         if (!dev->holds[p]) continue;
         brg_tensor *t = dev->view.params[p].tensor;
         int64_t n = brg_tensor_numel(t);
-        if (op->zero) memset(t->grad, 0, (size_t)n * sizeof *t->grad);
+        if (op->zero) t->grad_zero_pending = true; /* cleared by the next run (see runtime.h) */
         else
             for (int64_t i = 0; i < n; i++) t->grad[i] *= op->factor;
     }
