@@ -4,6 +4,7 @@
 #include "test_util.h"
 
 #include "brigade/optim.h"
+#include "kernels/kernels.h"
 
 #define N_W 37 /* odd sizes: no loop happens to line up with a multiple of 4 or 8 */
 #define N_B 5
@@ -318,8 +319,58 @@ static void check_invalid_calls(void) {
     brg_optimizer_destroy(NULL);
 }
 
+/* A step on a thread with intra-op threads bound (a device's team, which splits every slot into
+ * equal parts) changes each weight and state by exactly the bits a lone thread does. The slots
+ * are large enough to be split, with odd sizes and one too small to have a part per thread. */
+static void check_team_step(brg_optimizer_kind kind, int threads) {
+    enum { N_SLOTS = 3, STEPS_HERE = 3 };
+    const int64_t sizes[N_SLOTS] = {70001, 2, 40003};
+    brg_optimizer_config c = busy_config(kind);
+    float *w[2][N_SLOTS], *g[N_SLOTS];
+    brg_optimizer *opt[2];
+    brg_arena *arena;
+    CHECK_OK(brg_arena_create("optimizer", 0, &arena));
+    for (int r = 0; r < 2; r++) {
+        CHECK_OK(brg_optimizer_create(&c, arena, &opt[r]));
+        for (int s = 0; s < N_SLOTS; s++) {
+            w[r][s] = malloc((size_t)sizes[s] * sizeof(float));
+            if (r == 0) g[s] = malloc((size_t)sizes[s] * sizeof(float));
+            for (int64_t i = 0; i < sizes[s]; i++) w[r][s][i] = value_at(10 + (uint32_t)s, (uint32_t)i);
+            char name[16];
+            snprintf(name, sizeof name, "p%d", s);
+            CHECK_OK(brg_optimizer_add_param(opt[r], w[r][s], g[s], sizes[s], s != 1, name));
+        }
+    }
+    brg_gemm_team *team;
+    CHECK_OK(brg_gemm_team_create(threads, &team));
+    for (int step = 0; step < STEPS_HERE; step++) {
+        for (int s = 0; s < N_SLOTS; s++)
+            for (int64_t i = 0; i < sizes[s]; i++) g[s][i] = value_at(300 + (uint32_t)(step * N_SLOTS + s), (uint32_t)i);
+        brg_gemm_team_bind(NULL);
+        CHECK_OK(brg_optimizer_step(opt[0], 0.01f));
+        brg_gemm_team_bind(team);
+        CHECK_OK(brg_optimizer_step(opt[1], 0.01f));
+        brg_gemm_team_bind(NULL);
+    }
+    bool same = true;
+    for (int s = 0; s < N_SLOTS; s++) same &= memcmp(w[0][s], w[1][s], (size_t)sizes[s] * sizeof(float)) == 0;
+    for (int k = 0; k < brg_optimizer_state_count(opt[0]); k++)
+        same &= memcmp(brg_optimizer_state_data(opt[0], k), brg_optimizer_state_data(opt[1], k),
+                       (size_t)brg_optimizer_state_numel(opt[0], k) * sizeof(float)) == 0;
+    CHECK_MSG(same, "%s: a step split over %d threads differs from one thread", brg_optimizer_kind_name(kind), threads);
+    brg_gemm_team_destroy(team);
+    for (int r = 0; r < 2; r++) {
+        brg_optimizer_destroy(opt[r]);
+        for (int s = 0; s < N_SLOTS; s++) free(w[r][s]);
+    }
+    for (int s = 0; s < N_SLOTS; s++) free(g[s]);
+    brg_arena_destroy(arena);
+}
+
 int main(void) {
     for (int k = 0; k < BRG_OPTIMIZER_KIND_COUNT; k++) {
+        check_team_step((brg_optimizer_kind)k, 2);
+        check_team_step((brg_optimizer_kind)k, 3);
         brg_optimizer_config c = busy_config((brg_optimizer_kind)k);
         check_round_trip(&c);
         c.bias_correction = false;

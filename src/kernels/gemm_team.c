@@ -17,6 +17,12 @@ typedef struct gemm_job {
     int64_t lda, ldb, ldc;
 } gemm_job;
 
+/* What the team runs: slice i of n of fn(ctx, i, n). */
+typedef struct team_job {
+    brg_team_fn fn;
+    void *ctx;
+} team_job;
+
 struct brg_gemm_team {
     int n;
     pthread_t *workers;
@@ -25,7 +31,7 @@ struct brg_gemm_team {
     uint64_t generation;
     int pending;
     bool quit;
-    gemm_job job;
+    team_job job;
 };
 
 typedef struct worker_arg {
@@ -36,7 +42,8 @@ typedef struct worker_arg {
 static _Thread_local brg_gemm_team *bound;
 
 /* Rows [first, last) of C for slice i of n. */
-static void run_slice(const gemm_job *j, int i, int n) {
+static void gemm_slice(void *ctx, int i, int n) {
+    const gemm_job *j = ctx;
     int64_t first = j->M * i / n, last = j->M * (i + 1) / n;
     if (last <= first) return;
     const float *A = j->ta ? j->A + first : j->A + first * j->lda;
@@ -57,9 +64,9 @@ static void *worker_main(void *p) {
             return NULL;
         }
         seen = t->generation;
-        gemm_job job = t->job;
+        team_job job = t->job;
         pthread_mutex_unlock(&t->lock);
-        run_slice(&job, a.index, t->n);
+        job.fn(job.ctx, a.index, t->n);
         pthread_mutex_lock(&t->lock);
         if (--t->pending == 0) pthread_cond_signal(&t->done);
         pthread_mutex_unlock(&t->lock);
@@ -113,21 +120,30 @@ void brg_gemm_team_bind(brg_gemm_team *t) { bound = t; }
 /* Small products are not worth waking a team for. */
 #define MIN_WORK (1 << 20)
 
-bool brg_gemm_team_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+int brg_team_size(void) { return bound ? bound->n : 1; }
+
+bool brg_team_run(brg_team_fn fn, void *ctx) {
     brg_gemm_team *t = bound;
-    if (!t || t->n < 2 || M < 2 * t->n || M * N * K < MIN_WORK) return false;
-    bound = NULL; /* the slices below run alone on this thread */
+    if (!t || t->n < 2) return false;
+    bound = NULL; /* the slices below run alone on their threads */
     pthread_mutex_lock(&t->lock);
-    t->job = (gemm_job){ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    t->job = (team_job){fn, ctx};
     t->pending = t->n - 1;
     t->generation++;
     pthread_cond_broadcast(&t->go);
     pthread_mutex_unlock(&t->lock);
-    run_slice(&t->job, 0, t->n);
+    fn(ctx, 0, t->n);
     pthread_mutex_lock(&t->lock);
     while (t->pending > 0) pthread_cond_wait(&t->done, &t->lock);
     pthread_mutex_unlock(&t->lock);
     bound = t;
     return true;
+}
+
+bool brg_gemm_team_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    brg_gemm_team *t = bound;
+    if (!t || t->n < 2 || M < 2 * t->n || M * N * K < MIN_WORK) return false;
+    gemm_job job = {ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
+    return brg_team_run(gemm_slice, &job);
 }

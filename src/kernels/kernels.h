@@ -35,6 +35,13 @@ typedef struct brg_gemm_team brg_gemm_team;
 brg_status brg_gemm_team_create(int threads, brg_gemm_team **out);
 void brg_gemm_team_destroy(brg_gemm_team *team);
 void brg_gemm_team_bind(brg_gemm_team *team);
+/* Runs fn(ctx, i, n) for every slice i < n on the team bound to this thread (slice 0 on this
+ * thread) and returns when all are done; false, having run nothing, when no team of 2 or more
+ * is bound. Slices must not use the team themselves (they run unbound). */
+typedef void (*brg_team_fn)(void *ctx, int i, int n);
+bool brg_team_run(brg_team_fn fn, void *ctx);
+/* Threads of the team bound to this thread (1 when none). */
+int brg_team_size(void);
 /* Used by brg_gemm: runs the product on the bound team; false when there is none or the product
  * is too small to split. */
 bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "brigade/optim.h"
+#include "kernels/kernels.h"
 
 #define MAX_STATE 3
 
@@ -236,12 +237,51 @@ static void update_slot(brg_optimizer *o, slot *s, double lr, int64_t t) {
     }
 }
 
+/* Elements [n i / parts, n (i + 1) / parts) of a slot, as a slot of their own. */
+static slot slot_part(const slot *s, int i, int parts) {
+    int64_t first = s->n * i / parts, last = s->n * (i + 1) / parts;
+    slot part = *s;
+    part.value += first;
+    part.grad += first;
+    for (int k = 0; k < MAX_STATE; k++)
+        if (part.state[k]) part.state[k] += first;
+    part.n = last - first;
+    return part;
+}
+
+typedef struct step_job {
+    brg_optimizer *o;
+    double lr;
+    int64_t t;
+} step_job;
+
+static void step_slice(void *ctx, int i, int n) {
+    const step_job *j = ctx;
+    for (int k = 0; k < j->o->n_slots; k++) {
+        slot part = slot_part(&j->o->slots[k], i, n);
+        update_slot(j->o, &part, j->lr, j->t);
+    }
+}
+
+/* Element-wise updates split across the intra-op threads bound to this thread (a device's
+ * team), every slot in equal parts: each element is still updated by exactly the same
+ * operations. LAMB's trust ratio needs whole-slot norms, so it runs on one thread. */
+static bool step_on_team(brg_optimizer *o, double lr, int64_t t) {
+    if (o->cfg.kind == BRG_OPTIMIZER_LAMB || brg_team_size() < 2) return false;
+    int64_t total = 0;
+    for (int k = 0; k < o->n_slots; k++) total += o->slots[k].n;
+    if (total < (1 << 16)) return false; /* not worth waking the team */
+    step_job job = {o, lr, t};
+    return brg_team_run(step_slice, &job);
+}
+
 brg_status brg_optimizer_step(brg_optimizer *o, float lr) {
     if (!(lr >= 0.0f) || isinf(lr))
         return brg_error(BRG_ERR_INVALID_ARG, "%s step %lld: lr must be a finite number >= 0 (got %g)",
                          brg_optimizer_kind_name(o->cfg.kind), (long long)o->step + 1, (double)lr);
     int64_t t = o->step + 1;
-    for (int i = 0; i < o->n_slots; i++) update_slot(o, &o->slots[i], (double)lr, t);
+    if (!step_on_team(o, (double)lr, t))
+        for (int i = 0; i < o->n_slots; i++) update_slot(o, &o->slots[i], (double)lr, t);
     o->step = t;
     return BRG_OK;
 }
