@@ -120,6 +120,57 @@ static void apply_dropout(float *p, const block *blk, int64_t used, const brg_at
     }
 }
 
+/* ---- heads on intra-op threads ----------------------------------------------------------
+ * Every (b, h) is independent but for T5's bias gradient, which sums over b; so a device's
+ * threads take ranges of heads, each running its heads for every b in order: each block's
+ * arithmetic, and the order of the sums into dbias, are those of the single-thread loop. Each
+ * thread has its own scratch. */
+
+typedef struct attn_job {
+    float *out, *lse;
+    const float *q, *k, *v, *dout, *out_c, *lse_c;
+    const struct attn_grads *g;
+    const brg_attn_args *args;
+} attn_job;
+
+/* Slice i of n: heads [H i / n, H (i + 1) / n). */
+static void head_range(const brg_attn_args *a, int i, int n, int64_t *h0, int64_t *h1) {
+    *h0 = a->H * i / n;
+    *h1 = a->H * (i + 1) / n;
+}
+
+/* Runs fn over all heads: split across the bound team when there is one and the work (in
+ * multiply-adds of one product) is worth waking it for. */
+static void run_heads(brg_team_fn fn, attn_job *job, int64_t work) {
+    if (job->args->H >= 2 && work >= (1 << 20) && brg_team_run(fn, job)) return;
+    fn(job, 0, 1);
+}
+
+static void forward_heads(void *ctx, int i, int n) {
+    const attn_job *j = ctx;
+    const brg_attn_args *args = j->args;
+    const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk, D = args->D;
+    int64_t h0, h1;
+    head_range(args, i, n, &h0, &h1);
+    float *p = brg_scratch(0, (size_t)(ROW_BLOCK * Tk));
+    for (int64_t h = h0; h < h1; h++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
+                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
+                const int64_t kend = block_scores(p, j->q, j->k, &blk, args), row0 = blk.bh * Tq + i0;
+                int64_t used = 0;
+                for (int64_t r = 0; r < blk.nr; r++) {
+                    int64_t u;
+                    float l = row_softmax(p + r * Tk, Tk, kend, &u);
+                    if (j->lse) j->lse[row0 + r] = l;
+                    used = u > used ? u : used;
+                }
+                apply_dropout(p, &blk, used, args);
+                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, j->v + blk.bh * Tk * D, D, 0.0f,
+                         j->out + row0 * D, D);
+            }
+}
+
 void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args) {
     check_args(args);
@@ -129,22 +180,8 @@ void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k,
         for (int64_t r = 0; lse && r < B * H * Tq; r++) lse[r] = -INFINITY;
         return;
     }
-    float *p = brg_scratch(0, (size_t)(ROW_BLOCK * Tk));
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
-                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
-                const int64_t kend = block_scores(p, q, k, &blk, args), row0 = blk.bh * Tq + i0;
-                int64_t used = 0;
-                for (int64_t r = 0; r < blk.nr; r++) {
-                    int64_t u;
-                    float l = row_softmax(p + r * Tk, Tk, kend, &u);
-                    if (lse) lse[row0 + r] = l;
-                    used = u > used ? u : used;
-                }
-                apply_dropout(p, &blk, used, args);
-                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, v + blk.bh * Tk * D, D, 0.0f, out + row0 * D, D);
-            }
+    attn_job job = {.out = out, .lse = lse, .q = q, .k = k, .v = v, .args = args};
+    run_heads(forward_heads, &job, B * H * Tq * Tk * D);
 }
 
 typedef struct attn_grads {
@@ -200,6 +237,21 @@ static void block_backward(const attn_grads *g, float *p, float *dp, const float
     }
 }
 
+static void backward_heads(void *ctx, int i, int n) {
+    const attn_job *j = ctx;
+    const brg_attn_args *args = j->args;
+    const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk;
+    int64_t h0, h1;
+    head_range(args, i, n, &h0, &h1);
+    float *p = brg_scratch(0, (size_t)(2 * ROW_BLOCK * Tk)), *dp = p + ROW_BLOCK * Tk;
+    for (int64_t h = h0; h < h1; h++)
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
+                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
+                block_backward(j->g, p, dp, j->dout, j->out_c, j->lse_c, j->q, j->k, j->v, &blk, args);
+            }
+}
+
 void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const float *dout, const float *out,
                          const float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args) {
@@ -207,13 +259,8 @@ void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const fl
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk;
     if (Tk == 0 || !(dq || dk || dv || dbias)) return;
     const attn_grads g = {dq, dk, dv, dbias};
-    float *p = brg_scratch(0, (size_t)(2 * ROW_BLOCK * Tk)), *dp = p + ROW_BLOCK * Tk;
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
-                block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
-                block_backward(&g, p, dp, dout, out, lse, q, k, v, &blk, args);
-            }
+    attn_job job = {.q = q, .k = k, .v = v, .dout = dout, .out_c = out, .lse_c = lse, .g = &g, .args = args};
+    run_heads(backward_heads, &job, 3 * B * H * Tq * Tk * args->D);
 }
 
 /* ---- reference ---------------------------------------------------------------------------- */
