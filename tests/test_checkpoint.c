@@ -2,6 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "brigade/gpt2.h"
 #include "test_util.h"
 
 #define SHARD1 "model-00001-of-00002.safetensors"
@@ -165,6 +166,24 @@ static void test_no_weights(void) {
     CHECK_ERR(brg_checkpoint_open(join(dir, "nope"), &ck), BRG_ERR_NOT_FOUND, "does not exist");
 }
 
+/* A model folder whose config.json loads but whose weights do not: each architecture's
+ * load_dir fails naming the folder (and the model it created is freed; ASan checks). */
+static void test_load_dir_without_weights(void) {
+    char dir[1024];
+    fresh_dir("config_only", dir, sizeof dir);
+    brg_gpt2_config c;
+    brg_gpt2_config_default(&c);
+    c.n_layer = 1, c.n_head = 2, c.n_embd = 8, c.n_positions = 8, c.vocab_size = 11;
+    brg_model *m = NULL, *back = NULL;
+    CHECK_OK(brg_gpt2_create(&c, &m));
+    CHECK_OK(brg_model_save(m, dir));
+    CHECK(unlink(join(dir, "model.safetensors")) == 0);
+    CHECK_ERR(brg_gpt2_load_dir(dir, &back), BRG_ERR_NOT_FOUND, "loading");
+    CHECK(strstr(brg_last_error(), dir) != NULL && back == NULL);
+    CHECK_ERR(brg_model_load_dir_weights(m, dir, "transformer.", NULL, &back), BRG_ERR_NOT_FOUND, dir);
+    CHECK(back == NULL); /* m was destroyed */
+}
+
 /* ---- hub cache ---- */
 
 static void make_cached_model(const char *hub, const char *folder) {
@@ -247,6 +266,7 @@ int main(void) {
     test_sharded();
     test_bad_index();
     test_no_weights();
+    test_load_dir_without_weights();
     test_hub_cache();
     return test_finish();
 }

@@ -153,8 +153,38 @@ static void test_write_atomic(void) {
     cJSON_Delete(root);
 }
 
+/* Floats round from the double; a model folder's config.json round-trips through write_config
+ * and load_config, and a folder name too long for the path is an error, not a truncation. */
+static void test_float_and_config_folder(void) {
+    cJSON *cfg = NULL;
+    CHECK_OK(load_text("{\"eps\": 1e-05, \"name\": \"x\"}", &cfg));
+    float f = 0.0f;
+    CHECK_OK(brg_json_get_float(cfg, "config.json", "eps", true, 0.0f, &f));
+    CHECK(f == 1e-05f);
+    CHECK_OK(brg_json_get_float(cfg, "config.json", "absent", false, 0.5f, &f));
+    CHECK(f == 0.5f);
+    CHECK_ERR(brg_json_get_float(cfg, "config.json", "name", false, 0.0f, &f), BRG_ERR_FORMAT, "'name'");
+
+    char dir[1024], path[1100];
+    snprintf(dir, sizeof dir, "%s", test_tmp_dir());
+    CHECK_OK(brg_json_write_config(cJSON_Duplicate(cfg, true), dir));
+    cJSON *back = NULL;
+    CHECK_OK(brg_json_load_config(dir, path, sizeof path, &back));
+    CHECK(back && cJSON_Compare(cfg, back, 1));
+    CHECK(strstr(path, "/config.json") != NULL);
+    cJSON_Delete(back);
+    char small[8];
+    CHECK_ERR(brg_json_config_path(dir, small, sizeof small), BRG_ERR_INVALID_ARG, "model path too long");
+    char long_dir[5000];
+    memset(long_dir, 'd', sizeof long_dir - 1);
+    long_dir[sizeof long_dir - 1] = '\0';
+    CHECK_ERR(brg_json_write_config(cJSON_Duplicate(cfg, true), long_dir), BRG_ERR_INVALID_ARG, "model path too long");
+    cJSON_Delete(cfg);
+}
+
 int main(void) {
     test_utf8();
+    test_float_and_config_folder();
     test_load_file_errors();
     test_getters();
     test_write_atomic();

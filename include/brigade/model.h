@@ -138,6 +138,10 @@ void brg_model_init_weights(brg_model *m, uint64_t seed);
  * Missing or unexpected tensors and shape mismatches are errors naming the tensor. */
 brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *base_prefix,
                                   const char *const *ignore_suffixes);
+/* brg_model_load_weights from the checkpoint in `dir` (a safetensors file or shards), then hands
+ * `m` to *out; on failure `m` is destroyed and the error names `dir`. */
+brg_status brg_model_load_dir_weights(brg_model *m, const char *dir, const char *base_prefix,
+                                      const char *const *ignore_suffixes, brg_model **out);
 /* Writes dir/config.json and dir/model.safetensors (tied weights once), atomically. */
 brg_status brg_model_save(const brg_model *m, const char *dir);
 

@@ -287,6 +287,14 @@ brg_status brg_json_get_double(const cJSON *obj, const char *ctx, const char *ke
     return BRG_OK;
 }
 
+brg_status brg_json_get_float(const cJSON *obj, const char *ctx, const char *key, bool required, float def,
+                              float *out) {
+    double v;
+    BRG_TRY(brg_json_get_double(obj, ctx, key, required, def, &v));
+    *out = (float)v;
+    return BRG_OK;
+}
+
 brg_status brg_json_get_bool(const cJSON *obj, const char *ctx, const char *key, bool required, bool def,
                              bool *out) {
     const cJSON *it;
@@ -397,6 +405,25 @@ brg_status brg_atomic_file_commit(brg_atomic_file *f) {
     f->tmp_path = NULL;
     brg_atomic_file_abort(f);
     return BRG_OK;
+}
+
+brg_status brg_json_config_path(const char *dir, char *path, size_t path_len) {
+    if (snprintf(path, path_len, "%s/config.json", dir) >= (int)path_len)
+        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
+    return BRG_OK;
+}
+
+brg_status brg_json_load_config(const char *dir, char *path, size_t path_len, cJSON **out) {
+    BRG_TRY(brg_json_config_path(dir, path, path_len));
+    return brg_json_load_file(path, BRG_JSON_DEFAULT_MAX_BYTES, out);
+}
+
+brg_status brg_json_write_config(cJSON *root, const char *dir) {
+    char path[4096];
+    brg_status st = brg_json_config_path(dir, path, sizeof path);
+    if (st == BRG_OK) st = brg_json_write_file_atomic(path, root);
+    cJSON_Delete(root);
+    return st;
 }
 
 brg_status brg_json_write_file_atomic(const char *path, const cJSON *root) {

@@ -45,6 +45,9 @@ brg_status brg_json_get_int(const cJSON *obj, const char *ctx, const char *key, 
                             int64_t *out);
 brg_status brg_json_get_double(const cJSON *obj, const char *ctx, const char *key, bool required, double def,
                                double *out);
+/* The same, rounded to float (HF configs' dropout rates and epsilons). */
+brg_status brg_json_get_float(const cJSON *obj, const char *ctx, const char *key, bool required, float def,
+                              float *out);
 brg_status brg_json_get_bool(const cJSON *obj, const char *ctx, const char *key, bool required, bool def,
                              bool *out);
 /* *out points into `obj` (valid while the tree lives) or is `def`. */
@@ -59,6 +62,12 @@ bool brg_json_integer(const cJSON *item, int64_t *out);
 
 /* Writes `root` pretty-printed (with a final newline) through brg_atomic_file. */
 brg_status brg_json_write_file_atomic(const char *path, const cJSON *root);
+
+/* A model folder's config.json: `path` receives dir/config.json (an error when it does not fit
+ * in path_len); load parses it, write writes `root` there atomically and frees it either way. */
+brg_status brg_json_config_path(const char *dir, char *path, size_t path_len);
+brg_status brg_json_load_config(const char *dir, char *path, size_t path_len, cJSON **out);
+brg_status brg_json_write_config(cJSON *root, const char *dir);
 
 /* Replacing a file atomically: bytes go to "<path>.tmp.<pid>", which commit flushes, fsyncs and
  * renames over `path` (then fsyncs the folder). A crash or failure at any point leaves either

@@ -89,11 +89,11 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_bert_config 
     BRG_TRY(brg_json_get_int(j, ctx, "max_position_embeddings", false, c->max_position_embeddings,
                              &c->max_position_embeddings));
     BRG_TRY(brg_json_get_int(j, ctx, "type_vocab_size", false, c->type_vocab_size, &c->type_vocab_size));
-    BRG_TRY(enc_read_float(j, ctx, "hidden_dropout_prob", 0.1f, &c->hidden_dropout_prob));
-    BRG_TRY(enc_read_float(j, ctx, "attention_probs_dropout_prob", 0.1f, &c->attention_probs_dropout_prob));
-    BRG_TRY(enc_read_float(j, ctx, "classifier_dropout", -1.0f, &c->classifier_dropout));
-    BRG_TRY(enc_read_float(j, ctx, "layer_norm_eps", 1e-12f, &c->layer_norm_eps));
-    BRG_TRY(enc_read_float(j, ctx, "initializer_range", 0.02f, &c->initializer_range));
+    BRG_TRY(brg_json_get_float(j, ctx, "hidden_dropout_prob", false, 0.1f, &c->hidden_dropout_prob));
+    BRG_TRY(brg_json_get_float(j, ctx, "attention_probs_dropout_prob", false, 0.1f, &c->attention_probs_dropout_prob));
+    BRG_TRY(brg_json_get_float(j, ctx, "classifier_dropout", false, -1.0f, &c->classifier_dropout));
+    BRG_TRY(brg_json_get_float(j, ctx, "layer_norm_eps", false, 1e-12f, &c->layer_norm_eps));
+    BRG_TRY(brg_json_get_float(j, ctx, "initializer_range", false, 0.02f, &c->initializer_range));
     BRG_TRY(parse_optional_int(j, ctx, "pad_token_id", &c->pad_token_id));
     BRG_TRY(brg_json_get_bool(j, ctx, "tie_word_embeddings", false, true, &c->tie_word_embeddings));
     const char *act = NULL;
@@ -175,7 +175,7 @@ static brg_status bert_save_config(const brg_model *m, const char *dir) {
     cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
     if (c->task != BRG_BERT_MASKED_LM || mc->id2label)
         enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
-    return enc_write_config(j, dir);
+    return brg_json_write_config(j, dir);
 }
 
 static void bert_free_config(void *config) {
@@ -337,7 +337,7 @@ static const char *const ignore_without_pooler[] = {".position_ids", "cls.seq_re
 brg_status brg_bert_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     cJSON *j = NULL;
-    BRG_TRY(enc_load_config(dir, path, sizeof path, &j));
+    BRG_TRY(brg_json_load_config(dir, path, sizeof path, &j));
     brg_bert_config cfg;
     brg_status st = parse_config(j, path, &cfg);
     if (st == BRG_OK) st = brg_bert_create(&cfg, out);
@@ -349,17 +349,6 @@ brg_status brg_bert_create_dir(const char *dir, brg_model **out) {
 brg_status brg_bert_load_dir(const char *dir, brg_model **out) {
     brg_model *m = NULL;
     BRG_TRY(brg_bert_create_dir(dir, &m));
-    brg_checkpoint *ckpt = NULL;
-    brg_status st = brg_checkpoint_open(dir, &ckpt);
-    if (st == BRG_OK) {
-        bool pooler = ((const bert_model_config *)m->config)->c.task == BRG_BERT_SEQUENCE_CLASSIFICATION;
-        st = brg_model_load_weights(m, ckpt, "bert.", pooler ? ignore_with_pooler : ignore_without_pooler);
-        brg_checkpoint_close(ckpt);
-    }
-    if (st != BRG_OK) {
-        brg_model_destroy(m);
-        return brg_error_wrap(st, "loading %s", dir);
-    }
-    *out = m;
-    return BRG_OK;
+    bool pooler = ((const bert_model_config *)m->config)->c.task == BRG_BERT_SEQUENCE_CLASSIFICATION;
+    return brg_model_load_dir_weights(m, dir, "bert.", pooler ? ignore_with_pooler : ignore_without_pooler, out);
 }

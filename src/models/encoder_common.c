@@ -21,13 +21,6 @@ const char *brg_problem_type_name(brg_problem_type type) {
 
 /* ---- config.json ---- */
 
-brg_status enc_read_float(const cJSON *j, const char *ctx, const char *key, float def, float *out) {
-    double v;
-    BRG_TRY(brg_json_get_double(j, ctx, key, false, def, &v));
-    *out = (float)v;
-    return BRG_OK;
-}
-
 brg_status enc_parse_activation(const char *name, const char *ctx, brg_activation *act, char *name_out,
                                 size_t name_len) {
     if (strcmp(name, "gelu") == 0)
@@ -106,23 +99,6 @@ void enc_add_float(cJSON *j, const char *key, float v) {
         if (strtof(buf, NULL) == v) break;
     }
     cJSON_AddNumberToObject(j, key, strtod(buf, NULL));
-}
-
-brg_status enc_write_config(cJSON *j, const char *dir) {
-    char path[4096];
-    brg_status st;
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
-    else
-        st = brg_json_write_file_atomic(path, j);
-    cJSON_Delete(j);
-    return st;
-}
-
-brg_status enc_load_config(const char *dir, char *path, size_t path_len, cJSON **out) {
-    if (snprintf(path, path_len, "%s/config.json", dir) >= (int)path_len)
-        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
-    return brg_json_load_file(path, BRG_JSON_DEFAULT_MAX_BYTES, out);
 }
 
 /* ---- self-attention ---- */

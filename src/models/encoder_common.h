@@ -9,8 +9,7 @@
 #include "brigade/model.h"
 #include "brigade/ops.h"
 
-/* ---- config.json ---- */
-brg_status enc_read_float(const cJSON *j, const char *ctx, const char *key, float def, float *out);
+/* ---- config.json (read and written with io/json.h's brg_json_load_config / write_config) ---- */
 /* hidden_act: "gelu" (erf), "gelu_new" / "gelu_pytorch_tanh" / "gelu_fast" (tanh). */
 brg_status enc_parse_activation(const char *name, const char *ctx, brg_activation *act, char *name_out,
                                 size_t name_len);
@@ -24,10 +23,6 @@ cJSON *enc_copy_id2label(const cJSON *j);
 /* Adds a float config value as the shortest decimal that reads back to it (0.1, not
  * 0.10000000149011612). */
 void enc_add_float(cJSON *j, const char *key, float v);
-/* Writes dir/config.json atomically and frees j. */
-brg_status enc_write_config(cJSON *j, const char *dir);
-/* Reads dir/config.json into a parsed tree (free with cJSON_Delete). */
-brg_status enc_load_config(const char *dir, char *path, size_t path_len, cJSON **out);
 
 /* ---- forward ---- */
 

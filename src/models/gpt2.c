@@ -41,13 +41,6 @@ static brg_status parse_activation(const char *name, const char *ctx, brg_gpt2_c
     return BRG_OK;
 }
 
-static brg_status read_float(const cJSON *j, const char *ctx, const char *key, float def, float *out) {
-    double v;
-    BRG_TRY(brg_json_get_double(j, ctx, key, false, def, &v));
-    *out = (float)v;
-    return BRG_OK;
-}
-
 static brg_status parse_config(const cJSON *j, const char *ctx, brg_gpt2_config *c) {
     brg_gpt2_config_default(c);
     BRG_TRY(brg_json_get_int(j, ctx, "n_layer", true, 0, &c->n_layer));
@@ -57,11 +50,11 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_gpt2_config 
     BRG_TRY(brg_json_get_int(j, ctx, "vocab_size", true, 0, &c->vocab_size));
     const cJSON *inner = cJSON_GetObjectItemCaseSensitive(j, "n_inner");
     if (inner && !cJSON_IsNull(inner)) BRG_TRY(brg_json_get_int(j, ctx, "n_inner", true, 0, &c->n_inner));
-    BRG_TRY(read_float(j, ctx, "layer_norm_epsilon", 1e-5f, &c->layer_norm_epsilon));
-    BRG_TRY(read_float(j, ctx, "embd_pdrop", 0.1f, &c->embd_pdrop));
-    BRG_TRY(read_float(j, ctx, "attn_pdrop", 0.1f, &c->attn_pdrop));
-    BRG_TRY(read_float(j, ctx, "resid_pdrop", 0.1f, &c->resid_pdrop));
-    BRG_TRY(read_float(j, ctx, "initializer_range", 0.02f, &c->initializer_range));
+    BRG_TRY(brg_json_get_float(j, ctx, "layer_norm_epsilon", false, 1e-5f, &c->layer_norm_epsilon));
+    BRG_TRY(brg_json_get_float(j, ctx, "embd_pdrop", false, 0.1f, &c->embd_pdrop));
+    BRG_TRY(brg_json_get_float(j, ctx, "attn_pdrop", false, 0.1f, &c->attn_pdrop));
+    BRG_TRY(brg_json_get_float(j, ctx, "resid_pdrop", false, 0.1f, &c->resid_pdrop));
+    BRG_TRY(brg_json_get_float(j, ctx, "initializer_range", false, 0.02f, &c->initializer_range));
     BRG_TRY(brg_json_get_bool(j, ctx, "tie_word_embeddings", false, true, &c->tie_word_embeddings));
     BRG_TRY(brg_json_get_bool(j, ctx, "scale_attn_weights", false, true, &c->scale_attn_weights));
     BRG_TRY(brg_json_get_bool(j, ctx, "scale_attn_by_inverse_layer_idx", false, false,
@@ -249,14 +242,7 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
     cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tie_word_embeddings);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
-    char path[4096];
-    brg_status st;
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
-    else
-        st = brg_json_write_file_atomic(path, j);
-    cJSON_Delete(j);
-    return st;
+    return brg_json_write_config(j, dir);
 }
 
 /* Position t predicts label t + 1, so the first label of each row never counts. */
@@ -358,21 +344,12 @@ brg_status brg_gpt2_create(const brg_gpt2_config *cfg, brg_model **out) {
 
 brg_status brg_gpt2_load_dir(const char *dir, brg_model **out) {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
+    BRG_TRY(brg_json_config_path(dir, path, sizeof path));
     brg_gpt2_config cfg;
     BRG_TRY(brg_gpt2_config_load(path, &cfg));
-    brg_checkpoint *ckpt;
-    BRG_TRY(brg_checkpoint_open(dir, &ckpt));
     brg_model *m;
-    brg_status st = brg_gpt2_create(&cfg, &m);
-    if (st == BRG_OK) {
-        /* Older checkpoints carry the causal-mask buffers; GPT2Model checkpoints lack the prefix. */
-        static const char *const ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
-        st = brg_model_load_weights(m, ckpt, "transformer.", ignore);
-        if (st != BRG_OK) brg_model_destroy(m);
-        else *out = m;
-    }
-    brg_checkpoint_close(ckpt);
-    return st == BRG_OK ? st : brg_error_wrap(st, "loading %s", dir);
+    BRG_TRY(brg_gpt2_create(&cfg, &m));
+    /* Older checkpoints carry the causal-mask buffers; GPT2Model checkpoints lack the prefix. */
+    static const char *const ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
+    return brg_model_load_dir_weights(m, dir, "transformer.", ignore, out);
 }

@@ -173,6 +173,22 @@ static bool ignorable(const char *name, const char *const *ignore_suffixes) {
     return false;
 }
 
+brg_status brg_model_load_dir_weights(brg_model *m, const char *dir, const char *base_prefix,
+                                      const char *const *ignore_suffixes, brg_model **out) {
+    brg_checkpoint *ckpt = NULL;
+    brg_status st = brg_checkpoint_open(dir, &ckpt);
+    if (st == BRG_OK) {
+        st = brg_model_load_weights(m, ckpt, base_prefix, ignore_suffixes);
+        brg_checkpoint_close(ckpt);
+    }
+    if (st != BRG_OK) {
+        brg_model_destroy(m);
+        return brg_error_wrap(st, "loading %s", dir);
+    }
+    *out = m;
+    return BRG_OK;
+}
+
 brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *base_prefix,
                                   const char *const *ignore_suffixes) {
     for (size_t i = 0; i < brg_checkpoint_count(ckpt); i++) {

@@ -483,9 +483,7 @@ static brg_status head_is_tied(const brg_checkpoint *ckpt, bool *tied) {
 
 static brg_status load_config(const char *dir, brg_t5_config *cfg, cJSON **json) {
     char path[4096];
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
-    BRG_TRY(brg_json_load_file(path, BRG_JSON_DEFAULT_MAX_BYTES, json));
+    BRG_TRY(brg_json_load_config(dir, path, sizeof path, json));
     brg_status st = t5_config_parse(*json, path, cfg);
     if (st != BRG_OK) {
         cJSON_Delete(*json);

@@ -93,13 +93,6 @@ static brg_status parse_eos(const cJSON *j, const char *ctx, brg_t5_config *c) {
     return BRG_OK;
 }
 
-static brg_status read_float(const cJSON *j, const char *ctx, const char *key, float def, float *out) {
-    double v;
-    BRG_TRY(brg_json_get_double(j, ctx, key, false, def, &v));
-    *out = (float)v;
-    return BRG_OK;
-}
-
 static brg_status parse_sizes(const cJSON *j, const char *ctx, brg_t5_config *c) {
     BRG_TRY(brg_json_get_int(j, ctx, "vocab_size", false, c->vocab_size, &c->vocab_size));
     BRG_TRY(brg_json_get_int(j, ctx, "d_model", false, c->d_model, &c->d_model));
@@ -113,9 +106,9 @@ static brg_status parse_sizes(const cJSON *j, const char *ctx, brg_t5_config *c)
     BRG_TRY(brg_json_get_int(j, ctx, "relative_attention_max_distance", false, c->relative_attention_max_distance,
                              &c->relative_attention_max_distance));
     BRG_TRY(brg_json_get_int(j, ctx, "n_positions", false, c->n_positions, &c->n_positions));
-    BRG_TRY(read_float(j, ctx, "dropout_rate", c->dropout_rate, &c->dropout_rate));
-    BRG_TRY(read_float(j, ctx, "layer_norm_epsilon", c->layer_norm_epsilon, &c->layer_norm_epsilon));
-    return read_float(j, ctx, "initializer_factor", c->initializer_factor, &c->initializer_factor);
+    BRG_TRY(brg_json_get_float(j, ctx, "dropout_rate", false, c->dropout_rate, &c->dropout_rate));
+    BRG_TRY(brg_json_get_float(j, ctx, "layer_norm_epsilon", false, c->layer_norm_epsilon, &c->layer_norm_epsilon));
+    return brg_json_get_float(j, ctx, "initializer_factor", false, c->initializer_factor, &c->initializer_factor);
 }
 
 static brg_status parse_roles(const cJSON *j, const char *ctx, brg_t5_config *c) {
@@ -266,12 +259,5 @@ brg_status t5_config_save(const brg_t5_config *c, const cJSON *extra, const char
             if (item->string && !written_here(j, item->string))
                 cJSON_AddItemToObject(j, item->string, cJSON_Duplicate(item, true));
         }
-    char path[4096];
-    brg_status st;
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
-    else
-        st = brg_json_write_file_atomic(path, j);
-    cJSON_Delete(j);
-    return st;
+    return brg_json_write_config(j, dir);
 }

@@ -11,8 +11,7 @@
  * separate heads. */
 brg_status brg_t5_create_dir(const char *dir, brg_model **out) {
     char path[4200];
-    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
-        return brg_error(BRG_ERR_INVALID_ARG, "model path too long: %s", dir);
+    BRG_TRY(brg_json_config_path(dir, path, sizeof path));
     brg_t5_config cfg;
     BRG_TRY(brg_t5_config_load(path, &cfg));
     return brg_t5_create(&cfg, out);

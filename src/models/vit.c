@@ -77,10 +77,10 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_vit_config *
     BRG_TRY(brg_json_get_int(j, ctx, "num_hidden_layers", false, c->num_hidden_layers, &c->num_hidden_layers));
     BRG_TRY(brg_json_get_int(j, ctx, "num_attention_heads", false, c->num_attention_heads, &c->num_attention_heads));
     BRG_TRY(brg_json_get_int(j, ctx, "intermediate_size", false, c->intermediate_size, &c->intermediate_size));
-    BRG_TRY(enc_read_float(j, ctx, "hidden_dropout_prob", 0.0f, &c->hidden_dropout_prob));
-    BRG_TRY(enc_read_float(j, ctx, "attention_probs_dropout_prob", 0.0f, &c->attention_probs_dropout_prob));
-    BRG_TRY(enc_read_float(j, ctx, "layer_norm_eps", 1e-12f, &c->layer_norm_eps));
-    BRG_TRY(enc_read_float(j, ctx, "initializer_range", 0.02f, &c->initializer_range));
+    BRG_TRY(brg_json_get_float(j, ctx, "hidden_dropout_prob", false, 0.0f, &c->hidden_dropout_prob));
+    BRG_TRY(brg_json_get_float(j, ctx, "attention_probs_dropout_prob", false, 0.0f, &c->attention_probs_dropout_prob));
+    BRG_TRY(brg_json_get_float(j, ctx, "layer_norm_eps", false, 1e-12f, &c->layer_norm_eps));
+    BRG_TRY(brg_json_get_float(j, ctx, "initializer_range", false, 0.02f, &c->initializer_range));
     BRG_TRY(brg_json_get_bool(j, ctx, "qkv_bias", false, true, &c->qkv_bias));
     BRG_TRY(brg_json_get_int(j, ctx, "encoder_stride", false, 16, &c->encoder_stride));
     BRG_TRY(brg_json_get_int(j, ctx, "pooler_output_size", false, 0, &c->pooler_output_size));
@@ -162,7 +162,7 @@ static brg_status vit_save_config(const brg_model *m, const char *dir) {
     cJSON_AddBoolToObject(j, "qkv_bias", c->qkv_bias);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
-    return enc_write_config(j, dir);
+    return brg_json_write_config(j, dir);
 }
 
 /* ---- parameters ---- */
@@ -375,7 +375,7 @@ brg_status brg_vit_create(const brg_vit_config *cfg, brg_model **out) {
 brg_status brg_vit_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     cJSON *j = NULL;
-    BRG_TRY(enc_load_config(dir, path, sizeof path, &j));
+    BRG_TRY(brg_json_load_config(dir, path, sizeof path, &j));
     brg_vit_config cfg;
     brg_status st = parse_config(j, path, &cfg);
     if (st == BRG_OK) st = brg_vit_create(&cfg, out);
@@ -387,18 +387,7 @@ brg_status brg_vit_create_dir(const char *dir, brg_model **out) {
 brg_status brg_vit_load_dir(const char *dir, brg_model **out) {
     brg_model *m = NULL;
     BRG_TRY(brg_vit_create_dir(dir, &m));
-    brg_checkpoint *ckpt = NULL;
-    brg_status st = brg_checkpoint_open(dir, &ckpt);
-    if (st == BRG_OK) {
-        /* A ViTModel checkpoint carries a pooler the classifier does not use. */
-        static const char *const ignore[] = {"pooler.dense.weight", "pooler.dense.bias", NULL};
-        st = brg_model_load_weights(m, ckpt, "vit.", ignore);
-        brg_checkpoint_close(ckpt);
-    }
-    if (st != BRG_OK) {
-        brg_model_destroy(m);
-        return brg_error_wrap(st, "loading %s", dir);
-    }
-    *out = m;
-    return BRG_OK;
+    /* A ViTModel checkpoint carries a pooler the classifier does not use. */
+    static const char *const ignore[] = {"pooler.dense.weight", "pooler.dense.bias", NULL};
+    return brg_model_load_dir_weights(m, dir, "vit.", ignore, out);
 }
