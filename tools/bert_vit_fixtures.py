@@ -35,11 +35,11 @@ import os
 import random
 import sys
 
-import safetensors
 import torch
 import transformers
-from safetensors.torch import load_file, save_file
-from fixture_common import sort_metadata_keys, run_cli, check_probes
+from safetensors.torch import load_file
+from fixture_common import (run_cli, check_probes, save_expected, load_checked, recompute_problems,
+                            central_difference)
 
 PERTURB_STD = 0.1
 BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa")
@@ -234,12 +234,6 @@ def make_inputs(spec, generator):
     return inputs
 
 
-def saved_tensor_names(model_dir):
-    """Names of the tensors in model_dir/model.safetensors, sorted."""
-    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
-        return sorted(f.keys())
-
-
 def saved_to_parameter(model, model_dir):
     """{saved name: in-memory parameter name}. transformers may rename tensors when saving (ViT's
     attention is q_proj in memory, attention.attention.query on disk), so tensors are matched by
@@ -287,16 +281,7 @@ def write_fixture(spec, out_root):
     mapping = saved_to_parameter(model, out_dir)
     inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
     outputs, loss, grads = forward_backward(model, inputs, mapping)
-    tensors = {k: v.contiguous() for k, v in inputs.items()}
-    tensors.update(outputs)
-    tensors["loss"] = loss.reshape(())
-    for name, grad in grads.items():
-        tensors[f"grad.{name}"] = grad.contiguous()
-    metadata = {"transformers_version": transformers.__version__, "torch_version": torch.__version__,
-                "seed": str(spec.seed), "kind": spec.kind}
-    path = os.path.join(out_dir, "expected.safetensors")
-    save_file(tensors, path, metadata=metadata)
-    sort_metadata_keys(path)
+    save_expected(out_dir, inputs, outputs, loss, grads, {"seed": str(spec.seed), "kind": spec.kind})
     return out_dir
 
 
@@ -310,13 +295,7 @@ def load_fixture_model(model_dir, dtype, attention="eager"):
     """Reload a fixture with transformers, failing on missing or unexpected tensors."""
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = json.load(f)["architectures"][0]
-    model, info = getattr(transformers, arch).from_pretrained(
-        model_dir, attn_implementation=attention, dtype=dtype, output_loading_info=True)
-    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
-    problems += list(info.get("error_msgs", []))
-    if problems:
-        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
-    return model.eval()
+    return load_checked(getattr(transformers, arch), model_dir, dtype, attention)
 
 
 def check_recompute(model_dir, expected):
@@ -324,21 +303,7 @@ def check_recompute(model_dir, expected):
     model = load_fixture_model(model_dir, torch.float32)
     inputs = {k: expected[k] for k in INPUT_NAMES if k in expected}
     outputs, loss, grads = forward_backward(model, inputs, saved_to_parameter(model, model_dir))
-    problems = []
-    if {f"grad.{n}" for n in saved_tensor_names(model_dir)} != {k for k in expected if k.startswith("grad.")}:
-        problems.append("grad.* names differ from model.safetensors names")
-    for name, value in outputs.items():
-        diff = (value - expected[name]).abs().max().item()
-        if diff > 1e-5:
-            problems.append(f"{name} differ by {diff:.3g}")
-    if abs(loss.item() - expected["loss"].item()) > 1e-6:
-        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
-    for name, grad in grads.items():
-        ref = expected[f"grad.{name}"]
-        err = (grad - ref).abs().max().item() / max(ref.abs().max().item(), 1e-30)
-        if err > 1e-5:
-            problems.append(f"grad.{name} differs (rel {err:.3g})")
-    return problems
+    return recompute_problems(model_dir, expected, outputs, loss, grads)
 
 
 def probe_entries(expected, mapping):
@@ -367,18 +332,8 @@ def check_finite_differences(model_dir, expected):
     inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in expected.items() if k in INPUT_NAMES}
     mapping = saved_to_parameter(model, model_dir)
 
-    def central_difference(name, index):
-        param = model.get_parameter(mapping[name])
-        with torch.no_grad():
-            x = param[index].item()
-            param[index] = x + 1e-6
-            up = model(**inputs).loss.item()
-            param[index] = x - 1e-6
-            down = model(**inputs).loss.item()
-            param[index] = x
-        return (up - down) / 2e-6
-
-    return check_probes(expected, probe_entries(expected, mapping), central_difference)
+    return check_probes(expected, probe_entries(expected, mapping), lambda name, index: central_difference(
+        model.get_parameter(mapping[name]), index, lambda: model(**inputs).loss.item(), 1e-6))
 
 
 def describe(spec, model_dir):

@@ -1,14 +1,17 @@
 """Pieces shared by the fixture scripts (gpt2_fixtures.py, bert_vit_fixtures.py, t5_fixtures.py):
-parameter noise, version metadata, byte-stable safetensors headers, error measures, and the
-command line (--out / --random N --seed S / --verify DIR...)."""
+parameter noise, the saved folder (tensor names, expected.safetensors with version metadata and
+byte-stable headers, reloading with transformers), forward/backward and the float32
+recomputation check, central differences, and the command line (--out / --random N --seed S /
+--verify DIR...)."""
 
 import argparse
 import json
 import os
 
+import safetensors
 import torch
 import transformers
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 
 def perturb_parameters(model, generator, std):
@@ -43,6 +46,91 @@ def sort_metadata_keys(path):
             raise RuntimeError(f"{path}: rewritten header is longer than the original")
         f.seek(8)
         f.write(text + b" " * (size - len(text)))
+
+
+def saved_tensor_names(model_dir):
+    """Names of the tensors stored in model_dir/model.safetensors, sorted."""
+    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
+        return sorted(f.keys())
+
+
+def drop_generation_config(model_dir):
+    """Removes the generation_config.json save_pretrained writes for generative models."""
+    path = os.path.join(model_dir, "generation_config.json")
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def forward_backward(model, inputs, names):
+    """Run the model with labels and backpropagate; return logits, loss and grads of `names`."""
+    model.zero_grad(set_to_none=True)
+    out = model(**inputs)
+    out.loss.backward()
+    grads = {}
+    for name in names:
+        grad = model.get_parameter(name).grad
+        if grad is None:
+            raise RuntimeError(f"no gradient for {name}")
+        grads[name] = grad.detach().clone()
+    return out.logits.detach().clone(), out.loss.detach().clone(), grads
+
+
+def save_expected(model_dir, inputs, outputs, loss, grads, metadata):
+    """Writes model_dir/expected.safetensors: the inputs, the outputs ({name: tensor}), the
+    scalar loss and grad.<name> for every gradient, with version metadata added to `metadata`
+    and the header's keys sorted (so that rewriting a fixture gives the same bytes)."""
+    tensors = {k: v.contiguous() for k, v in inputs.items()}
+    tensors.update({k: v.contiguous() for k, v in outputs.items()})
+    tensors["loss"] = loss.reshape(())
+    for name, grad in grads.items():
+        tensors[f"grad.{name}"] = grad.contiguous()
+    path = os.path.join(model_dir, "expected.safetensors")
+    save_file(tensors, path, metadata={**version_metadata(), **metadata})
+    sort_metadata_keys(path)
+
+
+def load_checked(model_class, model_dir, dtype, attention="eager"):
+    """model_class.from_pretrained(model_dir) in eval mode, failing on missing, unexpected or
+    mismatched tensors."""
+    model, info = model_class.from_pretrained(
+        model_dir, attn_implementation=attention, dtype=dtype, output_loading_info=True)
+    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
+    problems += list(info.get("error_msgs", []))
+    if problems:
+        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
+    return model.eval()
+
+
+def recompute_problems(model_dir, expected, outputs, loss, grads):
+    """A float32 recomputation against the stored fixture: the grad.* names against
+    model.safetensors, every output within 1e-5, the loss within 1e-6 and every gradient within
+    1e-5 of its scale; returns the problems."""
+    problems = []
+    if {f"grad.{n}" for n in saved_tensor_names(model_dir)} != {k for k in expected if k.startswith("grad.")}:
+        problems.append("grad.* names differ from model.safetensors names")
+    for name, value in outputs.items():
+        diff = (value - expected[name]).abs().max().item()
+        if diff > 1e-5:
+            problems.append(f"{name} differ by {diff:.3g}")
+    if abs(loss.item() - expected["loss"].item()) > 1e-6:
+        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
+    for name, grad in grads.items():
+        err = max_rel_error(grad, expected[f"grad.{name}"])
+        if err > 1e-5:
+            problems.append(f"grad.{name} differs (rel {err:.3g})")
+    return problems
+
+
+def central_difference(param, index, loss, eps):
+    """(loss() at param[index] + eps - loss() at param[index] - eps) / (2 eps), param restored."""
+    with torch.no_grad():
+        x = param[index].item()
+        param[index] = x + eps
+        up = loss()
+        param[index] = x - eps
+        down = loss()
+        param[index] = x
+    return (up - down) / (2 * eps)
 
 
 def check_probes(expected, probes, numeric_of, tol=1e-4):

@@ -36,14 +36,13 @@ import random
 import sys
 import types
 
-import safetensors
 import torch
-from safetensors.torch import save_file
 from torch import nn
 from transformers import T5Config, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5LayerNorm
-from fixture_common import (perturb_parameters, version_metadata, max_rel_error, sort_metadata_keys,
-                            run_cli, check_probes)
+from fixture_common import (perturb_parameters, run_cli, check_probes, saved_tensor_names,
+                            drop_generation_config, forward_backward, save_expected, load_checked,
+                            recompute_problems, central_difference)
 
 FEED_FORWARD = ("relu", "gated-gelu", "gelu", "gated-relu", "gated-gelu_new")
 PERTURB_STD = 0.1
@@ -220,26 +219,6 @@ def make_inputs(spec, generator):
     return {k: v.to(torch.int64) for k, v in inputs.items()}
 
 
-def saved_tensor_names(model_dir):
-    """Names of the tensors stored in model_dir/model.safetensors, sorted."""
-    with safetensors.safe_open(os.path.join(model_dir, "model.safetensors"), "pt") as f:
-        return sorted(f.keys())
-
-
-def forward_backward(model, inputs, names):
-    """Run the model with labels and backpropagate; return logits, loss and grads of `names`."""
-    model.zero_grad(set_to_none=True)
-    out = model(**inputs)
-    out.loss.backward()
-    grads = {}
-    for name in names:
-        grad = model.get_parameter(name).grad
-        if grad is None:
-            raise RuntimeError(f"no gradient for {name}")
-        grads[name] = grad.detach().clone()
-    return out.logits.detach().clone(), out.loss.detach().clone(), grads
-
-
 def hub_v1_1_config(model_dir):
     """Rewrite config.json the way the hub's T5 v1.1 checkpoints have it."""
     path = os.path.join(model_dir, "config.json")
@@ -257,36 +236,18 @@ def write_fixture(spec, out_root):
     out_dir = os.path.join(out_root, spec.name)
     model = build_model(spec)
     model.save_pretrained(out_dir)
-    gen_config = os.path.join(out_dir, "generation_config.json")
-    if os.path.exists(gen_config):
-        os.remove(gen_config)
+    drop_generation_config(out_dir)
     if not spec.tied:
         hub_v1_1_config(out_dir)
-    names = saved_tensor_names(out_dir)
     inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
-    logits, loss, grads = forward_backward(model, inputs, names)
-    tensors = dict(inputs)
-    tensors["logits"] = logits.contiguous()
-    tensors["loss"] = loss.reshape(())
-    for name, grad in grads.items():
-        tensors[f"grad.{name}"] = grad.contiguous()
-    metadata = version_metadata()
-    metadata["seed"] = str(spec.seed)
-    expected_path = os.path.join(out_dir, "expected.safetensors")
-    save_file(tensors, expected_path, metadata=metadata)
-    sort_metadata_keys(expected_path)
+    logits, loss, grads = forward_backward(model, inputs, saved_tensor_names(out_dir))
+    save_expected(out_dir, inputs, {"logits": logits}, loss, grads, {"seed": str(spec.seed)})
     return out_dir
 
 
 def load_fixture_model(model_dir, dtype):
     """Reload a fixture model with transformers, failing on missing or unexpected tensors."""
-    model, info = T5ForConditionalGeneration.from_pretrained(
-        model_dir, attn_implementation="eager", dtype=dtype, output_loading_info=True)
-    problems = [f"{k}: {sorted(v)}" for k, v in info.items() if v and k != "error_msgs"]
-    problems += list(info.get("error_msgs", []))
-    if problems:
-        raise RuntimeError(f"{model_dir}: loading problems: {problems}")
-    return model.eval()
+    return load_checked(T5ForConditionalGeneration, model_dir, dtype)
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
@@ -308,43 +269,20 @@ def check_recompute(model_dir, expected):
     model = load_fixture_model(model_dir, torch.float32)
     names = saved_tensor_names(model_dir)
     logits, loss, grads = forward_backward(model, fixture_inputs(expected), names)
-    problems = []
-    if set(f"grad.{n}" for n in names) != {k for k in expected if k.startswith("grad.")}:
-        problems.append("grad.* names differ from model.safetensors names")
-    diff = (logits - expected["logits"]).abs().max().item()
-    if diff > 1e-5:
-        problems.append(f"logits differ by {diff:.3g}")
-    if abs(loss.item() - expected["loss"].item()) > 1e-6:
-        problems.append(f"loss differs: {loss.item()} vs {expected['loss'].item()}")
+    problems = recompute_problems(model_dir, expected, {"logits": logits}, loss, grads)
     own = seq2seq_loss(expected["logits"].double(), expected["labels"]).item()
     if abs(own - expected["loss"].item()) > 1e-5:
         problems.append(f"stored loss {expected['loss'].item()} is not the mean CE {own}")
-    for name, grad in grads.items():
-        err = max_rel_error(grad, expected[f"grad.{name}"])
-        if err > 1e-5:
-            problems.append(f"grad.{name} differs (rel {err:.3g})")
     return problems
 
 
-def loss_at(model, inputs, param, index, value):
-    """Loss with param[index] set to value (restored afterwards)."""
+def seq2seq_loss_of(model, inputs):
+    """seq2seq_loss of the model's logits for `inputs` (decoder inputs from the labels when the
+    fixture has none), in the model's dtype."""
     features = {k: v for k, v in inputs.items() if k != "labels"}
     if "decoder_input_ids" not in features:
         features["decoder_input_ids"] = model._shift_right(inputs["labels"])
-    with torch.no_grad():
-        old = param[index].item()
-        param[index] = value
-        loss = seq2seq_loss(model(**features).logits, inputs["labels"]).item()
-        param[index] = old
-    return loss
-
-
-def finite_difference(model, inputs, name, index, eps):
-    """Central-difference d(loss)/d(name[index]) in the model's dtype."""
-    param = model.get_parameter(name)
-    x = param[index].item()
-    return (loss_at(model, inputs, param, index, x + eps)
-            - loss_at(model, inputs, param, index, x - eps)) / (2 * eps)
+    return seq2seq_loss(model(**features).logits, inputs["labels"]).item()
 
 
 def probe_entries(expected, names):
@@ -391,7 +329,8 @@ def check_finite_differences(model_dir, expected):
     model = float64_model(model_dir)
     inputs = fixture_inputs(expected)
     probes = probe_entries(expected, saved_tensor_names(model_dir))
-    return check_probes(expected, probes, lambda name, index: finite_difference(model, inputs, name, index, 1e-6))
+    return check_probes(expected, probes, lambda name, index: central_difference(
+        model.get_parameter(name), index, lambda: seq2seq_loss_of(model, inputs), 1e-6))
 
 
 def describe(spec, model_dir):
