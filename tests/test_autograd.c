@@ -56,30 +56,10 @@ static brg_tensor *forward(brg_tape *tape, graph *gr) {
     return loss;
 }
 
-static double loss_value(brg_tape *tape, graph *gr) { return ((float *)forward(tape, gr)->data)[0]; }
+static brg_tensor *graph_loss(brg_tape *tape, void *gr) { return forward(tape, gr); }
 
 static void check_param(brg_arena *a, graph *gr, brg_tensor *p, const char *what) {
-    float *d = p->data;
-    double maxg = test_max_abs(p->grad, (long)brg_tensor_numel(p)), worst = 0;
-    for (int64_t i = 0; i < brg_tensor_numel(p); i++) {
-        float keep = d[i];
-        const float h = 1e-2f;
-        size_t mark = brg_arena_mark(a);
-        brg_tape *tape;
-        CHECK_OK(brg_tape_create(a, &tape));
-        brg_tape_set_grad_enabled(tape, false);
-        d[i] = keep + h;
-        double up = loss_value(tape, gr);
-        d[i] = keep - h;
-        double down = loss_value(tape, gr);
-        d[i] = keep;
-        brg_tape_destroy(tape);
-        brg_arena_reset(a, mark);
-        double fd = (up - down) / (2 * h);
-        double diff = fabs(fd - p->grad[i]);
-        if (diff > worst) worst = diff;
-    }
-    CHECK_MSG(worst <= 2e-3 + 1e-2 * maxg, "%s: finite differences differ by %g (max grad %g)", what, worst, maxg);
+    test_graph_gradcheck(a, graph_loss, gr, p, what, 2e-3);
 }
 
 static void test_graph_gradients(void) {

@@ -87,6 +87,34 @@ static inline const char *test_tmp_dir(void) {
     return d;
 }
 
+/* Checks the gradient a taped graph left in p->grad against central differences (step 1e-2) of
+ * the graph's scalar output, recomputed on a grad-disabled tape in `arena` (what each pass
+ * allocates is released). Passes when every entry is within atol + 1e-2 max|grad|. */
+typedef brg_tensor *(*test_graph_fn)(brg_tape *tape, void *graph);
+static inline void test_graph_gradcheck(brg_arena *arena, test_graph_fn forward, void *graph, brg_tensor *p,
+                                        const char *what, double atol) {
+    float *d = p->data;
+    double maxg = test_max_abs(p->grad, (long)brg_tensor_numel(p)), worst = 0;
+    const float h = 1e-2f;
+    for (int64_t i = 0; i < brg_tensor_numel(p); i++) {
+        float keep = d[i];
+        size_t mark = brg_arena_mark(arena);
+        brg_tape *tape;
+        CHECK_OK(brg_tape_create(arena, &tape));
+        brg_tape_set_grad_enabled(tape, false);
+        d[i] = keep + h;
+        double up = ((float *)forward(tape, graph)->data)[0];
+        d[i] = keep - h;
+        double down = ((float *)forward(tape, graph)->data)[0];
+        d[i] = keep;
+        brg_tape_destroy(tape);
+        brg_arena_reset(arena, mark);
+        double diff = fabs((up - down) / (2 * h) - p->grad[i]);
+        if (diff > worst) worst = diff;
+    }
+    CHECK_MSG(worst <= atol + 1e-2 * maxg, "%s: finite differences differ by %g (max grad %g)", what, worst, maxg);
+}
+
 static inline int test_finish(void) {
     printf("%d passed, %d failed\n", test_passed_, test_failed_);
     return test_failed_ ? 1 : 0;
