@@ -8,6 +8,23 @@
 
 #define RU_MAX_PARAMS 256
 
+/* How a run is laid out over devices. */
+typedef struct layout {
+    int replicas, stages, micro_batches;
+    const int *block_stage;
+    brg_schedule_kind kind;
+    bool recompute;    /* recompute_checkpoint_every_layer */
+    int intra_threads; /* 0: one thread per device */
+    const char *what;  /* names the layout in messages */
+} layout;
+
+/* Training options of a layout. */
+static inline brg_runtime_options layout_options(const layout *l) {
+    return (brg_runtime_options){.replicas = l->replicas, .stages = l->stages, .block_stage = l->block_stage,
+                                 .micro_batches = l->micro_batches, .schedule = l->kind, .training = true,
+                                 .recompute = l->recompute, .intra_threads = l->intra_threads};
+}
+
 typedef struct result {
     double loss;
     float *grads[RU_MAX_PARAMS];
@@ -55,6 +72,22 @@ static void compare(const brg_model *m, const result *ref, const result *got, co
         long n = (long)brg_tensor_numel(m->params[p].tensor);
         double scale = test_max_abs(ref->grads[p], n), d = test_max_abs_diff(ref->grads[p], got->grads[p], n);
         CHECK_MSG(d <= 1e-5 * (scale > 1 ? scale : 1), "%s: %s gradient differs by %.3g", what, m->params[p].name, d);
+    }
+}
+
+/* Runs each layout of `list` and compares it with `single` (one device), prefixing messages
+ * with `name`; `run` is the test's own way of feeding its model. */
+typedef struct data data;
+typedef void (*ru_run_fn)(brg_model *m, const data *d, const layout *l, result *out);
+static void check_layouts_against(brg_model *m, const data *d, ru_run_fn run, const result *single,
+                                  const layout *list, int n, const char *name) {
+    for (int i = 0; i < n; i++) {
+        result r;
+        run(m, d, &list[i], &r);
+        char what[128];
+        snprintf(what, sizeof what, "%s%s%s", name, *name ? ": " : "", list[i].what);
+        compare(m, single, &r, what);
+        free_result(m, &r);
     }
 }
 

@@ -109,13 +109,6 @@ static brg_tensor slice(const brg_tensor *t, int64_t first, int64_t rows) {
     return brg_tensor_wrap(t->dtype, t->ndim, shape, (char *)t->data + (size_t)first * row_bytes);
 }
 
-typedef struct layout {
-    int replicas, stages, micro_batches;
-    const int *block_stage;
-    brg_schedule_kind kind;
-    bool recompute; /* recompute_checkpoint_every_layer */
-} layout;
-
 static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
     brg_tensor **slot[N_IN] = {&mb->input_ids, &mb->attention_mask, &mb->token_type_ids,
                                &mb->pixel_values, &mb->labels, &mb->extra_labels};
@@ -124,9 +117,7 @@ static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
 
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro] order). */
 static void run(brg_model *m, const data *d, const layout *l, result *out) {
-    brg_runtime_options o = {.replicas = l->replicas, .stages = l->stages, .block_stage = l->block_stage,
-                             .micro_batches = l->micro_batches, .schedule = l->kind, .training = true,
-                             .recompute = l->recompute};
+    brg_runtime_options o = layout_options(l);
     brg_runtime *rt = NULL;
     memset(out, 0, sizeof *out);
     CHECK_OK(brg_runtime_create(m, &o, &rt));
@@ -158,21 +149,16 @@ static const int ONE[4] = {0, 0, 0, 0}, FOUR[4] = {0, 1, 2, 3}, TWO[4] = {0, 0, 
 /* One device against: 4 stages (1F1B), 2 replicas, 2 replicas x 2 stages (GPipe), and 2 stages
  * that recompute their layers in backward. */
 static void check_layouts(brg_model *m, const data *d, const char *name) {
-    char what[96];
-    result single, r;
-    layout one = {1, 1, 1, ONE, BRG_SCHEDULE_1F1B, false};
-    run(m, d, &one, &single);
+    result single;
+    run(m, d, &(layout){1, 1, 1, ONE, BRG_SCHEDULE_1F1B, .what = "one device"}, &single);
     CHECK_MSG(single.loss > 0.1, "%s: loss %g", name, single.loss);
-    const layout others[4] = {{1, 4, 4, FOUR, BRG_SCHEDULE_1F1B, false}, {2, 1, 1, ONE, BRG_SCHEDULE_1F1B, false},
-                              {2, 2, 2, TWO, BRG_SCHEDULE_GPIPE, false}, {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, true}};
-    const char *names[4] = {"4 stages, 1F1B, 4 micro-batches", "2 replicas", "2 replicas x 2 stages, GPipe",
-                            "2 stages, recomputation"};
-    for (int i = 0; i < 4; i++) {
-        run(m, d, &others[i], &r);
-        snprintf(what, sizeof what, "%s: %s", name, names[i]);
-        compare(m, &single, &r, what);
-        free_result(m, &r);
-    }
+    const layout others[4] = {
+        {1, 4, 4, FOUR, BRG_SCHEDULE_1F1B, .what = "4 stages, 1F1B, 4 micro-batches"},
+        {2, 1, 1, ONE, BRG_SCHEDULE_1F1B, .what = "2 replicas"},
+        {2, 2, 2, TWO, BRG_SCHEDULE_GPIPE, .what = "2 replicas x 2 stages, GPipe"},
+        {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .recompute = true, .what = "2 stages, recomputation"},
+    };
+    check_layouts_against(m, d, run, &single, others, 4, name);
     free_result(m, &single);
 }
 
@@ -183,8 +169,9 @@ static void check_dropout(brg_arena *a) {
     data d = {{0}};
     text_data(a, BRG_BERT_MASKED_LM, &d);
     result single, piped, recomputed, off;
-    layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B, false}, four = {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE, false};
-    layout again = {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, true};
+    layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B, .what = "one device"};
+    layout four = {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE, .what = "4 stages"};
+    layout again = {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .recompute = true, .what = "2 stages, recomputation"};
     run(m, &d, &one, &single);
     run(m, &d, &four, &piped);
     run(m, &d, &again, &recomputed);

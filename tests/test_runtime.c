@@ -41,9 +41,6 @@ static void make_data(data *d) {
     }
 }
 
-static bool recompute_layers = false;
-static int intra_threads = 0;
-
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro]
  * order), with `labels` standing for the data's labels. */
 typedef struct batches {
@@ -69,22 +66,19 @@ static void split(brg_model *m, const data *d, const int32_t *labels, int replic
     b->denom = brg_model_count_loss_items(m, &whole);
 }
 
-/* Runs the rows split over replicas x stages x micro-batches; collects the loss sum and each
- * parameter's reduced gradient. */
-static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
-                brg_schedule_kind kind, result *out) {
-    brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
-                             .micro_batches = micro_batches, .schedule = kind, .training = true,
-                             .recompute = recompute_layers, .intra_threads = intra_threads};
+/* Runs the rows split as the layout says; collects the loss sum and each parameter's reduced
+ * gradient. */
+static void run(brg_model *m, const data *d, const layout *l, result *out) {
+    brg_runtime_options o = layout_options(l);
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     if (!rt) return;
     batches b;
-    split(m, d, d->labels, replicas, micro_batches, &b);
+    split(m, d, d->labels, l->replicas, l->micro_batches, &b);
     float losses[8];
     CHECK_OK(brg_runtime_run(rt, b.mbs, &b.denom, 1, losses));
     out->loss = 0;
-    for (int i = 0; i < replicas * micro_batches; i++) out->loss += losses[i];
+    for (int i = 0; i < l->replicas * l->micro_batches; i++) out->loss += losses[i];
     collect_grads(rt, m, out);
     brg_runtime_destroy(rt);
 }
@@ -165,73 +159,65 @@ static void check_inference(brg_model *m, const data *d) {
     brg_arena_destroy(a);
 }
 
-int main(void) {
-    brg_model *m = tiny_gpt2();
-    data d;
-    make_data(&d);
-    int one[4] = {0, 0, 0, 0}, four[4] = {0, 1, 2, 3}, two[4] = {0, 0, 1, 1};
-    result single, r;
-    run(m, &d, 1, 1, one, 1, BRG_SCHEDULE_1F1B, &single);
-    CHECK(single.loss > 1.0);
+static const int ONE[4] = {0, 0, 0, 0}, FOUR[4] = {0, 1, 2, 3}, TWO[4] = {0, 0, 1, 1};
 
-    run(m, &d, 1, 4, four, 4, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "4 stages, 1F1B");
-    free_result(m, &r);
-    run(m, &d, 1, 4, four, 2, BRG_SCHEDULE_GPIPE, &r);
-    compare(m, &single, &r, "4 stages, GPipe, 2 micro-batches");
-    free_result(m, &r);
-    run(m, &d, 2, 1, one, 1, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 replicas");
-    free_result(m, &r);
-    run(m, &d, 2, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 replicas x 2 stages");
-    free_result(m, &r);
-    run(m, &d, 1, 1, one, 8, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "8 micro-batches on one device");
-    free_result(m, &r);
-
-    /* Two threads per device: the same numbers. */
-    intra_threads = 2;
-    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
-    intra_threads = 0;
-    compare(m, &single, &r, "2 stages x 2 threads per device");
-    free_result(m, &r);
-
-    /* 1F1B keeps at most stages - stage micro-batches in flight and reuses their memory; GPipe
-     * holds all eight at once. */
+/* 1F1B keeps at most stages - stage micro-batches in flight and reuses their memory; GPipe
+ * holds all eight at once. */
+static void check_activation_memory(brg_model *m, const data *d, const result *single) {
+    const layout l1f1b = {1, 2, 8, TWO, BRG_SCHEDULE_1F1B, .what = "8 micro-batches, 1F1B"};
+    const layout lgpipe = {1, 2, 8, TWO, BRG_SCHEDULE_GPIPE, .what = "8 micro-batches, GPipe"};
     result one_f, gpipe;
-    run(m, &d, 1, 2, two, 8, BRG_SCHEDULE_1F1B, &one_f);
-    run(m, &d, 1, 2, two, 8, BRG_SCHEDULE_GPIPE, &gpipe);
-    compare(m, &single, &one_f, "8 micro-batches, 1F1B");
-    compare(m, &single, &gpipe, "8 micro-batches, GPipe");
+    run(m, d, &l1f1b, &one_f);
+    run(m, d, &lgpipe, &gpipe);
+    compare(m, single, &one_f, l1f1b.what);
+    compare(m, single, &gpipe, lgpipe.what);
     CHECK_MSG(2 * one_f.activation_peak < gpipe.activation_peak, "1F1B activation peak %zu, GPipe %zu",
               one_f.activation_peak, gpipe.activation_peak);
     printf("activation peak over 8 micro-batches: 1F1B %zu bytes, GPipe %zu\n", one_f.activation_peak,
            gpipe.activation_peak);
     free_result(m, &one_f);
     free_result(m, &gpipe);
+}
 
-    check_inference(m, &d);
-    check_zero_between_runs(m, &d, 1, one);
-    check_zero_between_runs(m, &d, 2, two);
-
-    /* recompute_checkpoint_every_layer: the same numbers, less activation memory. */
+/* recompute_checkpoint_every_layer: the same numbers, less activation memory. */
+static void check_recomputation(brg_model *m, const data *d, const result *single) {
+    const layout plain_l = {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .what = "2 stages"};
+    const layout again_l = {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .recompute = true, .what = "recomputation, 2 stages"};
     result plain, recomputed;
-    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &plain);
-    recompute_layers = true;
-    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &recomputed);
-    run(m, &d, 2, 4, four, 1, BRG_SCHEDULE_GPIPE, &r);
-    recompute_layers = false;
-    compare(m, &single, &recomputed, "recomputation, 2 stages");
-    compare(m, &single, &r, "recomputation, 4 stages x 2 replicas");
+    run(m, d, &plain_l, &plain);
+    run(m, d, &again_l, &recomputed);
+    compare(m, single, &recomputed, again_l.what);
     CHECK(recomputed.loss == plain.loss);
     CHECK_MSG(recomputed.activation_peak < plain.activation_peak, "recomputation peak %zu bytes, without %zu",
               recomputed.activation_peak, plain.activation_peak);
     printf("activation peak: %zu bytes without recomputation, %zu with\n", plain.activation_peak,
            recomputed.activation_peak);
-    free_result(m, &r);
     free_result(m, &plain);
     free_result(m, &recomputed);
+}
+
+int main(void) {
+    brg_model *m = tiny_gpt2();
+    data d;
+    make_data(&d);
+    result single;
+    run(m, &d, &(layout){1, 1, 1, ONE, BRG_SCHEDULE_1F1B, .what = "one device"}, &single);
+    CHECK(single.loss > 1.0);
+    const layout others[] = {
+        {1, 4, 4, FOUR, BRG_SCHEDULE_1F1B, .what = "4 stages, 1F1B"},
+        {1, 4, 2, FOUR, BRG_SCHEDULE_GPIPE, .what = "4 stages, GPipe, 2 micro-batches"},
+        {2, 1, 1, ONE, BRG_SCHEDULE_1F1B, .what = "2 replicas"},
+        {2, 2, 2, TWO, BRG_SCHEDULE_1F1B, .what = "2 replicas x 2 stages"},
+        {1, 1, 8, ONE, BRG_SCHEDULE_1F1B, .what = "8 micro-batches on one device"},
+        {1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .intra_threads = 2, .what = "2 stages x 2 threads per device"},
+        {2, 4, 1, FOUR, BRG_SCHEDULE_GPIPE, .recompute = true, .what = "recomputation, 4 stages x 2 replicas"},
+    };
+    check_layouts_against(m, &d, run, &single, others, (int)(sizeof others / sizeof others[0]), "");
+    check_activation_memory(m, &d, &single);
+    check_recomputation(m, &d, &single);
+    check_inference(m, &d);
+    check_zero_between_runs(m, &d, 1, ONE);
+    check_zero_between_runs(m, &d, 2, TWO);
     free_result(m, &single);
     brg_model_destroy(m);
     return test_finish();

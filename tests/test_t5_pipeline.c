@@ -88,24 +88,19 @@ static void even_split(const brg_model *m, int stages, int *block_stage) {
     }
 }
 
-static bool recompute_layers = false;
-
-static void run(brg_model *m, const data *d, int replicas, int stages, const int *block_stage, int micro_batches,
-                brg_schedule_kind kind, result *out) {
-    brg_runtime_options o = {.replicas = replicas, .stages = stages, .block_stage = block_stage,
-                             .micro_batches = micro_batches, .schedule = kind, .training = true,
-                             .recompute = recompute_layers};
+static void run(brg_model *m, const data *d, const layout *l, result *out) {
+    brg_runtime_options o = layout_options(l);
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &o, &rt));
     memset(out, 0, sizeof *out);
     if (!rt) return;
-    int n_mb = replicas * micro_batches, rows = ROWS / n_mb;
+    int n_mb = l->replicas * l->micro_batches, rows = ROWS / n_mb;
     brg_micro_batch mbs[8];
     inputs in[8];
-    for (int r = 0; r < replicas; r++)
-        for (int a = 0; a < micro_batches; a++) {
-            int slot = r * micro_batches + a;
-            mbs[slot] = slice(d, (a * replicas + r) * rows, rows, &in[slot]);
+    for (int r = 0; r < l->replicas; r++)
+        for (int a = 0; a < l->micro_batches; a++) {
+            int slot = r * l->micro_batches + a;
+            mbs[slot] = slice(d, (a * l->replicas + r) * rows, rows, &in[slot]);
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, TD}, (void *)d->labels);
     brg_bundle whole = {.labels = &all_labels};
@@ -127,36 +122,24 @@ static void check_model(const char *feed_forward, bool tied, bool give_decoder_i
     even_split(m, 2, two);
     even_split(m, 4, four);
     CHECK(two[2] == 0 && two[3] == 1 && four[2] == 1 && four[3] == 2 && four[5] == 3);
-    result single, r;
-    run(m, &d, 1, 1, one, 1, BRG_SCHEDULE_1F1B, &single);
+    result single;
+    run(m, &d, &(layout){1, 1, 1, one, BRG_SCHEDULE_1F1B, .what = "one device"}, &single);
     CHECK(single.loss > 1.0);
     printf("%s %s: single-device loss %.6f\n", feed_forward, tied ? "tied" : "untied", single.loss);
-
-    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 stages (encoder | decoder), 1F1B");
-    free_result(m, &r);
-    run(m, &d, 1, 2, cut_in_encoder, 2, BRG_SCHEDULE_GPIPE, &r);
-    compare(m, &single, &r, "2 stages cut inside the encoder, GPipe");
-    free_result(m, &r);
-    run(m, &d, 1, 4, four, 4, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "4 stages, 1F1B");
-    free_result(m, &r);
-    run(m, &d, 2, 1, one, 1, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 replicas");
-    free_result(m, &r);
-    run(m, &d, 2, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 replicas x 2 stages");
-    free_result(m, &r);
-    /* recompute_checkpoint_every_layer, including decoder.block.0, which turns the encoder's
-     * output into encoder_hidden and starts a new hidden of the decoder's length. */
-    recompute_layers = true;
-    run(m, &d, 1, 2, two, 2, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "2 stages with recomputation");
-    free_result(m, &r);
-    run(m, &d, 1, 1, one, 2, BRG_SCHEDULE_1F1B, &r);
-    compare(m, &single, &r, "one device with recomputation");
-    free_result(m, &r);
-    recompute_layers = false;
+    /* Recomputation includes decoder.block.0, which turns the encoder's output into
+     * encoder_hidden and starts a new hidden of the decoder's length. */
+    const layout others[] = {
+        {1, 2, 2, two, BRG_SCHEDULE_1F1B, .what = "2 stages (encoder | decoder), 1F1B"},
+        {1, 2, 2, cut_in_encoder, BRG_SCHEDULE_GPIPE, .what = "2 stages cut inside the encoder, GPipe"},
+        {1, 4, 4, four, BRG_SCHEDULE_1F1B, .what = "4 stages, 1F1B"},
+        {2, 1, 1, one, BRG_SCHEDULE_1F1B, .what = "2 replicas"},
+        {2, 2, 2, two, BRG_SCHEDULE_1F1B, .what = "2 replicas x 2 stages"},
+        {1, 2, 2, two, BRG_SCHEDULE_1F1B, .recompute = true, .what = "2 stages with recomputation"},
+        {1, 1, 2, one, BRG_SCHEDULE_1F1B, .recompute = true, .what = "one device with recomputation"},
+    };
+    char name[64];
+    snprintf(name, sizeof name, "%s %s", feed_forward, tied ? "tied" : "untied");
+    check_layouts_against(m, &d, run, &single, others, (int)(sizeof others / sizeof others[0]), name);
     free_result(m, &single);
     brg_model_destroy(m);
 }
