@@ -5,26 +5,7 @@
 
 static const char *const fixtures[] = {"gpt2_mask", "bert_mlm", "bert_cls", "bert_regression", "bert_multilabel",
                                        "bert_qa", "vit_cls", "t5_relu_tied", "t5_gated_untied"};
-static const char *const input_names[] = {"input_ids", "attention_mask", "token_type_ids", "pixel_values",
-                                          "decoder_input_ids", "decoder_attention_mask", "labels", "start_positions",
-                                          "end_positions"};
 static const char *const output_names[] = {"logits", "start_logits", "end_logits", "loss"};
-
-/* Copies the fixture's input tensors into a file of their own. */
-static bool write_inputs(const brg_safetensors *exp, const char *path) {
-    brg_named_tensor list[9];
-    brg_tensor views[9];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof input_names / sizeof input_names[0]; i++) {
-        if (!brg_safetensors_has(exp, input_names[i])) continue;
-        CHECK_OK(brg_safetensors_get(exp, input_names[i], &views[n]));
-        list[n] = (brg_named_tensor){input_names[i], &views[n]};
-        n++;
-    }
-    brg_status st = brg_safetensors_write(path, list, n, NULL, 0);
-    CHECK_OK(st);
-    return st == BRG_OK;
-}
 
 static void compare_outputs(const char *name, const brg_safetensors *exp, const char *out_path) {
     brg_safetensors *out = NULL;
@@ -68,7 +49,7 @@ static void check_fixture(const char *cli, const char *tmp, const char *name) {
     if (!exp) return;
     snprintf(in, sizeof in, "%s/%s-inputs.safetensors", tmp, name);
     snprintf(out, sizeof out, "%s/%s-outputs.safetensors", tmp, name);
-    if (write_inputs(exp, in)) {
+    if (test_write_fixture_inputs(exp, in) >= 0) {
         snprintf(args, sizeof args, "--model %s --inputs %s --output %s", dir, in, out);
         CHECK_MSG(run_cli(cli, args) == 0, "%s: brigade forward failed", name);
         compare_outputs(name, exp, out);

@@ -7,24 +7,6 @@
 
 static const char *const fixtures[] = {"bert_mlm", "bert_cls", "bert_regression", "bert_qa", "vit_cls",
                                        "t5_gated_untied"};
-static const char *const columns[] = {"input_ids", "attention_mask", "token_type_ids", "pixel_values",
-                                      "decoder_input_ids", "decoder_attention_mask", "labels", "start_positions",
-                                      "end_positions"};
-
-static int64_t write_dataset(const brg_safetensors *exp, const char *path) {
-    brg_named_tensor list[9];
-    brg_tensor views[9];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof columns / sizeof columns[0]; i++) {
-        if (!brg_safetensors_has(exp, columns[i])) continue;
-        CHECK_OK(brg_safetensors_get(exp, columns[i], &views[n]));
-        list[n] = (brg_named_tensor){columns[i], &views[n]};
-        n++;
-    }
-    CHECK_OK(brg_safetensors_write(path, list, n, NULL, 0));
-    return n ? views[0].shape[0] : 0;
-}
-
 static int train(const char *cli, const char *args) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' train --quiet --steps 3 --lr 0.05 --optimizer sgd --no-shuffle --seed 3 %s", cli,
@@ -74,7 +56,7 @@ static void check(const char *cli, const char *tmp, const char *name) {
     CHECK_OK(brg_safetensors_open(exp_path, &exp));
     if (!exp) return;
     snprintf(data, sizeof data, "%s/%s-data.safetensors", tmp, name);
-    int64_t rows = write_dataset(exp, data);
+    int64_t rows = test_write_fixture_inputs(exp, data);
     brg_safetensors_close(exp);
     snprintf(cfg, sizeof cfg, "%s/%s-train-ipu.json", tmp, name);
     FILE *f = fopen(cfg, "w");

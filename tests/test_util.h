@@ -87,6 +87,28 @@ static inline const char *test_tmp_dir(void) {
     return d;
 }
 
+/* Copies the model inputs a transformers fixture holds (by their transformers names) into a
+ * safetensors file of their own, as `brigade forward --inputs` and `brigade train --data` take
+ * them; returns their rows (the batch), or -1 when the file cannot be written. */
+static inline int64_t test_write_fixture_inputs(const brg_safetensors *exp, const char *path) {
+    static const char *const names[] = {"input_ids",    "attention_mask",    "token_type_ids",
+                                        "pixel_values", "decoder_input_ids", "decoder_attention_mask",
+                                        "labels",       "start_positions",   "end_positions"};
+    enum { N = sizeof names / sizeof names[0] };
+    brg_named_tensor list[N];
+    brg_tensor views[N];
+    size_t n = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (!brg_safetensors_has(exp, names[i])) continue;
+        CHECK_OK(brg_safetensors_get(exp, names[i], &views[n]));
+        list[n] = (brg_named_tensor){names[i], &views[n]};
+        n++;
+    }
+    brg_status st = brg_safetensors_write(path, list, n, NULL, 0);
+    CHECK_OK(st);
+    return st != BRG_OK ? -1 : n ? views[0].shape[0] : 0;
+}
+
 /* Checks the gradient a taped graph left in p->grad against central differences (step 1e-2) of
  * the graph's scalar output, recomputed on a grad-disabled tape in `arena` (what each pass
  * allocates is released). Passes when every entry is within atol + 1e-2 max|grad|. */
