@@ -33,20 +33,6 @@ typedef struct fixture {
     float max_grad_norm; /* 0: no clipping */
 } fixture;
 
-/* A fixture tensor as a malloc'd contiguous float buffer (NULL, with a failed check, if absent). */
-static float *read_f32(const brg_safetensors *st, const char *name, int64_t *numel) {
-    brg_tensor t;
-    brg_status s = brg_safetensors_get(st, name, &t);
-    CHECK_MSG(s == BRG_OK, "%s", brg_last_error());
-    if (s != BRG_OK) return NULL;
-    int64_t n = brg_tensor_numel(&t);
-    float *buf = malloc((size_t)(n ? n : 1) * sizeof(float));
-    brg_tensor dst = brg_tensor_wrap(BRG_DTYPE_F32, t.ndim, t.shape, buf);
-    CHECK_OK(brg_tensor_copy(&dst, &t));
-    if (numel) *numel = n;
-    return buf;
-}
-
 static const char *meta(const fixture *f, const char *key) { return brg_safetensors_metadata(f->st, key); }
 
 static void meta_double(const fixture *f, const char *key, double *out) {
@@ -116,7 +102,7 @@ static void parse_params(fixture *f) {
     for (int i = 0; i < f->n_params; i++) {
         char key[128];
         snprintf(key, sizeof key, "init.%s", f->names[i]);
-        f->value[i] = read_f32(f->st, key, &f->numel[i]);
+        f->value[i] = test_read_f32(f->st, key, &f->numel[i]);
         f->grad[i] = calloc((size_t)f->numel[i], sizeof(float));
     }
 }
@@ -156,7 +142,7 @@ static void load_grads(fixture *f, int step) {
     for (int i = 0; i < f->n_params; i++) {
         char key[128];
         snprintf(key, sizeof key, "grad.%d.%s", step, f->names[i]);
-        float *g = read_f32(f->st, key, NULL);
+        float *g = test_read_f32(f->st, key, NULL);
         if (g) memcpy(f->grad[i], g, (size_t)f->numel[i] * sizeof(float));
         free(g);
     }
@@ -182,7 +168,7 @@ static double compare_params(const fixture *f, int step) {
     for (int i = 0; i < f->n_params; i++) {
         char key[128];
         snprintf(key, sizeof key, "param.%d.%s", step, f->names[i]);
-        float *ref = read_f32(f->st, key, NULL);
+        float *ref = test_read_f32(f->st, key, NULL);
         if (!ref) return INFINITY;
         double d = scaled_diff(f->value[i], ref, f->numel[i]);
         worst = d > worst || d != d ? d : worst;
@@ -205,7 +191,7 @@ static double compare_state(const fixture *f, brg_optimizer *opt, const char *na
     for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
         char key[160];
         snprintf(key, sizeof key, "state.%s", brg_optimizer_state_name(opt, i));
-        float *ref = read_f32(f->st, key, NULL);
+        float *ref = test_read_f32(f->st, key, NULL);
         if (!ref) return INFINITY;
         double d = scaled_diff(brg_optimizer_state_data(opt, i), ref, brg_optimizer_state_numel(opt, i));
         worst = d > worst || d != d ? d : worst;
@@ -225,8 +211,8 @@ static void run_case(const char *name) {
     CHECK_OK(brg_optimizer_create(&f.cfg, NULL, &opt));
     for (int i = 0; opt && i < f.n_params; i++)
         CHECK_OK(brg_optimizer_add_param(opt, f.value[i], f.grad[i], f.numel[i], !f.no_decay[i], f.names[i]));
-    float *ref_lrs = read_f32(f.st, "lr", NULL);
-    float *ref_norms = f.max_grad_norm > 0 ? read_f32(f.st, "grad_norm", NULL) : NULL;
+    float *ref_lrs = test_read_f32(f.st, "lr", NULL);
+    float *ref_norms = f.max_grad_norm > 0 ? test_read_f32(f.st, "grad_norm", NULL) : NULL;
     double worst = 0;
     for (int k = 0; opt && ref_lrs && k < f.steps; k++) {
         load_grads(&f, k);

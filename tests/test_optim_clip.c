@@ -10,19 +10,6 @@
 
 static const char *const cases[] = {"active", "inactive", "norm_only", "tiny"};
 
-static float *read_f32(const brg_safetensors *st, const char *name, int64_t *numel) {
-    brg_tensor t;
-    brg_status s = brg_safetensors_get(st, name, &t);
-    CHECK_MSG(s == BRG_OK, "%s", brg_last_error());
-    if (s != BRG_OK) return NULL;
-    int64_t n = brg_tensor_numel(&t);
-    float *buf = malloc((size_t)(n ? n : 1) * sizeof(float));
-    brg_tensor dst = brg_tensor_wrap(BRG_DTYPE_F32, t.ndim, t.shape, buf);
-    CHECK_OK(brg_tensor_copy(&dst, &t));
-    if (numel) *numel = n;
-    return buf;
-}
-
 typedef struct clip_case {
     int n;
     float *in[MAX_BUFS], *out[MAX_BUFS], *work[MAX_BUFS], *split[MAX_BUFS];
@@ -42,9 +29,9 @@ static bool load_case(const brg_safetensors *st, const char *name, clip_case *c)
     char key[64];
     for (int i = 0; i < c->n; i++) {
         snprintf(key, sizeof key, "%s.in.%d", name, i);
-        c->in[i] = read_f32(st, key, &c->count[i]);
+        c->in[i] = test_read_f32(st, key, &c->count[i]);
         snprintf(key, sizeof key, "%s.out.%d", name, i);
-        c->out[i] = read_f32(st, key, NULL);
+        c->out[i] = test_read_f32(st, key, NULL);
         c->work[i] = malloc((size_t)c->count[i] * sizeof(float));
         c->split[i] = malloc((size_t)c->count[i] * sizeof(float));
         if (!c->in[i] || !c->out[i]) return false;
@@ -52,7 +39,7 @@ static bool load_case(const brg_safetensors *st, const char *name, clip_case *c)
         memcpy(c->split[i], c->in[i], (size_t)c->count[i] * sizeof(float));
     }
     snprintf(key, sizeof key, "%s.total_norm", name);
-    float *total = read_f32(st, key, NULL);
+    float *total = test_read_f32(st, key, NULL);
     c->total = total ? total[0] : NAN;
     free(total);
     return true;

@@ -87,6 +87,21 @@ static inline const char *test_tmp_dir(void) {
     return d;
 }
 
+/* A stored tensor as a malloc'd contiguous float buffer (any float dtype converted); NULL, with a
+ * failed check, when the file lacks it. *numel (may be NULL) receives its size. */
+static inline float *test_read_f32(const brg_safetensors *st, const char *name, int64_t *numel) {
+    brg_tensor t;
+    brg_status s = brg_safetensors_get(st, name, &t);
+    CHECK_MSG(s == BRG_OK, "%s", brg_last_error());
+    if (s != BRG_OK) return NULL;
+    int64_t n = brg_tensor_numel(&t);
+    float *buf = malloc((size_t)(n ? n : 1) * sizeof(float));
+    brg_tensor dst = brg_tensor_wrap(BRG_DTYPE_F32, t.ndim, t.shape, buf);
+    CHECK_OK(brg_tensor_copy(&dst, &t));
+    if (numel) *numel = n;
+    return buf;
+}
+
 /* Copies the model inputs a transformers fixture holds (by their transformers names) into a
  * safetensors file of their own, as `brigade forward --inputs` and `brigade train --data` take
  * them; returns their rows (the batch), or -1 when the file cannot be written. */
