@@ -10,11 +10,7 @@ set -uo pipefail
 bench=${1:?usage: bench_report.sh BRIGADE_BENCH}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 command -v python3 >/dev/null || { echo "python3 not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+source "$root/tests/shell_util.sh"
 
 # A real run: every configuration prints one RESULT line the report turns into a table row.
 "$bench" --no-peak --peak1 100 --peak2 200 --model tiny --mode train --bt 4x64 --config 1dev,pipe2bal \
@@ -57,5 +53,4 @@ done
 grep -q '2.01× (brigade rep2 400.0 vs PyTorch 199.0 tokens/s)' "$tmp/s1.md" && ok || bad "training ratio line"
 grep -q '91.1% of ideal 88.9%' "$tmp/s1.md" && ok || bad "pipeline line"
 
-echo "$passed passed, $failed failed"
-[ "$failed" = 0 ]
+finish

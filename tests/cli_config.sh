@@ -5,33 +5,7 @@ brigade=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
 fix="$root/tests/fixtures/ipu_configs"
 gpt2="$root/tests/fixtures/gpt2_tiny"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
-
-# expect_fail NAME CODE NEEDLE CMD...: exit CODE, stderr mentions NEEDLE on one line.
-expect_fail() {
-  local name=$1 code=$2 needle=$3
-  shift 3
-  local err rc
-  err=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if ((rc != code)); then bad "$name: exit $rc, wanted $code ($err)"; return; fi
-  if ! grep -qF -- "$needle" <<<"$err"; then bad "$name: message '$err' lacks '$needle'"; return; fi
-  if (($(wc -l <<<"$err") != 1)); then bad "$name: more than one line: $err"; return; fi
-  ok
-}
-
-# expect_out NAME NEEDLE CMD...: exit 0 and stdout holds NEEDLE.
-expect_out() {
-  local name=$1 needle=$2
-  shift 2
-  if ! "$@" >"$tmp/out.txt" 2>"$tmp/err.txt"; then bad "$name: $(cat "$tmp/err.txt")"; return; fi
-  if grep -qF -- "$needle" "$tmp/out.txt"; then ok; else bad "$name: output lacks '$needle': $(head -c 600 "$tmp/out.txt")"; fi
-}
+source "$root/tests/shell_util.sh"
 
 # ---- config show / validate ----
 expect_out show-bert '"layers_per_ipu": [' "$brigade" config show "$fix/bert-large-ipu"
@@ -101,5 +75,4 @@ expect_fail plan-seq 1 'exceeds the model' "$brigade" plan --model "$gpt2" --ipu
 expect_fail plan-missing 2 'missing required option --ipu-config' "$brigade" plan --model "$gpt2"
 expect_out top-help 'plan' "$brigade" --help
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

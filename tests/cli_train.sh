@@ -2,11 +2,7 @@
 # brigade train end to end: pipelined run, log lines, checkpoint folder, resume, bad input.
 set -uo pipefail
 brigade=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*" >&2; }
+source "$(dirname "$0")/shell_util.sh"
 
 "$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --seed 2 --output "$tmp/m" >/dev/null || bad init
 cat >"$tmp/ipu.json" <<'JSON'
@@ -45,8 +41,7 @@ grep -q "warning: gradient_accumulation_steps (1) is less than the 2 pipeline st
 
 # Intra-op threads per device: settable, and a bad count is refused.
 run_train --steps 2 --output "$tmp/thr" --quiet --threads-per-device 2 >/dev/null 2>&1 && ok || bad "--threads-per-device 2"
-expect_fail_threads() { local err; err=$("$@" 2>&1 >/dev/null) && { bad "exit 0"; return; }; grep -qF "threads-per-device -1" <<<"$err" && ok || bad "message: $err"; }
-expect_fail_threads run_train --steps 1 --output "$tmp/thr2" --threads-per-device -1
+expect_fail threads any "threads-per-device -1" run_train --steps 1 --output "$tmp/thr2" --threads-per-device -1
 
 # Inference as a pipeline (inference_* attributes): the loss of one forward pass agrees.
 cat >"$tmp/infer.json" <<'JSON'
@@ -58,8 +53,8 @@ single=$("$brigade" forward --model "$tmp/out" --inputs "$tmp/in4.st" --output "
 piped=$("$brigade" forward --model "$tmp/out" --inputs "$tmp/in4.st" --output "$tmp/o2.st" --ipu-config "$tmp/infer.json" | tail -1 | awk '{print $NF}')
 awk -v a="$single" -v b="$piped" 'BEGIN { d = a - b; exit !(d < 2e-6 && d > -2e-6) }' && ok || bad "pipelined forward loss $piped vs $single"
 bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in3.st" 3 8 256
-expect_fail_early() { local err; err=$("$@" 2>&1 >/dev/null) && { bad "exit 0"; return; }; grep -qF "must be a multiple of inference_device_iterations (2) x inference_replication_factor (2) = 4" <<<"$err" && ok || bad "message: $err"; }
-expect_fail_early "$brigade" forward --model "$tmp/out" --inputs "$tmp/in3.st" --output "$tmp/o3.st" --ipu-config "$tmp/infer.json"
+expect_fail batch-size any "must be a multiple of inference_device_iterations (2) x inference_replication_factor (2) = 4" \
+  "$brigade" forward --model "$tmp/out" --inputs "$tmp/in3.st" --output "$tmp/o3.st" --ipu-config "$tmp/infer.json"
 
 # Resume: 3 steps, then 3 more from the checkpoint, equal the 6-step run's weights bit for bit.
 run_train --steps 3 --output "$tmp/half" --quiet >/dev/null 2>&1 || bad "first half"
@@ -72,25 +67,17 @@ grep -q '^stage 0: F0 F1 B0 B1$' <<<"$out" && grep -q '^stage 1: F0 B0 F1 B1$' <
 "$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --schedule gpipe --json | grep -q '"kind":.*"gpipe"' && ok || bad "plan --schedule --json"
 
 # Bad input: one line, non-zero exit.
-expect_fail() {
-  local needle=$1
-  shift
-  local err
-  err=$("$@" 2>&1 >/dev/null) && { bad "exit 0 for $needle"; return; }
-  grep -qF -- "$needle" <<<"$err" && ok || bad "message '$err' lacks '$needle'"
-}
 echo '{"ipus_per_replica": 2, "layers_per_ipu": [1, 1], "gradient_accumulation_steps": 2, "bogus_key": 1}' >"$tmp/badkey.json"
-expect_fail "bogus_key" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badkey.json" --data builtin:reverse --output "$tmp/x" --steps 1
+expect_fail bogus-key any "bogus_key" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badkey.json" --data builtin:reverse --output "$tmp/x" --steps 1
 echo '{"ipus_per_replica": 2, "layers_per_ipu": [1, 2]}' >"$tmp/badlayers.json"
-expect_fail "layers_per_ipu" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badlayers.json" --data builtin:reverse --output "$tmp/x" --steps 1
-expect_fail "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
-expect_fail "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope
-expect_fail "unknown optimizer" run_train --steps 1 --output "$tmp/x" --optimizer adafactor
+expect_fail bad-layers any "layers_per_ipu" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badlayers.json" --data builtin:reverse --output "$tmp/x" --steps 1
+expect_fail memory any "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
+expect_fail dataset any "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope
+expect_fail optimizer any "unknown optimizer" run_train --steps 1 --output "$tmp/x" --optimizer adafactor
 # A checkpoint resumed with a different optimizer or batch layout is refused, naming the mismatch.
-expect_fail "holds adamw state, this run uses sgd" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --optimizer sgd
-expect_fail "was written with 4 rows per step, this run uses 8" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --micro-batch-size 4
-expect_fail "trainer_state.json" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
+expect_fail resume-optimizer any "holds adamw state, this run uses sgd" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --optimizer sgd
+expect_fail resume-layout any "was written with 4 rows per step, this run uses 8" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --micro-batch-size 4
+expect_fail resume-missing any "trainer_state.json" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
 [[ -e $tmp/x ]] && bad "output folder written by a failed run" || ok
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish
