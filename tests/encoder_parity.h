@@ -82,10 +82,7 @@ static void ep_round_trip(brg_model *m, bool vit, const char *dir) {
 }
 
 static void ep_check_fixture(const char *dir) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
-    brg_safetensors *exp = NULL;
-    CHECK_OK(brg_safetensors_open(path, &exp));
+    brg_safetensors *exp = parity_open_expected(dir);
     if (!exp) return;
     bool vit = brg_safetensors_has(exp, "pixel_values");
     brg_model *m = NULL;

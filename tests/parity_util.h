@@ -26,6 +26,27 @@ static inline double parity_max_diff(const brg_tensor *expected, const brg_tenso
     return d;
 }
 
+/* The fixture's expected.safetensors in dir (NULL, with a failed check, when it cannot be read). */
+static inline brg_safetensors *parity_open_expected(const char *dir) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
+    brg_safetensors *exp = NULL;
+    CHECK_OK(brg_safetensors_open(path, &exp));
+    return exp;
+}
+
+/* A forward's logits and loss against the fixture's "logits" and "loss". */
+static inline void parity_check_logits_loss(const char *dir, const brg_safetensors *exp, const brg_bundle *b) {
+    brg_tensor logits, loss;
+    CHECK_OK(brg_safetensors_get(exp, "logits", &logits));
+    CHECK_OK(brg_safetensors_get(exp, "loss", &loss));
+    double d = parity_max_diff(&logits, b->logits);
+    CHECK_MSG(d <= LOGITS_TOL, "%s: logits max diff %.3g", dir, d);
+    double ref_loss = brg_tensor_get(&loss, 0), got = ((float *)b->loss->data)[0];
+    CHECK_MSG(fabs(ref_loss - got) <= LOSS_TOL, "%s: loss %.8f vs transformers %.8f", dir, got, ref_loss);
+    printf("%s: logits max diff %.2g, loss %.7f (transformers %.7f)\n", dir, d, got, ref_loss);
+}
+
 /* Largest |grad| over all of transformers' gradients. */
 static inline double parity_global_grad_max(const brg_safetensors *exp) {
     double g = 0;

@@ -62,32 +62,27 @@ static void check_round_trip(brg_model *m, const brg_safetensors *exp, const brg
 }
 
 static void check_fixture(const char *dir) {
-    char path[1024];
     brg_model *m = NULL;
     CHECK_OK(brg_t5_load_dir(dir, &m));
     if (!m) return;
-    snprintf(path, sizeof path, "%s/expected.safetensors", dir);
-    brg_safetensors *exp = NULL;
-    CHECK_OK(brg_safetensors_open(path, &exp));
-    if (!exp) return;
+    brg_safetensors *exp = parity_open_expected(dir);
+    if (!exp) {
+        brg_model_destroy(m);
+        return;
+    }
     brg_arena *a;
     CHECK_OK(brg_arena_create("device 0", 0, &a));
     brg_bundle b;
     fill_bundle(m, a, exp, &b);
-    brg_tensor logits, loss;
+    brg_tensor logits;
     CHECK_OK(brg_safetensors_get(exp, "logits", &logits));
-    CHECK_OK(brg_safetensors_get(exp, "loss", &loss));
     brg_tape *tape;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_model_zero_grad(m);
     CHECK_OK(brg_model_forward(m, tape, &b));
     if (b.loss) {
         CHECK_OK(brg_tape_backward(tape, b.loss));
-        double d = parity_max_diff(&logits, b.logits);
-        CHECK_MSG(d <= LOGITS_TOL, "%s: logits max diff %.3g", dir, d);
-        double ref_loss = brg_tensor_get(&loss, 0), got = ((float *)b.loss->data)[0];
-        CHECK_MSG(fabs(ref_loss - got) <= LOSS_TOL, "%s: loss %.8f vs transformers %.8f", dir, got, ref_loss);
-        printf("%s: logits max diff %.2g, loss %.7f (transformers %.7f)\n", dir, d, got, ref_loss);
+        parity_check_logits_loss(dir, exp, &b);
         parity_compare_grads(m, exp, dir, 0, NULL);
         check_round_trip(m, exp, &logits, dir);
     }
