@@ -5,6 +5,7 @@
 #include <float.h>
 #include <stdbool.h>
 
+#include "kernels/gemm_avx512.h"
 #include "kernels/simd.h"
 #include "test_kernels_util.h"
 
@@ -237,8 +238,24 @@ static void test_layernorm_paths(void) {
         }
 }
 
+/* BRIGADE_SIMD=scalar in the environment selects the scalar loops; without it the CPU decides. */
+static void test_environment_switch(void) {
+    const char *given = getenv("BRIGADE_SIMD");
+    char saved[64];
+    snprintf(saved, sizeof saved, "%s", given ? given : "");
+    setenv("BRIGADE_SIMD", "scalar", 1);
+    brg_simd_force_scalar(false); /* decides again, reading the environment */
+    CHECK(!brg_simd_avx512());
+    unsetenv("BRIGADE_SIMD");
+    brg_simd_force_scalar(false);
+    CHECK(brg_simd_avx512() == brg_gemm_avx512_supported());
+    if (given) setenv("BRIGADE_SIMD", saved, 1); /* the rest of the run follows the caller's choice */
+    brg_simd_force_scalar(false);
+}
+
 int main(void) {
     have_avx512 = brg_simd_avx512();
+    test_environment_switch();
     printf("simd path: %s\n", have_avx512 ? "avx512 (compared with scalar)" : "scalar only");
     test_exp_accuracy();
     test_exp_special_values();
