@@ -13,8 +13,8 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    brg_k_linear_bwd_ex(dx, dw, dw_overwrite, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
-                        c->w_in_out);
+    brg_k_linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
+                     c->w_in_out);
     return BRG_OK;
 }
 
@@ -81,8 +81,8 @@ static brg_status linear_act_backward(brg_tape *tape, void *p) {
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
     brg_k_bias_gelu_bwd(dh, db, c->y->grad, OPS_CF32(c->h), c->n, c->out, c->kind);
-    brg_k_linear_bwd_ex(dx, dw, dw_overwrite, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
-                        c->w_in_out);
+    brg_k_linear_bwd(dx, dw, dw_overwrite, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
+                     c->w_in_out);
     return BRG_OK;
 }
 

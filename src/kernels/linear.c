@@ -34,13 +34,8 @@ void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, 
     }
 }
 
-void brg_k_linear_bwd(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
-                      int64_t n, int64_t in, int64_t out, bool w_in_out) {
-    brg_k_linear_bwd_ex(dx, dw, false, db, dy, x, w, n, in, out, w_in_out);
-}
-
-void brg_k_linear_bwd_ex(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
-                         const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
+void brg_k_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
+                      const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
     const float dw_beta = dw_overwrite ? 0.0f : 1.0f;
     if (dx) {
