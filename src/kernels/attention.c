@@ -127,8 +127,9 @@ static void apply_dropout(float *p, const block *blk, int64_t used, const brg_at
  * thread has its own scratch. */
 
 typedef struct attn_job {
-    float *out, *lse;
-    const float *q, *k, *v, *dout, *out_c, *lse_c;
+    float *out, *lse; /* forward: written */
+    const float *q, *k, *v;
+    const float *dout, *saved_out, *saved_lse; /* backward: the forward's out and lse, read */
     const struct attn_grads *g;
     const brg_attn_args *args;
 } attn_job;
@@ -248,7 +249,7 @@ static void backward_heads(void *ctx, int i, int n) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
                 block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
-                block_backward(j->g, p, dp, j->dout, j->out_c, j->lse_c, j->q, j->k, j->v, &blk, args);
+                block_backward(j->g, p, dp, j->dout, j->saved_out, j->saved_lse, j->q, j->k, j->v, &blk, args);
             }
 }
 
@@ -259,7 +260,7 @@ void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const fl
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk;
     if (Tk == 0 || !(dq || dk || dv || dbias)) return;
     const attn_grads g = {dq, dk, dv, dbias};
-    attn_job job = {.q = q, .k = k, .v = v, .dout = dout, .out_c = out, .lse_c = lse, .g = &g, .args = args};
+    attn_job job = {.q = q, .k = k, .v = v, .dout = dout, .saved_out = out, .saved_lse = lse, .g = &g, .args = args};
     run_heads(backward_heads, &job, 3 * B * H * Tq * Tk * args->D);
 }
 
