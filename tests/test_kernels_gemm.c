@@ -1,10 +1,12 @@
-/* GEMM, linear and batched matmul: the dispatched path and the avx512 kernel against the
- * reference on awkward shapes, strides and alpha/beta, the backend choice (BRIGADE_GEMM), the
- * reference against hand-computed values, and finite-difference checks of every backward.
- * On a CPU without AVX-512 the avx512 tests print a note and are skipped. */
+/* GEMM, linear and batched matmul: the dispatched path and each of our kernels (avx512, avx2)
+ * against the reference on awkward shapes, strides and alpha/beta, the backend choice
+ * (BRIGADE_GEMM, BRIGADE_ISA), the reference against hand-computed values, and finite-difference
+ * checks of every backward. A kernel the CPU lacks prints a note and its tests are skipped. */
 #include <pthread.h>
 #include <unistd.h>
 
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "test_kernels_util.h"
 
@@ -29,14 +31,32 @@ static void test_gemm_ref_known_values(void) {
     CHECK_NEAR(C[2], 10, 0);
 }
 
-/* The implementation under test: brg_gemm (whatever it dispatches to) or the avx512 kernel
- * called directly. */
-typedef enum gemm_impl { IMPL_DISPATCH = 0, IMPL_AVX512 } gemm_impl;
+/* One of our kernels, called directly, with its blocking (tile MR x NR, depth KC, blocks MC
+ * rows and NC columns) so the tests can cross every edge. */
+typedef bool kernel_fn(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                       const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+typedef struct gemm_kernel {
+    const char *name;
+    kernel_fn *fn;
+    bool (*supported)(void);
+    int64_t MR, NR, KC, MC, NC;
+} gemm_kernel;
+
+static const gemm_kernel kernels[] = {
+    {"avx512", brg_gemm_avx512, brg_gemm_avx512_supported, BRG_GEMM_AVX512_MR, BRG_GEMM_AVX512_NR,
+     BRG_GEMM_AVX512_KC, BRG_GEMM_AVX512_MC, BRG_GEMM_AVX512_NC},
+    {"avx2", brg_gemm_avx2, brg_gemm_avx2_supported, BRG_GEMM_AVX2_MR, BRG_GEMM_AVX2_NR, BRG_GEMM_AVX2_KC,
+     BRG_GEMM_AVX2_MC, BRG_GEMM_AVX2_NC},
+};
+
+/* The implementation under test: a kernel, or brg_gemm (whatever it dispatches to) when NULL. */
+typedef const gemm_kernel *gemm_impl;
+#define IMPL_DISPATCH NULL
 
 static void gemm_run(gemm_impl impl, bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (impl == IMPL_AVX512)
-        CHECK(brg_gemm_avx512(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+    if (impl)
+        CHECK(impl->fn(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
     else
         brg_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
@@ -83,7 +103,7 @@ static bool gemm_case_full(gemm_impl impl, bool ta, bool tb, int64_t M, int64_t 
     bool ok = diff <= tol && pad_ok;
     CHECK_MSG(ok,
               "%s gemm ta=%d tb=%d M=%lld N=%lld K=%lld alpha=%g beta=%g pads=%lld/%lld/%lld: diff %.3g (tol %.3g)%s",
-              impl == IMPL_AVX512 ? "avx512" : brg_gemm_backend(), ta, tb, (long long)M, (long long)N, (long long)K,
+              impl ? impl->name : brg_gemm_backend(), ta, tb, (long long)M, (long long)N, (long long)K,
               alpha, beta, (long long)pad.a, (long long)pad.b, (long long)pad.c, diff, tol,
               pad_ok ? "" : "; wrote outside C's rows");
     free(Abuf), free(Bbuf), free(C1buf), free(C2), free(C0);
@@ -136,12 +156,15 @@ static void test_gemm_empty(void) {
 
 /* ---- backend choice --------------------------------------------------------------------- */
 
-/* What brg_gemm_backend() must say for a given BRIGADE_GEMM (NULL: unset). Unknown names and
- * avx512 on a CPU without it keep the default. */
+/* What brg_gemm_backend() must say for a given BRIGADE_GEMM (NULL: unset), on this CPU as
+ * BRIGADE_ISA caps it: our best kernel by default (openblas below AVX2); a kernel the CPU lacks
+ * gives the best one below it; unknown names keep the default. */
 static const char *expected_backend(const char *env) {
-    const char *fallback = brg_gemm_avx512_supported() ? "avx512" : "openblas";
+    const brg_isa isa = brg_isa_detected();
+    const char *best = isa >= BRG_ISA_AVX512 ? "avx512" : isa >= BRG_ISA_AVX2 ? "avx2" : "openblas";
     if (env && (strcmp(env, "openblas") == 0 || strcmp(env, "ref") == 0)) return env;
-    return fallback;
+    if (env && strcmp(env, "avx2") == 0) return isa >= BRG_ISA_AVX2 ? "avx2" : "openblas";
+    return best;
 }
 
 /* The backend is chosen once per process, so each BRIGADE_GEMM value runs this test binary again
@@ -150,7 +173,7 @@ static void test_backend_env(const char *self) {
     CHECK_MSG(strcmp(brg_gemm_backend(), expected_backend(getenv("BRIGADE_GEMM"))) == 0, "backend %s",
               brg_gemm_backend());
     if (!self) return;
-    const char *values[] = {"openblas", "avx512", "ref", "bogus"};
+    const char *values[] = {"openblas", "avx512", "avx2", "ref", "bogus"};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         char cmd[4200], line[256] = "";
         snprintf(cmd, sizeof cmd, "BRIGADE_GEMM=%s '%s' --child-backend 2>/dev/null", values[i], self);
@@ -175,15 +198,16 @@ static int child_backend(void) {
 }
 
 
-/* ---- the avx512 kernel, called directly ------------------------------------------------- */
+/* ---- our kernels, called directly ------------------------------------------------------ */
 
-/* Every combination of small sizes around the tile edges (MR = 14, NR = 32, 16-wide vectors),
- * all four transposes, with alpha/beta and leading-dimension padding varied across cases. */
-static void test_avx512_small_shapes(void) {
-    /* 4 and 8 rows and their neighbours reach the 4- and 8-row edge tiles, full and partial. */
-    const int64_t ms[] = {1, 4, 7, 8, 13, 14, 15, 16, 17, 18, 22, 29, 33};
-    const int64_t ns[] = {1, 7, 15, 16, 17, 31, 32, 33, 47, 65};
-    const int64_t ks[] = {1, 2, 7, 15, 16, 17, 33};
+/* Every combination of small sizes around the tile edges (MR rows, NR columns and their halves,
+ * vector widths), all four transposes, with alpha/beta and leading-dimension padding varied. */
+static void test_kernel_small_shapes(const gemm_kernel *k) {
+    const int64_t MR = k->MR, NR = k->NR;
+    /* Below, at and past one and two tiles, and the sizes that reach each shorter edge tile. */
+    const int64_t ms[] = {1, 2, 3, 4, 5, 7, 8, MR / 2, MR - 1, MR, MR + 1, MR + 2, MR + 4, 2 * MR - 1, 2 * MR + 1, 33};
+    const int64_t ns[] = {1, 7, 8, 9, NR / 2 - 1, NR / 2 + 1, NR - 1, NR, NR + 1, 2 * NR - 1, 2 * NR + 1, 65};
+    const int64_t ks[] = {1, 2, 7, 8, 9, 15, 16, 17, 33};
     const float alphas[] = {1.0f, -0.75f, 2.0f};
     const float betas[] = {0.0f, 1.0f, -0.5f, 0.25f};
     const pads padv[] = {{0, 0, 0}, {1, 3, 2}, {17, 5, 16}};
@@ -192,14 +216,14 @@ static void test_avx512_small_shapes(void) {
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++)
                 for (int t = 0; t < 4 && failed < 10; t++, n++)
-                    failed += !gemm_case_full(IMPL_AVX512, t & 1, t & 2, ms[mi], ns[ni], ks[ki], alphas[n % 3],
+                    failed += !gemm_case_full(k, t & 1, t & 2, ms[mi], ns[ni], ks[ki], alphas[n % 3],
                                               betas[(n / 3) % 4], padv[(n / 12) % 3]);
 }
 
 /* Shapes that cross the cache blocks (KC in depth, MC rows, NC columns, once and several
  * times) and the awkward sizes 255 and 1000. */
-static void test_avx512_block_edges(void) {
-    const int64_t KC = BRG_GEMM_AVX512_KC, MC = BRG_GEMM_AVX512_MC, NC = BRG_GEMM_AVX512_NC;
+static void test_kernel_block_edges(const gemm_kernel *k) {
+    const int64_t KC = k->KC, MC = k->MC, NC = k->NC;
     const int64_t shapes[][3] = {
         {255, 33, 1000},   {1000, 17, 255},   {33, 1000, 15},   {MC + 1, 40, KC + 1}, {MC - 1, 33, 2 * KC + 3},
         {2 * MC + 15, 31, 3}, {9, NC + 33, 20}, {3, NC - 1, KC}, {20, 2 * NC + 5, 50},  {16, 16, 16},
@@ -208,29 +232,57 @@ static void test_avx512_block_edges(void) {
     const float betas[] = {0.0f, 1.0f, -0.5f};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int t = 0; t < 4; t++)
-            gemm_case_full(IMPL_AVX512, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f,
-                           betas[(s + t) % 3], (pads){(int64_t)(s % 3), (int64_t)(t * 7), (int64_t)(s & 1)});
+            gemm_case_full(k, t & 1, t & 2, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f, betas[(s + t) % 3],
+                           (pads){(int64_t)(s % 3), (int64_t)(t * 7), (int64_t)(s & 1)});
 }
 
 /* Degenerate products through the kernel itself: C = beta * C, beta == 0 clears NaN, nothing
  * is touched for M == 0 or N == 0. */
-static void test_avx512_degenerate(void) {
+static void test_kernel_degenerate(const gemm_kernel *k) {
     float A[8] = {1, 2, 3, 4, 5, 6, 7, 8}, B[8] = {1, 2, 3, 4, 5, 6, 7, 8}, C[6];
     for (int i = 0; i < 6; i++) C[i] = NAN;
-    CHECK(brg_gemm_avx512(false, false, 2, 3, 0, 1.0f, A, 1, B, 3, 0.0f, C, 3));
+    CHECK(k->fn(false, false, 2, 3, 0, 1.0f, A, 1, B, 3, 0.0f, C, 3));
     int zero = 1;
     for (int i = 0; i < 6; i++) zero &= C[i] == 0.0f;
-    CHECK_MSG(zero, "avx512: K == 0, beta == 0 must zero C");
+    CHECK_MSG(zero, "%s: K == 0, beta == 0 must zero C", k->name);
     for (int i = 0; i < 6; i++) C[i] = 2.0f;
-    CHECK(brg_gemm_avx512(true, true, 2, 3, 2, 0.0f, A, 2, B, 2, 0.5f, C, 3));
+    CHECK(k->fn(true, true, 2, 3, 2, 0.0f, A, 2, B, 2, 0.5f, C, 3));
     CHECK(C[0] == 1.0f && C[5] == 1.0f); /* alpha == 0: C = beta * C */
-    CHECK(brg_gemm_avx512(false, false, 0, 3, 2, 1.0f, A, 2, B, 3, 0.0f, C, 3));
-    CHECK(brg_gemm_avx512(false, false, 2, 0, 2, 1.0f, A, 2, B, 1, 0.0f, C, 1));
+    CHECK(k->fn(false, false, 0, 3, 2, 1.0f, A, 2, B, 3, 0.0f, C, 3));
+    CHECK(k->fn(false, false, 2, 0, 2, 1.0f, A, 2, B, 1, 0.0f, C, 1));
     CHECK(C[0] == 1.0f && C[5] == 1.0f);
+}
+
+/* Each element keeps its loop over K whatever the shape: a product computed in row slices and
+ * in column slices equals the whole product bit for bit (what lets a device's team split it). */
+static void test_kernel_split_exact(const gemm_kernel *k) {
+    const int64_t M = 2 * k->MR + 5, N = 3 * k->NR + 3, K = 2 * k->KC + 7;
+    for (int t = 0; t < 4; t++) {
+        const bool ta = t & 1, tb = t & 2;
+        const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        float *A = tk_rand(M * K, -1, 1), *B = tk_rand(K * N, -1, 1), *C0 = tk_rand(M * N, -1, 1);
+        float *whole = tk_zeros(M * N), *rows = tk_zeros(M * N), *cols = tk_zeros(M * N);
+        memcpy(whole, C0, (size_t)(M * N) * sizeof(float));
+        memcpy(rows, C0, (size_t)(M * N) * sizeof(float));
+        memcpy(cols, C0, (size_t)(M * N) * sizeof(float));
+        CHECK(k->fn(ta, tb, M, N, K, 0.5f, A, lda, B, ldb, 1.0f, whole, N));
+        const int64_t cut_m[] = {0, 1, k->MR + 2, M}, cut_n[] = {0, 5, k->NR + 1, N};
+        for (int s = 0; s < 3; s++) {
+            const int64_t r0 = cut_m[s], r1 = cut_m[s + 1], c0 = cut_n[s], c1 = cut_n[s + 1];
+            CHECK(k->fn(ta, tb, r1 - r0, N, K, 0.5f, ta ? A + r0 : A + r0 * lda, lda, B, ldb, 1.0f, rows + r0 * N, N));
+            CHECK(k->fn(ta, tb, M, c1 - c0, K, 0.5f, A, lda, tb ? B + c0 * ldb : B + c0, ldb, 1.0f, cols + c0, N));
+        }
+        CHECK_MSG(memcmp(whole, rows, (size_t)(M * N) * sizeof(float)) == 0, "%s ta=%d tb=%d: row slices differ",
+                  k->name, ta, tb);
+        CHECK_MSG(memcmp(whole, cols, (size_t)(M * N) * sizeof(float)) == 0, "%s ta=%d tb=%d: column slices differ",
+                  k->name, ta, tb);
+        free(A), free(B), free(C0), free(whole), free(rows), free(cols);
+    }
 }
 
 /* Threads each keep their own packing buffers: concurrent products must not interfere. */
 typedef struct thread_job {
+    const gemm_kernel *k;
     int64_t M, N, K;
     bool ok;
 } thread_job;
@@ -245,7 +297,7 @@ static void *thread_main(void *p) {
     for (int64_t i = 0; i < K * N; i++) B[i] = (float)((s = s * 6364136223846793005ULL + 1) >> 40) * 0x1p-24f - 0.5f;
     j->ok = true;
     for (int rep = 0; rep < 3; rep++) {
-        j->ok &= brg_gemm_avx512(rep & 1, false, M, N, K, 1.0f, A, (rep & 1) ? M : K, B, N, 0.0f, C1, N);
+        j->ok &= j->k->fn(rep & 1, false, M, N, K, 1.0f, A, (rep & 1) ? M : K, B, N, 0.0f, C1, N);
         brg_gemm_ref(rep & 1, false, M, N, K, 1.0f, A, (rep & 1) ? M : K, B, N, 0.0f, C2, N);
         for (int64_t i = 0; i < M * N; i++) j->ok &= fabs((double)C1[i] - (double)C2[i]) <= 2e-6 * (double)(K + 1);
     }
@@ -253,23 +305,27 @@ static void *thread_main(void *p) {
     return NULL;
 }
 
-static void test_avx512_threads(void) {
-    thread_job jobs[3] = {{70, 90, 300, false}, {200, 40, 100, false}, {33, 65, 17, false}};
+static void test_kernel_threads(const gemm_kernel *k) {
+    thread_job jobs[3] = {{k, 70, 90, 300, false}, {k, 200, 40, 100, false}, {k, 33, 65, 17, false}};
     pthread_t th[3];
     for (int i = 0; i < 3; i++) CHECK(pthread_create(&th[i], NULL, thread_main, &jobs[i]) == 0);
     for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
-    for (int i = 0; i < 3; i++) CHECK_MSG(jobs[i].ok, "avx512 on thread %d differs from the reference", i);
+    for (int i = 0; i < 3; i++) CHECK_MSG(jobs[i].ok, "%s on thread %d differs from the reference", k->name, i);
 }
 
-static void test_avx512(void) {
-    if (!brg_gemm_avx512_supported()) {
-        printf("note: this CPU lacks AVX-512 F/BW/DQ/VL; the avx512 GEMM tests are skipped\n");
-        return;
+static void test_kernels(void) {
+    for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) {
+        const gemm_kernel *k = &kernels[i];
+        if (!k->supported()) {
+            printf("note: this CPU lacks the instructions of the %s GEMM; its tests are skipped\n", k->name);
+            continue;
+        }
+        test_kernel_small_shapes(k);
+        test_kernel_block_edges(k);
+        test_kernel_degenerate(k);
+        test_kernel_split_exact(k);
+        test_kernel_threads(k);
     }
-    test_avx512_small_shapes();
-    test_avx512_block_edges();
-    test_avx512_degenerate();
-    test_avx512_threads();
 }
 
 /* ---- linear ---------------------------------------------------------------------------- */
@@ -405,7 +461,7 @@ int main(int argc, char **argv) {
     test_gemm_vs_ref();
     test_gemm_beta_zero_overwrites_nan();
     test_gemm_empty();
-    test_avx512();
+    test_kernels();
     test_backend_env(len > 0 ? self : NULL);
     test_linear();
     test_linear_bias_grad_many_rows();

@@ -6,10 +6,19 @@
  *             OpenBLAS as this environment configures it (OPENBLAS_CORETYPE=Haswell) and level
  *             with OpenBLAS's best kernel, whatever OPENBLAS_CORETYPE says (bench/README.md,
  *             `brigade_bench_gemm`).
- *   openblas  cblas_sgemm; the default without AVX-512.
+ *   avx2      the packed AVX2 + FMA kernel in gemm_avx2.c; the default on CPUs with AVX2 but
+ *             not AVX-512 (bench/README.md has the measurement against OpenBLAS's Haswell
+ *             kernel, the one OpenBLAS runs on such CPUs).
+ *   openblas  cblas_sgemm; the default on CPUs without AVX2.
  *   ref       brg_gemm_ref, the double-accumulating scalar loop (slow; for debugging).
- * The environment variable BRIGADE_GEMM=openblas|avx512|ref overrides the default; asking for
- * avx512 on a CPU without it gives openblas. brg_gemm_backend() names what actually runs.
+ * The environment variable BRIGADE_GEMM=openblas|avx512|avx2|ref overrides the default; asking
+ * for a kernel the CPU lacks (or BRIGADE_ISA rules out) gives the best one below it.
+ * brg_gemm_backend() names what actually runs.
+ *
+ * A device's intra-op team splits products by rows of C only on the backends whose every element
+ * keeps its loop over K whatever the split (our kernels and ref). OpenBLAS picks kernels and
+ * blockings by shape, so a split would change the last bits: with it the team leaves products
+ * whole, and results stay the same for any number of threads.
  *
  * brg_gemm_ref is the slow, accurate yardstick the tests compare everything against. */
 #include <limits.h>
@@ -20,22 +29,32 @@
 #include <string.h>
 
 #include "brigade/status.h"
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
+#include "kernels/gemm_blocked.h"
 #include "kernels/kernels.h"
 
 /* Last: OpenBLAS's header pulls in <complex.h>, whose macro I would break any prototype with a
  * parameter of that name in the headers above. */
 #include <cblas.h>
 
-typedef enum backend { BACKEND_OPENBLAS = 0, BACKEND_AVX512, BACKEND_REF } backend;
+typedef enum backend { BACKEND_OPENBLAS = 0, BACKEND_AVX512, BACKEND_AVX2, BACKEND_REF } backend;
 
-static const char *const backend_names[] = {"openblas", "avx512", "ref"};
+static const char *const backend_names[] = {"openblas", "avx512", "avx2", "ref"};
 static backend active = BACKEND_OPENBLAS;
 static pthread_once_t choose_once = PTHREAD_ONCE_INIT;
 
+/* Our kernel for the ISA level, falling back level by level. */
+static backend kernel_for(brg_isa isa) {
+    if (isa >= BRG_ISA_AVX512) return BACKEND_AVX512;
+    if (isa >= BRG_ISA_AVX2) return BACKEND_AVX2;
+    return BACKEND_OPENBLAS;
+}
+
 static void choose_backend(void) {
-    const bool avx512 = brg_gemm_avx512_supported();
-    active = avx512 ? BACKEND_AVX512 : BACKEND_OPENBLAS;
+    const brg_isa isa = brg_isa_detected();
+    active = kernel_for(isa);
     const char *env = getenv("BRIGADE_GEMM");
     if (!env || !*env) return;
     if (strcmp(env, "openblas") == 0) {
@@ -43,10 +62,12 @@ static void choose_backend(void) {
     } else if (strcmp(env, "ref") == 0) {
         active = BACKEND_REF;
     } else if (strcmp(env, "avx512") == 0) {
-        active = avx512 ? BACKEND_AVX512 : BACKEND_OPENBLAS;
+        active = kernel_for(isa);
+    } else if (strcmp(env, "avx2") == 0) {
+        active = kernel_for(isa < BRG_ISA_AVX2 ? isa : BRG_ISA_AVX2);
     } else {
         /* A typo must not silently benchmark the wrong kernel. */
-        fprintf(stderr, "brigade: BRIGADE_GEMM=%s is not one of openblas, avx512, ref; using %s\n", env,
+        fprintf(stderr, "brigade: BRIGADE_GEMM=%s is not one of openblas, avx512, avx2, ref; using %s\n", env,
                 backend_names[active]);
     }
 }
@@ -65,19 +86,6 @@ static void check_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     BRG_ASSERT(ldc >= N);
 }
 
-/* C = beta * C, where beta == 0 must clear C even when it holds NaN or Inf garbage. */
-static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
-    if (beta == 1.0f) return;
-    for (int64_t i = 0; i < M; i++) {
-        float *c = C + i * ldc;
-        if (beta == 0.0f) {
-            for (int64_t j = 0; j < N; j++) c[j] = 0.0f;
-        } else {
-            for (int64_t j = 0; j < N; j++) c[j] *= beta;
-        }
-    }
-}
-
 /* BLAS rejects ld < 1 even for empty operands, so pass at least 1. */
 static int blas_ld(int64_t ld) { return ld < 1 ? 1 : (int)ld; }
 
@@ -86,11 +94,12 @@ void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     check_args(trans_a, trans_b, M, N, K, lda, ldb, ldc);
     if (M == 0 || N == 0) return;
     if (K == 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
+        brg_gemm_scale_c(M, N, beta, C, ldc);
         return;
     }
-    if (brg_gemm_team_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     const backend be = current_backend();
+    if (be != BACKEND_OPENBLAS && brg_gemm_team_run(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+        return;
     if (be == BACKEND_REF) {
         brg_gemm_ref(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -99,6 +108,7 @@ void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
      * computes the product, which needs no buffers of ours. */
     if (be == BACKEND_AVX512 && brg_gemm_avx512(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
+    if (be == BACKEND_AVX2 && brg_gemm_avx2(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     /* The BLAS interface takes int sizes; larger problems must be split by the caller. */
     BRG_ASSERT(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
     BRG_ASSERT(lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX);
@@ -127,6 +137,6 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 const char *brg_gemm_backend(void) { return backend_names[current_backend()]; }
 
 /* Devices compute single-threaded by default: parallelism comes from devices, and OpenBLAS
- * serialises concurrent callers when it runs its own thread pool. The avx512 kernel always runs
- * on the calling thread alone, whatever this is set to. */
+ * serialises concurrent callers when it runs its own thread pool. Our kernels always run on the
+ * calling thread alone, whatever this is set to. */
 void brg_gemm_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }

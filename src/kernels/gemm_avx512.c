@@ -20,14 +20,18 @@
  * per k (two aligned vector loads). Edges are padded with zeros in the packed buffers, so the
  * microkernel always runs full tiles and only its stores are masked to the valid part of C.
  *
+ * The block loops, block packing and buffers are gemm_blocked.c's; this file holds the packing
+ * routines and the tiles.
+ *
  * Every function that executes AVX-512 carries a target attribute instead of the translation
  * unit being built with -mavx512*: the library must still run on CPUs without it, and
  * brg_gemm only calls in here after brg_gemm_avx512_supported(). */
 #include "kernels/gemm_avx512.h"
 
 #include <immintrin.h>
-#include <pthread.h>
-#include <stdlib.h>
+
+#include "kernels/cpu_isa.h"
+#include "kernels/gemm_blocked.h"
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define AVX512_INLINE static inline __attribute__((always_inline)) AVX512
@@ -45,67 +49,7 @@ _Static_assert(MR <= 16, "an A micro-panel is packed through one 16x16 transpose
 _Static_assert(NR % 16 == 0, "a B micro-panel is a whole number of zmm vectors");
 _Static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of tiles");
 
-bool brg_gemm_avx512_supported(void) {
-    /* libgcc's feature bits already require the OS to save the opmask and zmm state (XCR0),
-     * so a set bit means the instructions are usable, not merely present. */
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("fma");
-}
-
-/* ---- per-thread packing buffers ---------------------------------------------------------
- * Devices are long-lived threads that call GEMM thousands of times per step, so each thread
- * keeps its buffers and only grows them; a thread-exit destructor frees them. */
-
-typedef struct pack_buffers {
-    float *a, *b;
-    size_t a_cap, b_cap; /* in floats */
-} pack_buffers;
-
-static pthread_key_t buffers_key;
-static pthread_once_t buffers_once = PTHREAD_ONCE_INIT;
-static bool buffers_key_ok;
-static _Thread_local pack_buffers *thread_buffers;
-
-static void buffers_free(void *p) {
-    pack_buffers *pb = p;
-    free(pb->a);
-    free(pb->b);
-    free(pb);
-    thread_buffers = NULL; /* a GEMM in a later exit handler of this thread starts afresh */
-}
-
-static void buffers_key_create(void) { buffers_key_ok = pthread_key_create(&buffers_key, buffers_free) == 0; }
-
-/* 64-byte aligned so the microkernel's B loads are aligned and each A panel starts on a line. */
-static bool grow(float **buf, size_t *cap, size_t need) {
-    if (need <= *cap) return true;
-    size_t bytes = (need * sizeof(float) + 63) & ~(size_t)63;
-    float *p = aligned_alloc(64, bytes);
-    if (!p) return false;
-    free(*buf);
-    *buf = p;
-    *cap = bytes / sizeof(float);
-    return true;
-}
-
-static pack_buffers *buffers_get(size_t a_need, size_t b_need) {
-    pack_buffers *pb = thread_buffers;
-    if (!pb) {
-        pthread_once(&buffers_once, buffers_key_create);
-        if (!buffers_key_ok) return NULL;
-        pb = calloc(1, sizeof *pb);
-        if (!pb) return NULL;
-        if (pthread_setspecific(buffers_key, pb) != 0) {
-            free(pb);
-            return NULL;
-        }
-        thread_buffers = pb;
-    }
-    if (!grow(&pb->a, &pb->a_cap, a_need) || !grow(&pb->b, &pb->b_cap, b_need)) return NULL;
-    return pb;
-}
+bool brg_gemm_avx512_supported(void) { return brg_isa_hardware(BRG_ISA_AVX512); }
 
 /* ---- packing ---------------------------------------------------------------------------- */
 
@@ -206,37 +150,6 @@ AVX512 static void pack_cols(float *restrict dst, int64_t w, const float *restri
     }
 }
 
-/* op(A)[ic:ic+mc, pc:pc+kc] into MR-row micro-panels, each [kc][MR]. */
-AVX512 static void pack_a(float *restrict dst, bool trans_a, const float *A, int64_t lda, int64_t ic, int64_t pc,
-                          int64_t mc, int64_t kc) {
-    for (int64_t ir = 0; ir < mc; ir += MR) {
-        const int64_t rows = mc - ir < MR ? mc - ir : MR;
-        float *d = dst + ir * kc;
-        if (trans_a) /* A is [K, M]: the MR rows of a panel are contiguous for each k */
-            pack_cols(d, MR, A + pc * lda + (ic + ir), lda, rows, kc);
-        else
-            pack_rows(d, MR, MR, A + (ic + ir) * lda + pc, lda, (int)rows, kc, MR);
-    }
-}
-
-/* op(B)[pc:pc+kc, jc:jc+nc] into NR-column micro-panels, each [kc][NR]. */
-AVX512 static void pack_b(float *restrict dst, bool trans_b, const float *B, int64_t ldb, int64_t jc, int64_t pc,
-                          int64_t nc, int64_t kc) {
-    for (int64_t jr = 0; jr < nc; jr += NR) {
-        const int64_t cols = nc - jr < NR ? nc - jr : NR;
-        float *d = dst + jr * kc;
-        if (!trans_b) { /* B is [K, N]: the NR columns of a panel are contiguous for each k */
-            pack_cols(d, NR, B + pc * ldb + (jc + jr), ldb, cols, kc);
-        } else { /* B is [N, K]: transpose 16 columns of op(B) (rows of B) at a time */
-            for (int g = 0; g < NV; g++) {
-                const int64_t c = cols - 16 * g;
-                const float *s = B + (jc + jr + 16 * g) * ldb + pc;
-                pack_rows(d + 16 * g, NR, 16, s, ldb, c <= 0 ? 0 : c >= 16 ? 16 : (int)c, kc, 16);
-            }
-        }
-    }
-}
-
 /* ---- microkernel -------------------------------------------------------------------------
  * C[0:mr, 0:nr] = alpha * (A_panel @ B_panel) + beta * C over one packed depth kc. Per k: NV
  * aligned loads of B, ROWS broadcasts of A, ROWS * NV FMAs into accumulators that never leave
@@ -316,61 +229,16 @@ AVX512 static void tile_4(int64_t kc, const float *a, const float *b, float *c, 
     tile(4, kc, a, b, c, ldc, alpha, beta, mr, nr);
 }
 
-/* ---- driver ----------------------------------------------------------------------------- */
 
-typedef void tile_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
-                     int64_t mr, int64_t nr);
-
-static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
-static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-/* C = beta * C for the degenerate products (K == 0 or alpha == 0); beta == 0 clears NaN. */
-static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
-    if (beta == 1.0f) return;
-    for (int64_t i = 0; i < M; i++) {
-        float *c = C + i * ldc;
-        for (int64_t j = 0; j < N; j++) c[j] = beta == 0.0f ? 0.0f : c[j] * beta;
-    }
-}
-
-AVX512 static void gemm_blocked(pack_buffers *pb, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                                float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
-                                float *C, int64_t ldc) {
-    for (int64_t ic = 0; ic < M; ic += MC) {
-        const int64_t mc = min64(MC, M - ic);
-        for (int64_t pc = 0; pc < K; pc += KC) {
-            const int64_t kc = min64(KC, K - pc);
-            /* beta applies once, with the first slice of K; later slices accumulate. */
-            const float beta_k = pc == 0 ? beta : 1.0f;
-            pack_a(pb->a, trans_a, A, lda, ic, pc, mc, kc);
-            for (int64_t jc = 0; jc < N; jc += NC) {
-                const int64_t nc = min64(NC, N - jc);
-                pack_b(pb->b, trans_b, B, ldb, jc, pc, nc, kc);
-                for (int64_t ir = 0; ir < mc; ir += MR) {
-                    const float *ap = pb->a + ir * kc;
-                    const int64_t mr = min64(MR, mc - ir);
-                    float *c = C + (ic + ir) * ldc + jc;
-                    tile_fn *fn = mr > 8 ? tile_14 : mr > 4 ? tile_8 : tile_4;
-                    for (int64_t jr = 0; jr < nc; jr += NR)
-                        fn(kc, ap, pb->b + jr * kc, c + jr, ldc, alpha, beta_k, mr, min64(NR, nc - jr));
-                }
-            }
-        }
-    }
-}
+/* A micro-panel outer (see the top of this file for why). */
+static const brg_gemm_kernel avx512_kernel = {
+    .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 16,
+    .pack_rows = pack_rows, .pack_cols = pack_cols,
+    .n_tiles = 3, .tile_rows = {MR, 8, 4}, .tiles = {tile_14, tile_8, tile_4},
+    .b_panel_outer = false,
+};
 
 bool brg_gemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    if (M <= 0 || N <= 0) return true;
-    if (K <= 0 || alpha == 0.0f) {
-        scale_c(M, N, beta, C, ldc);
-        return true;
-    }
-    const int64_t kc = min64(KC, K);
-    const size_t a_need = (size_t)(round_up(min64(MC, M), MR) * kc);
-    const size_t b_need = (size_t)(round_up(min64(NC, N), NR) * kc);
-    pack_buffers *pb = buffers_get(a_need, b_need);
-    if (!pb) return false;
-    gemm_blocked(pb, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return true;
+    return brg_gemm_blocked(&avx512_kernel, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

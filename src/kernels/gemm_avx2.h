@@ -1,0 +1,29 @@
+/* The AVX2 + FMA single-precision GEMM behind brg_gemm (internal to the library and its tests).
+ *
+ * Compiled for AVX2 per function (target attributes), never with global -mavx2 flags, so the
+ * library still runs on CPUs without it; callers check brg_gemm_avx2_supported() first. */
+#ifndef BRIGADE_GEMM_AVX2_H
+#define BRIGADE_GEMM_AVX2_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* True when the CPU and the OS support AVX2 and FMA. */
+bool brg_gemm_avx2_supported(void);
+
+/* brg_gemm's contract (row-major C = alpha * op(A) @ op(B) + beta * C; beta == 0 never reads
+ * C), computed on the calling thread alone. Returns false, having touched nothing, only when the
+ * thread's packing buffers cannot be allocated. */
+bool brg_gemm_avx2(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
+                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* Blocking of the kernel, exposed so tests can pick shapes that cross every block edge. */
+enum {
+    BRG_GEMM_AVX2_MR = 6,    /* rows of C per microkernel tile */
+    BRG_GEMM_AVX2_NR = 16,   /* columns of C per microkernel tile (two ymm vectors) */
+    BRG_GEMM_AVX2_KC = 256,  /* depth of one packed panel */
+    BRG_GEMM_AVX2_MC = 1020, /* rows of A packed at once (a multiple of MR; L3) */
+    BRG_GEMM_AVX2_NC = 256,  /* columns of B packed at once (a multiple of NR; L2) */
+};
+
+#endif

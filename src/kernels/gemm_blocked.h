@@ -1,0 +1,66 @@
+/* The packed, cache-blocked GEMM scheme (Goto / BLIS) that our ISA kernels (gemm_avx512.c,
+ * gemm_avx2.c) plug into: each supplies its tile sizes, its two packing routines and its
+ * microkernel tiles; the loops, the packing of whole blocks and each thread's buffers live here
+ * (internal to the library).
+ *
+ *   for ic in M by MC:
+ *     for pc in K by KC:
+ *       pack A block [MC, KC]
+ *       for jc in N by NC:
+ *         pack B block [KC, NC]
+ *         tiles: every MR x NR tile of C over the packed depth kc
+ *
+ * Packed A micro-panels are k-major with MR floats per k (broadcast one at a time), B
+ * micro-panels k-major with NR floats per k (whole vector loads); edges are zero-padded, so the
+ * tiles always compute full tiles and mask only their stores. Each element of C is accumulated
+ * over k in the same order whatever M and N are (the K blocks depend on K alone, and every tile
+ * variant runs the same FMA chain per lane), so a product split by rows or columns gives the
+ * same bits as the whole product. */
+#ifndef BRIGADE_KERNELS_GEMM_BLOCKED_H
+#define BRIGADE_KERNELS_GEMM_BLOCKED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Packs `rows` (<= group) source rows that are contiguous along k (row r at src + r * ld) into
+ * dst[k * w + lane], lane = row, for k < kc; lanes rows..width-1 become zeros. The transposing
+ * case: A not transposed, or B transposed. `next`: rows on to the next group (for prefetching). */
+typedef void brg_pack_rows_fn(float *restrict dst, int64_t w, int width, const float *restrict src, int64_t ld,
+                              int rows, int64_t kc, int64_t next);
+/* Packs a source whose panel dimension is contiguous (element (k, lane) at src + k * ld + lane,
+ * `cols` valid lanes) into dst[k * w + lane] for lanes < w, zeros past cols. The copying case:
+ * A transposed, or B not transposed. */
+typedef void brg_pack_cols_fn(float *restrict dst, int64_t w, const float *restrict src, int64_t ld, int64_t cols,
+                              int64_t kc);
+/* C[0:mr, 0:nr] = alpha * (A_panel @ B_panel) + beta * C over one packed depth kc, for
+ * mr <= the tile's rows and nr <= NR; beta == 0 never reads C. */
+typedef void brg_tile_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+                         int64_t mr, int64_t nr);
+
+typedef struct brg_gemm_kernel {
+    int64_t MR, NR, KC, MC, NC;
+    int group; /* rows pack_rows transposes at once (the vector width) */
+    brg_pack_rows_fn *pack_rows;
+    brg_pack_cols_fn *pack_cols;
+    /* Tiles of decreasing height: tiles[0] has MR rows; the last panel of a block runs the
+     * lowest one that covers its rows, instead of spending most FMAs on padding. */
+    int n_tiles;
+    int tile_rows[3];
+    brg_tile_fn *tiles[3];
+    /* Loop order inside a block pair: B micro-panel outer (it stays in L1 while A micro-panels
+     * stream from L2) or A micro-panel outer (the other way round). */
+    bool b_panel_outer;
+} brg_gemm_kernel;
+
+/* brg_gemm's contract computed with kernel `k` on the calling thread; false, having touched
+ * nothing, only when the thread's packing buffers cannot be allocated. */
+bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                      int64_t ldc);
+
+/* C = beta * C, for the products with K == 0 or alpha == 0: beta == 0 clears C even when it
+ * holds NaN or Inf garbage. */
+void brg_gemm_scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc);
+
+#endif
