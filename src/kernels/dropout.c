@@ -1,6 +1,10 @@
 /* Inverted dropout with a counter-based mask: element i's keep decision is a pure function of
  * (seed, offset + i), so backward regenerates the forward mask instead of storing it, any
- * sub-range can be computed independently, and a seed reproduces a run. */
+ * sub-range can be computed independently, and a seed reproduces a run.
+ *
+ * Three bodies, picked by brg_simd_isa(): AVX-512 (16 elements a step), AVX2 (8) and scalar. All
+ * compute the same 64-bit hash exactly and the same single multiply per kept element, so every
+ * level keeps the same elements and gives the same bits. */
 #include <math.h>
 
 #include "brigade/status.h"
@@ -84,19 +88,82 @@ BRG_AVX512 static void dropout_avx512(float *y, const float *x, int64_t n, float
         }
     }
 }
+
+/* ---- AVX2: no 64-bit multiply (vpmullq), so it is built from 32 x 32 -> 64 products ---- */
+
+/* a * b mod 2^64 on 4 lanes: lo(a) lo(b) + (hi(a) lo(b) + lo(a) hi(b)) 2^32. */
+BRG_AVX2_INLINE __m256i mullo64x4(__m256i a, __m256i b) {
+    const __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                           _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+
+BRG_AVX2_INLINE __m256i mix64x4(__m256i z) {
+    z = mullo64x4(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), _mm256_set1_epi64x((long long)0xBF58476D1CE4E5B9ULL));
+    z = mullo64x4(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), _mm256_set1_epi64x((long long)0x94D049BB133111EBULL));
+    return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
+}
+
+/* All-ones in the 64-bit lanes whose hash input h = key + (index + 1) GOLDEN (draw24's) gives a
+ * kept element. The 24-bit draws and the threshold (<= 2^24) are small, so a signed compare is
+ * exact. */
+BRG_AVX2_INLINE __m256i keep4(__m256i h, __m256i thr) {
+    const __m256i dropped = _mm256_cmpgt_epi64(thr, _mm256_srli_epi64(mix64x4(h), 40));
+    return _mm256_xor_si256(dropped, _mm256_set1_epi64x(-1));
+}
+
+/* Keep decisions of the 8 elements whose hash inputs are h[0] (elements 0-3) and h[1] (4-7), as
+ * 32-bit lane masks: the low halves of the two 64-bit masks, put back in element order. */
+BRG_AVX2_INLINE __m256 keep8(const __m256i h[2], __m256i thr) {
+    const __m256 lo = _mm256_castsi256_ps(keep4(h[0], thr));
+    const __m256 hi = _mm256_castsi256_ps(keep4(h[1], thr));
+    const __m256 mixed = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)); /* lo0 lo1 hi0 hi1 | lo2 lo3 hi2 hi3 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+/* Moves the hash inputs 8 elements on: adding 8 GOLDEN is exact modulo 2^64, as the products are,
+ * and saves one emulated 64-bit multiply per element. */
+BRG_AVX2_INLINE void advance8(__m256i h[2]) {
+    const __m256i step = _mm256_set1_epi64x((long long)(8 * GOLDEN));
+    h[0] = _mm256_add_epi64(h[0], step);
+    h[1] = _mm256_add_epi64(h[1], step);
+}
+
+/* One 8-wide step: kept lanes x * scale, dropped ones 0, or (accumulate) acc plus that where
+ * kept and acc untouched where dropped, as the scalar loop's `if (keep) y += x * scale`. */
+BRG_AVX2_INLINE __m256 dropout_step8(__m256 acc, __m256 x, __m256 keep, __m256 sv, bool accumulate) {
+    const __m256 kept = _mm256_and_ps(_mm256_mul_ps(x, sv), keep);
+    return accumulate ? _mm256_blendv_ps(acc, _mm256_add_ps(acc, kept), keep) : kept;
+}
+
+BRG_AVX2 static void dropout_avx2(float *y, const float *x, int64_t n, float scale, uint64_t key, uint64_t thr,
+                                  uint64_t offset, bool accumulate) {
+    const __m256 sv = _mm256_set1_ps(scale);
+    const __m256i tv = _mm256_set1_epi64x((long long)thr), kv = _mm256_set1_epi64x((long long)key);
+    const __m256i golden = _mm256_set1_epi64x((long long)GOLDEN), first = _mm256_set1_epi64x((long long)offset);
+    __m256i h[2] = {_mm256_add_epi64(kv, mullo64x4(_mm256_add_epi64(first, _mm256_setr_epi64x(1, 2, 3, 4)), golden)),
+                    _mm256_add_epi64(kv, mullo64x4(_mm256_add_epi64(first, _mm256_setr_epi64x(5, 6, 7, 8)), golden))};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8, advance8(h)) {
+        __m256 keep = keep8(h, tv);
+        __m256 acc = accumulate ? _mm256_loadu_ps(y + i) : _mm256_setzero_ps();
+        _mm256_storeu_ps(y + i, dropout_step8(acc, _mm256_loadu_ps(x + i), keep, sv, accumulate));
+    }
+    if (i < n) {
+        __m256 keep = keep8(h, tv);
+        __m256 acc = accumulate ? brg_load_tail8(y, i, n) : _mm256_setzero_ps();
+        brg_store_tail8(y, i, n, dropout_step8(acc, brg_load_tail8(x, i, n), keep, sv, accumulate));
+    }
+}
 #endif
 
 static void dropout_rows(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset,
                          bool accumulate) {
     const float scale = 1.0f / (1.0f - p);
     const uint64_t key = stream_key(seed), thr = keep_threshold(p);
-#if defined(__x86_64__) || defined(__i386__)
-    if (brg_simd_avx512()) {
-        dropout_avx512(y, x, n, scale, key, thr, offset, accumulate);
-        return;
-    }
-#endif
-    dropout_scalar(y, x, n, scale, key, thr, offset, accumulate);
+    BRG_SIMD_PICK(dropout_avx512(y, x, n, scale, key, thr, offset, accumulate),
+                  dropout_avx2(y, x, n, scale, key, thr, offset, accumulate),
+                  dropout_scalar(y, x, n, scale, key, thr, offset, accumulate));
 }
 
 void brg_k_dropout_fwd(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {

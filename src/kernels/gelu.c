@@ -3,7 +3,11 @@
  * tanh: y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))       ("gelu_new", "gelu_pytorch_tanh")
  * Both are evaluated in float, as the float32 PyTorch kernels do. The tanh form uses the identity
  * 0.5 (1 + tanh u) = 1 / (1 + exp(-2u)): the same function, but expf costs a fraction of tanhf and
- * does not cancel digits for negative x. */
+ * does not cancel digits for negative x.
+ *
+ * Three bodies, picked by brg_simd_isa(): AVX-512 (16 at a time), AVX2+FMA (8 at a time, the same
+ * operations, so the same bits as AVX-512) and the scalar loops (libm's erff/expf, within the
+ * tests' tolerances of the others). */
 #include <math.h>
 
 #include "brigade/status.h"
@@ -126,52 +130,105 @@ BRG_AVX512 static void gelu_erf_bwd_avx512(float *dx, const float *dy, const flo
     }
 }
 
-#define GELU_AVX512 1
+/* ---- AVX2: the AVX-512 bodies on 8 lanes, operation for operation, exp from brg_exp256 ---- */
+
+BRG_AVX2_INLINE __m256 tanh_u8(__m256 v) {
+    __m256 v3 = _mm256_mul_ps(_mm256_mul_ps(v, v), v);
+    return _mm256_mul_ps(_mm256_set1_ps(SQRT_2_OVER_PI), _mm256_fmadd_ps(_mm256_set1_ps(GELU_TANH_C), v3, v));
+}
+
+BRG_AVX2_INLINE __m256 half_one_plus_tanh8(__m256 u) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    return _mm256_div_ps(one, _mm256_add_ps(one, brg_exp256(_mm256_mul_ps(_mm256_set1_ps(-2.0f), u))));
+}
+
+/* normal_cdf16 on 8 lanes. */
+BRG_AVX2_INLINE __m256 normal_cdf8(__m256 x) {
+    static const float P[10] = {0.17087277f,  -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
+                                -0.18628806f, 0.09678418f,  0.37409196f, 1.00002368f,  -1.26551223f};
+    const __m256 z = _mm256_mul_ps(x, _mm256_set1_ps(-INV_SQRT2));
+    const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), z);
+    const __m256 t = _mm256_div_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(a, _mm256_set1_ps(0.5f), _mm256_set1_ps(1.0f)));
+    __m256 p = _mm256_set1_ps(P[0]);
+    for (int i = 1; i < 10; i++) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(P[i]));
+    const __m256 e = _mm256_mul_ps(t, brg_exp256(_mm256_fnmadd_ps(a, a, p)));
+    const __m256 negative = _mm256_cmp_ps(z, _mm256_setzero_ps(), _CMP_LT_OQ);
+    const __m256 erfc_z = _mm256_blendv_ps(e, _mm256_sub_ps(_mm256_set1_ps(2.0f), e), negative);
+    return _mm256_mul_ps(_mm256_set1_ps(0.5f), erfc_z);
+}
+
+/* One 8-wide step of each form: forward y, or the derivative times dy added to acc. */
+BRG_AVX2_INLINE __m256 tanh_fwd8(__m256 v) { return _mm256_mul_ps(v, half_one_plus_tanh8(tanh_u8(v))); }
+
+BRG_AVX2_INLINE __m256 tanh_bwd8(__m256 acc, __m256 dy, __m256 v) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    __m256 s = half_one_plus_tanh8(tanh_u8(v));
+    __m256 du = _mm256_mul_ps(_mm256_set1_ps(SQRT_2_OVER_PI),
+                              _mm256_fmadd_ps(_mm256_set1_ps(3.0f * GELU_TANH_C), _mm256_mul_ps(v, v), one));
+    __m256 t = _mm256_mul_ps(_mm256_mul_ps(_mm256_add_ps(v, v), s), _mm256_sub_ps(one, s));
+    return _mm256_fmadd_ps(dy, _mm256_fmadd_ps(t, du, s), acc);
+}
+
+BRG_AVX2_INLINE __m256 erf_fwd8(__m256 v) { return _mm256_mul_ps(v, normal_cdf8(v)); }
+
+BRG_AVX2_INLINE __m256 erf_bwd8(__m256 acc, __m256 dy, __m256 v) {
+    __m256 half_sq = _mm256_mul_ps(_mm256_set1_ps(-0.5f), _mm256_mul_ps(v, v));
+    __m256 pdf = _mm256_mul_ps(_mm256_set1_ps(INV_SQRT_2PI), brg_exp256(half_sq));
+    return _mm256_fmadd_ps(dy, _mm256_fmadd_ps(v, pdf, normal_cdf8(v)), acc);
+}
+
+/* Full steps with plain loads and stores, then one masked tail step. Inlined into the wrappers
+ * below with a constant `erf`, so each form gets its own loop without a per-step branch. */
+BRG_AVX2_INLINE void fwd_loop8(float *y, const float *x, int64_t n, bool erf) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        _mm256_storeu_ps(y + i, erf ? erf_fwd8(v) : tanh_fwd8(v));
+    }
+    if (i < n) {
+        __m256 v = brg_load_tail8(x, i, n);
+        brg_store_tail8(y, i, n, erf ? erf_fwd8(v) : tanh_fwd8(v));
+    }
+}
+
+BRG_AVX2_INLINE void bwd_loop8(float *dx, const float *dy, const float *x, int64_t n, bool erf) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i), g = _mm256_loadu_ps(dy + i), acc = _mm256_loadu_ps(dx + i);
+        _mm256_storeu_ps(dx + i, erf ? erf_bwd8(acc, g, v) : tanh_bwd8(acc, g, v));
+    }
+    if (i < n) {
+        __m256 v = brg_load_tail8(x, i, n), g = brg_load_tail8(dy, i, n), acc = brg_load_tail8(dx, i, n);
+        brg_store_tail8(dx, i, n, erf ? erf_bwd8(acc, g, v) : tanh_bwd8(acc, g, v));
+    }
+}
+
+BRG_AVX2 static void gelu_fwd_avx2(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
+    if (kind == BRG_GELU_ERF) fwd_loop8(y, x, n, true);
+    else fwd_loop8(y, x, n, false);
+}
+
+BRG_AVX2 static void gelu_bwd_avx2(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind) {
+    if (kind == BRG_GELU_ERF) bwd_loop8(dx, dy, x, n, true);
+    else bwd_loop8(dx, dy, x, n, false);
+}
 #endif
 
 void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0);
     BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
-    if (kind == BRG_GELU_ERF) {
-#ifdef GELU_AVX512
-        if (brg_simd_avx512()) {
-            gelu_erf_fwd_avx512(y, x, n);
-            return;
-        }
-#endif
-        gelu_erf_fwd(y, x, n);
-        return;
-    }
-#ifdef GELU_AVX512
-    if (brg_simd_avx512()) {
-        gelu_tanh_fwd_avx512(y, x, n);
-        return;
-    }
-#endif
-    gelu_tanh_fwd(y, x, n);
+    const bool erf = kind == BRG_GELU_ERF;
+    BRG_SIMD_PICK(erf ? gelu_erf_fwd_avx512(y, x, n) : gelu_tanh_fwd_avx512(y, x, n), gelu_fwd_avx2(y, x, n, kind),
+                  erf ? gelu_erf_fwd(y, x, n) : gelu_tanh_fwd(y, x, n));
 }
 
 void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0);
     BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
     if (!dx) return;
-    if (kind == BRG_GELU_ERF) {
-#ifdef GELU_AVX512
-        if (brg_simd_avx512()) {
-            gelu_erf_bwd_avx512(dx, dy, x, n);
-            return;
-        }
-#endif
-        gelu_erf_bwd(dx, dy, x, n);
-        return;
-    }
-#ifdef GELU_AVX512
-    if (brg_simd_avx512()) {
-        gelu_tanh_bwd_avx512(dx, dy, x, n);
-        return;
-    }
-#endif
-    gelu_tanh_bwd(dx, dy, x, n);
+    const bool erf = kind == BRG_GELU_ERF;
+    BRG_SIMD_PICK(erf ? gelu_erf_bwd_avx512(dx, dy, x, n) : gelu_tanh_bwd_avx512(dx, dy, x, n),
+                  gelu_bwd_avx2(dx, dy, x, n, kind), erf ? gelu_erf_bwd(dx, dy, x, n) : gelu_tanh_bwd(dx, dy, x, n));
 }
 
 /* ---- bias + GELU after a linear layer's product, one row at a time: the row stays in L1 between

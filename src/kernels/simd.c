@@ -1,35 +1,56 @@
-/* The row primitives of simd.h: an AVX-512 body and a scalar loop each. Sums are accumulated in
- * double on both paths (rows can be as long as a vocabulary); the AVX-512 bodies keep 16 double
- * lanes and add them in a fixed order, so their results do not depend on timing either. */
+/* The row primitives of simd.h: an AVX-512 body, an AVX2 body and a scalar loop each. Sums are
+ * accumulated in double on every path (rows can be as long as a vocabulary). The SIMD bodies keep
+ * 16 (sum of squares: 32) double lanes and add them in a fixed order; the AVX2 bodies keep the
+ * AVX-512 lanes as 4-wide quarters, so both SIMD levels give the same bits. */
 #include "kernels/simd.h"
 
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels/gemm_avx512.h"
+#include "kernels/cpu_isa.h"
 
-/* 0 = not decided yet, 1 = AVX-512, 2 = scalar. */
-static atomic_int simd_mode;
+/* -1 = not decided yet, else a brg_isa. */
+static atomic_int simd_level = -1;
 
-static int detect_mode(void) {
+/* BRIGADE_SIMD names a level; the CPU (and BRIGADE_ISA) cap it, so asking for avx512 on an
+ * AVX2 machine gives avx2. Unset: the highest level detected. */
+static brg_isa level_from_environment(void) {
+    const brg_isa best = brg_isa_detected();
     const char *env = getenv("BRIGADE_SIMD");
-    if (env && strcmp(env, "scalar") == 0) return 2;
-    return brg_gemm_avx512_supported() ? 1 : 2;
+    brg_isa asked;
+    if (!env || !*env) return best;
+    if (!brg_isa_parse(env, &asked)) {
+        fprintf(stderr, "brigade: BRIGADE_SIMD=%s is not one of scalar, avx2, avx512; using %s\n", env,
+                brg_isa_name(best));
+        return best;
+    }
+    return asked < best ? asked : best;
 }
 
-bool brg_simd_avx512(void) {
-    int mode = atomic_load_explicit(&simd_mode, memory_order_relaxed);
-    if (mode == 0) {
-        mode = detect_mode();
-        atomic_store_explicit(&simd_mode, mode, memory_order_relaxed);
+brg_isa brg_simd_isa(void) {
+    int level = atomic_load_explicit(&simd_level, memory_order_relaxed);
+    if (level < 0) {
+        level = (int)level_from_environment();
+        atomic_store_explicit(&simd_level, level, memory_order_relaxed);
     }
-    return mode == 1;
+    return (brg_isa)level;
 }
+
+bool brg_simd_avx512(void) { return brg_simd_isa() == BRG_ISA_AVX512; }
+
+void brg_simd_force(brg_isa isa) {
+    const brg_isa best = brg_isa_detected();
+    atomic_store_explicit(&simd_level, (int)(isa < best ? isa : best), memory_order_relaxed);
+}
+
+void brg_simd_reset(void) { atomic_store_explicit(&simd_level, -1, memory_order_relaxed); }
 
 void brg_simd_force_scalar(bool scalar) {
-    atomic_store_explicit(&simd_mode, scalar ? 2 : detect_mode(), memory_order_relaxed);
+    if (scalar) brg_simd_force(BRG_ISA_SCALAR);
+    else brg_simd_reset();
 }
 
 /* ---- scalar loops ---- */
@@ -101,7 +122,7 @@ BRG_AVX512 static double exp_sum_avx512(float *y, const float *x, float shift, i
         if (y) _mm512_mask_storeu_ps(y + j, m, e);
         add_wide(&lo, &hi, e);
     }
-    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+    return brg_sum_pd512(_mm512_add_pd(lo, hi));
 }
 
 BRG_AVX512 static void exp_axpy_avx512(float *d, const float *x, float shift, float g, int64_t n) {
@@ -134,30 +155,111 @@ BRG_AVX512 static double sum_squares_avx512(const float *x, int64_t n) {
         acc[0] = _mm512_fmadd_pd(a, a, acc[0]);
         acc[1] = _mm512_fmadd_pd(b, b, acc[1]);
     }
-    return _mm512_reduce_add_pd(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
+    return brg_sum_pd512(_mm512_add_pd(_mm512_add_pd(acc[0], acc[1]), _mm512_add_pd(acc[2], acc[3])));
 }
 
-#define SIMD_DISPATCH(avx512_call, scalar_call) return brg_simd_avx512() ? (avx512_call) : (scalar_call)
-#else
-#define SIMD_DISPATCH(avx512_call, scalar_call) return (scalar_call)
+/* ---- AVX2 bodies: the AVX-512 ones on 8-wide registers ---- */
+
+/* Horizontal max of 8 floats. */
+BRG_AVX2_INLINE float max8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_extractf128_ps(v, 1), _mm256_castps256_ps128(v));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+
+BRG_AVX2 static float max_avx2(const float *x, int64_t n) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + j), mx);
+    if (j < n) { /* lanes past the end keep the running max instead of a zero */
+        __m256 v = _mm256_blendv_ps(mx, brg_load_tail8(x, j, n), _mm256_castsi256_ps(brg_mask8(j, n)));
+        mx = _mm256_max_ps(v, mx);
+    }
+    return max8(mx);
+}
+
+/* Steps of 16 (two halves of 8) so the double lanes are those of exp_sum_avx512. */
+BRG_AVX2 static double exp_sum_avx2(float *y, const float *x, float shift, int64_t n) {
+    const __m256 s = _mm256_set1_ps(shift);
+    brg_lanes16 acc = brg_lanes16_zero();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256 a = brg_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s));
+        __m256 b = brg_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j + 8), s));
+        if (y) {
+            _mm256_storeu_ps(y + j, a);
+            _mm256_storeu_ps(y + j + 8, b);
+        }
+        brg_lanes16_add(&acc, a, b);
+    }
+    if (j < n) {
+        __m256 a = brg_zero_tail8(brg_exp256(_mm256_sub_ps(brg_load_tail8(x, j, n), s)), j, n);
+        __m256 b = brg_zero_tail8(brg_exp256(_mm256_sub_ps(brg_load_tail8(x, j + 8, n), s)), j + 8, n);
+        if (y) {
+            brg_store_tail8(y, j, n, a);
+            brg_store_tail8(y, j + 8, n, b);
+        }
+        brg_lanes16_add(&acc, a, b);
+    }
+    return brg_lanes16_sum(&acc);
+}
+
+BRG_AVX2 static void exp_axpy_avx2(float *d, const float *x, float shift, float g, int64_t n) {
+    const __m256 s = _mm256_set1_ps(shift), gv = _mm256_set1_ps(g);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 e = brg_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s));
+        _mm256_storeu_ps(d + j, _mm256_fmadd_ps(gv, e, _mm256_loadu_ps(d + j)));
+    }
+    if (j < n) {
+        __m256 e = brg_exp256(_mm256_sub_ps(brg_load_tail8(x, j, n), s));
+        brg_store_tail8(d, j, n, _mm256_fmadd_ps(gv, e, brg_load_tail8(d, j, n)));
+    }
+}
+
+/* q[0..3] += the squares of 16 floats (a, b), widened: one AVX-512 accumulator pair. */
+BRG_AVX2_INLINE void square_add16(__m256d *q, __m256 a, __m256 b) {
+    __m256d w[4] = {brg_widen8_lo(a), brg_widen8_hi(a), brg_widen8_lo(b), brg_widen8_hi(b)};
+    for (int k = 0; k < 4; k++) q[k] = _mm256_fmadd_pd(w[k], w[k], q[k]);
+}
+
+/* sum_squares_avx512's four accumulators as eight quarters: even 16-steps add to q[0..3], odd
+ * ones to q[4..7], the tail to q[0..3]; then the same final sum. */
+BRG_AVX2 static double sum_squares_avx2(const float *x, int64_t n) {
+    __m256d q[8];
+    for (int k = 0; k < 8; k++) q[k] = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        square_add16(q, _mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8));
+        square_add16(q + 4, _mm256_loadu_ps(x + j + 16), _mm256_loadu_ps(x + j + 24));
+    }
+    if (j + 16 <= n) {
+        square_add16(q, _mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8));
+        j += 16;
+    }
+    if (j < n) square_add16(q, brg_load_tail8(x, j, n), brg_load_tail8(x, j + 8, n));
+    const __m256d lo = _mm256_add_pd(_mm256_add_pd(q[0], q[2]), _mm256_add_pd(q[4], q[6]));
+    const __m256d hi = _mm256_add_pd(_mm256_add_pd(q[1], q[3]), _mm256_add_pd(q[5], q[7]));
+    return brg_sum_pd256(lo, hi);
+}
+
 #endif
 
-float brg_simd_max(const float *x, int64_t n) { SIMD_DISPATCH(max_avx512(x, n), max_scalar(x, n)); }
+float brg_simd_max(const float *x, int64_t n) {
+    BRG_SIMD_PICK(return max_avx512(x, n), return max_avx2(x, n), return max_scalar(x, n));
+}
 
 double brg_simd_exp_sum(float *y, const float *x, float shift, int64_t n) {
-    SIMD_DISPATCH(exp_sum_avx512(y, x, shift, n), exp_sum_scalar(y, x, shift, n));
+    BRG_SIMD_PICK(return exp_sum_avx512(y, x, shift, n), return exp_sum_avx2(y, x, shift, n),
+                  return exp_sum_scalar(y, x, shift, n));
 }
 
 void brg_simd_exp_axpy(float *d, const float *x, float shift, float g, int64_t n) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (brg_simd_avx512()) {
-        exp_axpy_avx512(d, x, shift, g, n);
-        return;
-    }
-#endif
-    exp_axpy_scalar(d, x, shift, g, n);
+    BRG_SIMD_PICK(exp_axpy_avx512(d, x, shift, g, n), exp_axpy_avx2(d, x, shift, g, n),
+                  exp_axpy_scalar(d, x, shift, g, n));
 }
 
 double brg_simd_sum_squares(const float *x, int64_t n) {
-    SIMD_DISPATCH(sum_squares_avx512(x, n), sum_squares_scalar(x, n));
+    BRG_SIMD_PICK(return sum_squares_avx512(x, n), return sum_squares_avx2(x, n), return sum_squares_scalar(x, n));
 }

@@ -64,11 +64,12 @@ static void state_keys(const brg_optimizer_config *c, const char *keys[MAX_STATE
 
 /* ---- Update loops ---------------------------------------------------------------------- */
 
-/* The element loops are also compiled for AVX-512 and picked at load time by the CPU: their
- * sqrt and divisions dominate on 4-wide SSE. Every operation is correctly rounded and the file
- * is built without floating-point contraction, so both versions give the same bits. */
+/* The element loops are also compiled for AVX-512 and for AVX2 (the CPUs without AVX-512) and
+ * picked at load time by the CPU: their sqrt and divisions dominate on 4-wide SSE. Every
+ * operation is correctly rounded and the file is built without floating-point contraction, so all
+ * three versions give the same bits (BRIGADE_SIMD does not pick among them: it need not). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ELEMENT_LOOP __attribute__((target_clones("avx512f", "default")))
+#define ELEMENT_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define ELEMENT_LOOP
 #endif
