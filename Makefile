@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 VENV       ?= tools/.venv
 
-.PHONY: all deps build run test test-asan parity bench clean
+.PHONY: all deps build run test test-portable test-asan parity bench clean
 
 all: build
 
@@ -23,6 +23,13 @@ run: build
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The suite again as other CPUs run it (results must not depend on the kernels chosen): capped
+# to AVX2 (what AMD Zen 2/3 and Intel client CPUs get), capped to no SIMD (OpenBLAS products,
+# scalar loops), and with the scalar loops and the reference GEMM forced (slow: minutes).
+test-portable: build
+	@cd $(BUILD) && for env in BRIGADE_ISA=avx2 BRIGADE_ISA=scalar "BRIGADE_SIMD=scalar BRIGADE_GEMM=ref"; do \
+		echo "== ctest with $$env"; env $$env ctest --output-on-failure -j $(JOBS) || exit 1; done
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBRIGADE_SANITIZE=ON >/dev/null
