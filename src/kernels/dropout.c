@@ -157,13 +157,34 @@ BRG_AVX2 static void dropout_avx2(float *y, const float *x, int64_t n, float sca
 }
 #endif
 
+typedef struct dropout_job {
+    float *y;
+    const float *x;
+    int64_t n;
+    float scale;
+    uint64_t key, thr, offset;
+    bool accumulate;
+} dropout_job;
+
+/* A share of the elements per slice, cut at multiples of 64: element i's mask bit comes from its
+ * index offset + i alone, so any split keeps exactly the same elements. */
+static void dropout_slice(void *p, int i, int n_slices) {
+    const dropout_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, 64, i, n_slices, &first, &last);
+    if (last <= first) return;
+    float *y = j->y + first;
+    const float *x = j->x + first;
+    const uint64_t at = j->offset + (uint64_t)first;
+    BRG_SIMD_PICK(dropout_avx512(y, x, last - first, j->scale, j->key, j->thr, at, j->accumulate),
+                  dropout_avx2(y, x, last - first, j->scale, j->key, j->thr, at, j->accumulate),
+                  dropout_scalar(y, x, last - first, j->scale, j->key, j->thr, at, j->accumulate));
+}
+
 static void dropout_rows(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset,
                          bool accumulate) {
-    const float scale = 1.0f / (1.0f - p);
-    const uint64_t key = stream_key(seed), thr = keep_threshold(p);
-    BRG_SIMD_PICK(dropout_avx512(y, x, n, scale, key, thr, offset, accumulate),
-                  dropout_avx2(y, x, n, scale, key, thr, offset, accumulate),
-                  dropout_scalar(y, x, n, scale, key, thr, offset, accumulate));
+    dropout_job job = {y, x, n, 1.0f / (1.0f - p), stream_key(seed), keep_threshold(p), offset, accumulate};
+    brg_team_split(dropout_slice, &job, n);
 }
 
 void brg_k_dropout_fwd(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset) {

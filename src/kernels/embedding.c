@@ -12,14 +12,30 @@ void brg_k_embedding_fwd(float *y, const int32_t *ids, const float *table, int64
     }
 }
 
-/* Rows are visited in order, so repeated ids accumulate deterministically. */
+typedef struct scatter_job {
+    float *dtable;
+    const float *dy;
+    const int32_t *ids;
+    int64_t n, dim;
+} scatter_job;
+
+/* Rows are visited in order, so repeated ids accumulate deterministically; on a device's team
+ * each slice takes a share of the columns of every row, keeping that order per element. */
+static void scatter_slice(void *p, int i, int n_slices) {
+    const scatter_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->dim, 16, i, n_slices, &first, &last);
+    for (int64_t r = 0; r < j->n; r++) {
+        BRG_ASSERT(j->ids[r] >= 0);
+        float *row = j->dtable + (int64_t)j->ids[r] * j->dim;
+        const float *g = j->dy + r * j->dim;
+        for (int64_t k = first; k < last; k++) row[k] += g[k];
+    }
+}
+
 void brg_k_embedding_bwd(float *dtable, const float *dy, const int32_t *ids, int64_t n, int64_t dim) {
     BRG_ASSERT(n >= 0 && dim >= 0);
     if (!dtable) return;
-    for (int64_t i = 0; i < n; i++) {
-        BRG_ASSERT(ids[i] >= 0);
-        float *row = dtable + (int64_t)ids[i] * dim;
-        const float *g = dy + i * dim;
-        for (int64_t j = 0; j < dim; j++) row[j] += g[j];
-    }
+    scatter_job job = {dtable, dy, ids, n, dim};
+    brg_team_split(scatter_slice, &job, n * dim);
 }

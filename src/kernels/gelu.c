@@ -214,21 +214,56 @@ BRG_AVX2 static void gelu_bwd_avx2(float *dx, const float *dy, const float *x, i
 }
 #endif
 
-void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
-    BRG_ASSERT(n >= 0);
-    BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
+static void gelu_fwd_range(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
     const bool erf = kind == BRG_GELU_ERF;
     BRG_SIMD_PICK(erf ? gelu_erf_fwd_avx512(y, x, n) : gelu_tanh_fwd_avx512(y, x, n), gelu_fwd_avx2(y, x, n, kind),
                   erf ? gelu_erf_fwd(y, x, n) : gelu_tanh_fwd(y, x, n));
+}
+
+static void gelu_bwd_range(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind) {
+    const bool erf = kind == BRG_GELU_ERF;
+    BRG_SIMD_PICK(erf ? gelu_erf_bwd_avx512(dx, dy, x, n) : gelu_tanh_bwd_avx512(dx, dy, x, n),
+                  gelu_bwd_avx2(dx, dy, x, n, kind), erf ? gelu_erf_bwd(dx, dy, x, n) : gelu_tanh_bwd(dx, dy, x, n));
+}
+
+/* A device's team takes a share of the elements each, cut at multiples of 64 so that every
+ * element falls in the same position of a vector step as alone. */
+#define SPLIT_UNIT 64
+
+typedef struct gelu_job {
+    float *out;
+    const float *dy, *x;
+    int64_t n;
+    brg_gelu_kind kind;
+} gelu_job;
+
+static void gelu_fwd_slice(void *p, int i, int n_slices) {
+    const gelu_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, SPLIT_UNIT, i, n_slices, &first, &last);
+    if (last > first) gelu_fwd_range(j->out + first, j->x + first, last - first, j->kind);
+}
+
+static void gelu_bwd_slice(void *p, int i, int n_slices) {
+    const gelu_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, SPLIT_UNIT, i, n_slices, &first, &last);
+    if (last > first) gelu_bwd_range(j->out + first, j->dy + first, j->x + first, last - first, j->kind);
+}
+
+void brg_k_gelu_fwd(float *y, const float *x, int64_t n, brg_gelu_kind kind) {
+    BRG_ASSERT(n >= 0);
+    BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
+    gelu_job job = {y, NULL, x, n, kind};
+    brg_team_split(gelu_fwd_slice, &job, n);
 }
 
 void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0);
     BRG_ASSERT(kind == BRG_GELU_ERF || kind == BRG_GELU_TANH);
     if (!dx) return;
-    const bool erf = kind == BRG_GELU_ERF;
-    BRG_SIMD_PICK(erf ? gelu_erf_bwd_avx512(dx, dy, x, n) : gelu_tanh_bwd_avx512(dx, dy, x, n),
-                  gelu_bwd_avx2(dx, dy, x, n, kind), erf ? gelu_erf_bwd(dx, dy, x, n) : gelu_tanh_bwd(dx, dy, x, n));
+    gelu_job job = {dx, dy, x, n, kind};
+    brg_team_split(gelu_bwd_slice, &job, n);
 }
 
 /* ---- bias + GELU after a linear layer's product, one row at a time: the row stays in L1 between
@@ -237,19 +272,72 @@ void brg_k_gelu_bwd(float *dx, const float *dy, const float *x, int64_t n, brg_g
  * of brg_k_linear_fwd's bias add, brg_k_gelu_fwd/bwd and the linear layer's column sums, in the
  * same order, so the fused pass gives the same bits as the separate ones. */
 
+/* Rows [first, last): the bias add and the activation. */
+typedef struct bias_gelu_job {
+    float *h, *a, *db;
+    const float *b, *da, *hc;
+    double *acc;
+    int64_t n, c;
+    brg_gelu_kind kind;
+} bias_gelu_job;
+
+static void bias_gelu_fwd_rows(const bias_gelu_job *j, int64_t first, int64_t last) {
+    const int64_t c = j->c;
+    for (int64_t i = first; i < last; i++) {
+        float *row = j->h + i * c;
+        if (j->b)
+            for (int64_t k = 0; k < c; k++) row[k] += j->b[k];
+        gelu_fwd_range(j->a + i * c, row, c, j->kind);
+    }
+}
+
+static void bias_gelu_fwd_slice(void *p, int i, int n_slices) {
+    const bias_gelu_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, 1, i, n_slices, &first, &last);
+    bias_gelu_fwd_rows(j, first, last);
+}
+
 void brg_k_bias_gelu_fwd(float *h, float *a, const float *b, int64_t n, int64_t c, brg_gelu_kind kind) {
     BRG_ASSERT(n >= 0 && c >= 0);
-    for (int64_t i = 0; i < n; i++) {
-        float *row = h + i * c;
-        if (b)
-            for (int64_t j = 0; j < c; j++) row[j] += b[j];
-        brg_k_gelu_fwd(a + i * c, row, c, kind);
-    }
+    bias_gelu_job job = {.h = h, .a = a, .b = b, .n = n, .c = c, .kind = kind};
+    brg_team_split(bias_gelu_fwd_slice, &job, n * c);
 }
 
 /* acc[j] += row[j] in double. */
 static void add_row_wide(double *acc, const float *row, int64_t c) {
     for (int64_t j = 0; j < c; j++) acc[j] += row[j];
+}
+
+/* dh for rows [first, last); with acc, their column sums added row by row (the fused pass). */
+static void bias_gelu_bwd_rows(const bias_gelu_job *j, int64_t first, int64_t last, double *acc) {
+    const int64_t c = j->c;
+    for (int64_t i = first; i < last; i++) {
+        float *row = j->h + i * c;
+        for (int64_t k = 0; k < c; k++) row[k] = 0.0f;
+        gelu_bwd_range(row, j->da + i * c, j->hc + i * c, c, j->kind);
+        if (acc) add_row_wide(acc, row, c);
+    }
+}
+
+/* On a team: dh for a share of the rows, then (second run) db for a share of the columns, each
+ * column summed down all the rows in order: the sums of the fused pass, bit for bit. */
+static void bias_gelu_bwd_slice(void *p, int i, int n_slices) {
+    const bias_gelu_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, 1, i, n_slices, &first, &last);
+    bias_gelu_bwd_rows(j, first, last, NULL);
+}
+
+static void bias_gelu_db_slice(void *p, int i, int n_slices) {
+    const bias_gelu_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->c, 16, i, n_slices, &first, &last);
+    for (int64_t r = 0; r < j->n; r++) {
+        const float *row = j->h + r * j->c;
+        for (int64_t k = first; k < last; k++) j->acc[k] += row[k];
+    }
+    for (int64_t k = first; k < last; k++) j->db[k] = (float)(j->db[k] + j->acc[k]);
 }
 
 void brg_k_bias_gelu_bwd(float *dh, float *db, const float *da, const float *h, int64_t n, int64_t c,
@@ -259,12 +347,12 @@ void brg_k_bias_gelu_bwd(float *dh, float *db, const float *da, const float *h, 
     double *acc = db ? (double *)brg_scratch(1, 2 * (size_t)c) : NULL;
     if (acc)
         for (int64_t j = 0; j < c; j++) acc[j] = 0.0;
-    for (int64_t i = 0; i < n; i++) {
-        float *row = dh + i * c;
-        for (int64_t j = 0; j < c; j++) row[j] = 0.0f;
-        brg_k_gelu_bwd(row, da + i * c, h + i * c, c, kind);
-        if (acc) add_row_wide(acc, row, c);
+    bias_gelu_job job = {.h = dh, .db = db, .da = da, .hc = h, .acc = acc, .n = n, .c = c, .kind = kind};
+    if (n * c >= BRG_TEAM_MIN_ELEMENTS && brg_team_run(bias_gelu_bwd_slice, &job)) {
+        if (acc) brg_team_run(bias_gelu_db_slice, &job);
+        return;
     }
+    bias_gelu_bwd_rows(&job, 0, n, acc);
     if (acc)
         for (int64_t j = 0; j < c; j++) db[j] = (float)(db[j] + acc[j]);
 }

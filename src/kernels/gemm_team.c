@@ -140,6 +140,19 @@ bool brg_team_run(brg_team_fn fn, void *ctx) {
     return true;
 }
 
+void brg_team_split(brg_team_fn fn, void *ctx, int64_t work) {
+    if (work >= BRG_TEAM_MIN_ELEMENTS && brg_team_run(fn, ctx)) return;
+    fn(ctx, 0, 1);
+}
+
+void brg_team_slice(int64_t count, int64_t unit, int i, int n, int64_t *first, int64_t *last) {
+    const int64_t units = (count + unit - 1) / unit;
+    *first = units * i / n * unit;
+    *last = i + 1 == n ? count : units * (i + 1) / n * unit;
+    if (*first > count) *first = count;
+    if (*last > count) *last = count;
+}
+
 bool brg_gemm_team_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     brg_gemm_team *t = bound;

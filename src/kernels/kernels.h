@@ -42,6 +42,16 @@ typedef void (*brg_team_fn)(void *ctx, int i, int n);
 bool brg_team_run(brg_team_fn fn, void *ctx);
 /* Threads of the team bound to this thread (1 when none). */
 int brg_team_size(void);
+/* The element-wise and row kernels' use of the team: runs fn(ctx, i, n) for every slice of the
+ * bound team when `work` (elements touched) is worth waking it, else fn(ctx, 0, 1) here. Each
+ * kernel splits so that every output element is computed by one slice exactly as it is alone
+ * (rows, or columns of a reduction down the rows), so results do not depend on the team size. */
+void brg_team_split(brg_team_fn fn, void *ctx, int64_t work);
+/* Element-wise work below this many elements runs faster alone than on a team it must wake. */
+#define BRG_TEAM_MIN_ELEMENTS (1 << 15)
+/* [*first, *last): slice i of n of `count` items, in whole units of `unit` (the last slice takes
+ * the remainder), so a vector loop's tail stays the tail of the whole range. */
+void brg_team_slice(int64_t count, int64_t unit, int i, int n, int64_t *first, int64_t *last);
 /* Used by brg_gemm: runs the product on the bound team; false when there is none or the product
  * is too small to split. */
 bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,

@@ -98,8 +98,9 @@ BRG_AVX512 static void row_dx_add_avx512(float *dx, const float *dy, const float
 /* dgamma/dbeta over a block of 64 columns: 4 x 2 double accumulators per output, one row at a
  * time. */
 BRG_AVX512 static void param_grads_add_avx512(float *dgamma, float *dbeta, const float *dy, const float *x,
-                                              const float *mean, const float *rstd, int64_t n, int64_t c) {
-    for (int64_t j0 = 0; j0 < c; j0 += COL_BLOCK) {
+                                              const float *mean, const float *rstd, int64_t n, int64_t c,
+                       int64_t j_first, int64_t j_last) {
+    for (int64_t j0 = j_first; j0 < j_last; j0 += COL_BLOCK) {
         __m512d ag[8], ab[8];
         for (int v = 0; v < 8; v++) ag[v] = ab[v] = _mm512_setzero_pd();
         __mmask16 k[4];
@@ -278,8 +279,9 @@ BRG_AVX2_INLINE void add_quarter(float *out, __m256d acc, int64_t left) {
 }
 
 BRG_AVX2 static void param_grads_add_avx2(float *dgamma, float *dbeta, const float *dy, const float *x,
-                                          const float *mean, const float *rstd, int64_t n, int64_t c) {
-    for (int64_t j0 = 0; j0 < c; j0 += COL_BLOCK) {
+                                          const float *mean, const float *rstd, int64_t n, int64_t c,
+                     int64_t j_first, int64_t j_last) {
+    for (int64_t j0 = j_first; j0 < j_last; j0 += COL_BLOCK) {
         __m256d ag[QUARTERS], ab[QUARTERS];
         grads_block(ag, ab, dy, x, mean, rstd, n, c, j0, j0 + COL_BLOCK > c);
         for (int q = 0; q < QUARTERS; q++) {
@@ -316,17 +318,35 @@ static void row_fwd_avx2(float *y, const float *x, const float *gamma, const flo
 }
 #endif
 
+/* Rows [first, last) of the forward. */
+typedef struct fwd_job {
+    float *y, *mean, *rstd;
+    const float *x, *gamma, *beta;
+    int64_t n, c;
+    float eps;
+} fwd_job;
+
+static void fwd_slice(void *p, int i, int n_slices) {
+    const fwd_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->n, 1, i, n_slices, &first, &last);
+    const int64_t c = j->c;
+    for (int64_t r = first; r < last; r++) {
+        const float *xr = j->x + r * c;
+        float *yr = j->y + r * c;
+        BRG_SIMD_PICK(row_fwd_avx512(yr, xr, j->gamma, j->beta, c, j->eps, &j->mean[r], &j->rstd[r]),
+                      row_fwd_avx2(yr, xr, j->gamma, j->beta, c, j->eps, &j->mean[r], &j->rstd[r]),
+                      row_fwd_scalar(yr, xr, j->gamma, j->beta, c, j->eps, &j->mean[r], &j->rstd[r]));
+    }
+}
+
+/* Rows are independent: a device's team takes a share of them each. */
 void brg_k_layernorm_fwd(float *y, float *mean, float *rstd, const float *x, const float *gamma,
                          const float *beta, int64_t n, int64_t c, float eps) {
     BRG_ASSERT(n >= 0 && c >= 0);
     BRG_ASSERT(n == 0 || c > 0);
-    for (int64_t i = 0; i < n; i++) {
-        const float *xr = x + i * c;
-        float *yr = y + i * c;
-        BRG_SIMD_PICK(row_fwd_avx512(yr, xr, gamma, beta, c, eps, &mean[i], &rstd[i]),
-                      row_fwd_avx2(yr, xr, gamma, beta, c, eps, &mean[i], &rstd[i]),
-                      row_fwd_scalar(yr, xr, gamma, beta, c, eps, &mean[i], &rstd[i]));
-    }
+    fwd_job job = {y, mean, rstd, x, gamma, beta, n, c, eps};
+    brg_team_split(fwd_slice, &job, n * c);
 }
 
 /* dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = gamma * dy: the two means are the
@@ -351,8 +371,9 @@ static void row_dx_add(float *dx, const float *dy, const float *x, const float *
 /* dgamma += sum_rows xhat * dy, dbeta += sum_rows dy, reduced in double over a block of columns at
  * a time: the sums run over every token of the batch. */
 static void param_grads_add(float *dgamma, float *dbeta, const float *dy, const float *x, const float *mean,
-                            const float *rstd, int64_t n, int64_t c) {
-    for (int64_t j0 = 0; j0 < c; j0 += COL_BLOCK) {
+                            const float *rstd, int64_t n, int64_t c,
+                int64_t j_first, int64_t j_last) {
+    for (int64_t j0 = j_first; j0 < j_last; j0 += COL_BLOCK) {
         int64_t w = c - j0 < COL_BLOCK ? c - j0 : COL_BLOCK;
         double acc_g[COL_BLOCK] = {0}, acc_b[COL_BLOCK] = {0};
         for (int64_t i = 0; i < n; i++) {
@@ -370,36 +391,36 @@ static void param_grads_add(float *dgamma, float *dbeta, const float *dy, const 
     }
 }
 
-/* The backward at each level: dx row by row, then dgamma/dbeta down the columns. */
-static void bwd_scalar(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
-                       const float *mean, const float *rstd, int64_t n, int64_t c) {
-    if (dx)
-        for (int64_t i = 0; i < n; i++) row_dx_add(dx + i * c, dy + i * c, x + i * c, gamma, mean[i], rstd[i], c);
-    if (dgamma || dbeta) param_grads_add(dgamma, dbeta, dy, x, mean, rstd, n, c);
-}
+/* One slice of the backward: dx for its share of the rows, and dgamma/dbeta for its share of the
+ * column blocks, each summed down all the rows in order as alone. */
+typedef struct bwd_job {
+    float *dx, *dgamma, *dbeta;
+    const float *dy, *x, *gamma, *mean, *rstd;
+    int64_t n, c;
+} bwd_job;
 
-#if defined(__x86_64__) || defined(__i386__)
-static void bwd_avx512(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
-                       const float *mean, const float *rstd, int64_t n, int64_t c) {
-    if (dx)
-        for (int64_t i = 0; i < n; i++)
-            row_dx_add_avx512(dx + i * c, dy + i * c, x + i * c, gamma, mean[i], rstd[i], c);
-    if (dgamma || dbeta) param_grads_add_avx512(dgamma, dbeta, dy, x, mean, rstd, n, c);
+static void bwd_slice(void *p, int i, int n_slices) {
+    const bwd_job *j = p;
+    const int64_t c = j->c;
+    int64_t r0, r1, c0, c1;
+    brg_team_slice(j->n, 1, i, n_slices, &r0, &r1);
+    brg_team_slice(c, COL_BLOCK, i, n_slices, &c0, &c1);
+    for (int64_t r = r0; j->dx && r < r1; r++) {
+        float *dx = j->dx + r * c;
+        const float *dy = j->dy + r * c, *x = j->x + r * c;
+        BRG_SIMD_PICK(row_dx_add_avx512(dx, dy, x, j->gamma, j->mean[r], j->rstd[r], c),
+                      row_dx_add_avx2(dx, dy, x, j->gamma, j->mean[r], j->rstd[r], c),
+                      row_dx_add(dx, dy, x, j->gamma, j->mean[r], j->rstd[r], c));
+    }
+    if (!j->dgamma && !j->dbeta) return;
+    BRG_SIMD_PICK(param_grads_add_avx512(j->dgamma, j->dbeta, j->dy, j->x, j->mean, j->rstd, j->n, c, c0, c1),
+                  param_grads_add_avx2(j->dgamma, j->dbeta, j->dy, j->x, j->mean, j->rstd, j->n, c, c0, c1),
+                  param_grads_add(j->dgamma, j->dbeta, j->dy, j->x, j->mean, j->rstd, j->n, c, c0, c1));
 }
-
-static void bwd_avx2(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x, const float *gamma,
-                     const float *mean, const float *rstd, int64_t n, int64_t c) {
-    if (dx)
-        for (int64_t i = 0; i < n; i++)
-            row_dx_add_avx2(dx + i * c, dy + i * c, x + i * c, gamma, mean[i], rstd[i], c);
-    if (dgamma || dbeta) param_grads_add_avx2(dgamma, dbeta, dy, x, mean, rstd, n, c);
-}
-#endif
 
 void brg_k_layernorm_bwd(float *dx, float *dgamma, float *dbeta, const float *dy, const float *x,
                          const float *gamma, const float *mean, const float *rstd, int64_t n, int64_t c) {
     BRG_ASSERT(n >= 0 && c >= 0);
-    BRG_SIMD_PICK(bwd_avx512(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, n, c),
-                  bwd_avx2(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, n, c),
-                  bwd_scalar(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, n, c));
+    bwd_job job = {dx, dgamma, dbeta, dy, x, gamma, mean, rstd, n, c};
+    brg_team_split(bwd_slice, &job, n * c);
 }

@@ -8,11 +8,12 @@
  * each row contributes a contiguous slice. */
 #define COL_BLOCK 64
 
-/* dst[j] += sum_i src[i, j] over rows, accumulated in double: a bias gradient sums thousands of
- * rows and float accumulation would lose digits the model tolerances need. */
-static void col_sums_add(float *dst, const float *src, int64_t rows, int64_t cols) {
-    for (int64_t j0 = 0; j0 < cols; j0 += COL_BLOCK) {
-        int64_t w = cols - j0 < COL_BLOCK ? cols - j0 : COL_BLOCK;
+/* dst[j] += sum_i src[i, j] over rows, accumulated in double, for columns [first, last) (whole
+ * blocks): a bias gradient sums thousands of rows and float accumulation would lose digits the
+ * model tolerances need. */
+static void col_sums_range(float *dst, const float *src, int64_t rows, int64_t cols, int64_t first, int64_t last) {
+    for (int64_t j0 = first; j0 < last; j0 += COL_BLOCK) {
+        int64_t w = last - j0 < COL_BLOCK ? last - j0 : COL_BLOCK;
         double acc[COL_BLOCK] = {0};
         for (int64_t i = 0; i < rows; i++) {
             const float *row = src + i * cols + j0;
@@ -22,16 +23,44 @@ static void col_sums_add(float *dst, const float *src, int64_t rows, int64_t col
     }
 }
 
+typedef struct rows_job {
+    float *y;
+    const float *x;
+    int64_t rows, cols;
+} rows_job;
+
+/* Each column is summed down all the rows in order by one slice: any split gives the same bits. */
+static void col_sums_slice(void *p, int i, int n) {
+    const rows_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->cols, COL_BLOCK, i, n, &first, &last);
+    col_sums_range(j->y, j->x, j->rows, j->cols, first, last);
+}
+
+static void col_sums_add(float *dst, const float *src, int64_t rows, int64_t cols) {
+    rows_job job = {dst, src, rows, cols};
+    brg_team_split(col_sums_slice, &job, rows * cols);
+}
+
+/* y[i, :] += b for a share of the rows. */
+static void bias_add_slice(void *p, int i, int n) {
+    const rows_job *j = p;
+    int64_t first, last;
+    brg_team_slice(j->rows, 1, i, n, &first, &last);
+    for (int64_t r = first; r < last; r++) {
+        float *row = j->y + r * j->cols;
+        for (int64_t k = 0; k < j->cols; k++) row[k] += j->x[k];
+    }
+}
+
 void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,
                       int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
     /* [in,out]: y = x @ W.  [out,in]: y = x @ W^T. */
     brg_gemm(false, !w_in_out, n, out, in, 1.0f, x, in, w, w_in_out ? out : in, 0.0f, y, out);
     if (!b) return;
-    for (int64_t i = 0; i < n; i++) {
-        float *row = y + i * out;
-        for (int64_t j = 0; j < out; j++) row[j] += b[j];
-    }
+    rows_job job = {y, b, n, out};
+    brg_team_split(bias_add_slice, &job, n * out);
 }
 
 void brg_k_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
