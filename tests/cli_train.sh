@@ -26,6 +26,16 @@ grep -qE '"global_step":\s*6' "$tmp/out/trainer_state.json" && ok || bad "traine
 bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
 "$brigade" forward --model "$tmp/out" --inputs "$tmp/in.st" --output "$tmp/o.st" >/dev/null && ok || bad "forward on the checkpoint"
 out=$("$brigade" generate --model "$tmp/out" --prompt "abc>" --max-new-tokens 4) && [[ ${out:0:4} == "abc>" && ${#out} == 8 ]] && ok || bad "generate: '$out'"
+# Generation flags that make no sense are refused, naming the flag.
+expect_fail gen-max-new 1 "--max-new-tokens -1: give at least 1" "$brigade" generate --model "$tmp/out" --prompt ab --max-new-tokens -1
+expect_fail gen-stop-token 1 "--stop-token 256 is outside the model's vocabulary [0, 256)" "$brigade" generate --model "$tmp/out" --prompt ab --stop-token 256
+expect_fail gen-long-prompt 1 "the prompt is 17 tokens (bytes) and the model takes at most 16 positions" "$brigade" generate --model "$tmp/out" --prompt 0123456789abcdefg
+# Samples never print control bytes: this random-init model continues "ab" with bytes below 0x20,
+# which come out as escapes (\xHH, \n, \t).
+"$brigade" init --arch gpt2 --layers 1 --hidden 32 --heads 2 --vocab 256 --positions 16 --seed 52 --output "$tmp/g" >/dev/null || bad init
+out=$("$brigade" generate --model "$tmp/g" --prompt ab --max-new-tokens 8) || bad "generate on the random model"
+LC_ALL=C grep -q '[[:cntrl:]]' <<<"$out" && bad "generate printed control bytes: $(od -c <<<"$out" | head -3)" || ok
+grep -qE '\\(x[0-9A-F]{2}|n|t|r)' <<<"$out" && ok || bad "no escaped control byte in '$out' (the test needs a model that makes some)"
 
 # device_iterations = 3 steps per host call; output_mode decides what each call reports.
 run_train --steps 6 --output "$tmp/di" --quiet --log "$tmp/final.jsonl" --ipu-config-overrides "device_iterations=3,output_mode=final" >/dev/null 2>&1 || bad "device_iterations run"
@@ -78,6 +88,80 @@ expect_fail optimizer any "unknown optimizer" run_train --steps 1 --output "$tmp
 expect_fail resume-optimizer any "holds adamw state, this run uses sgd" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --optimizer sgd
 expect_fail resume-layout any "was written with 4 rows per step, this run uses 8" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --micro-batch-size 4
 expect_fail resume-missing any "trainer_state.json" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
+# Flags that make no sense are errors, before anything is written.
+expect_fail steps-and-epochs 1 "--steps and --epochs both say how long to train" run_train --steps 2 --epochs 1 --output "$tmp/x"
+expect_fail eval-every-alone 1 "--eval-every needs --eval-data" run_train --steps 2 --eval-every 1 --output "$tmp/x"
+expect_fail save-every-0 1 "--save-every 0: give at least 1" run_train --steps 2 --save-every 0 --output "$tmp/x"
+expect_fail save-every-neg 1 "--save-every -1: give at least 1" run_train --steps 2 --save-every -1 --output "$tmp/x"
+expect_fail seq-len-0 1 "--sequence-length 0: give at least 1" run_train --steps 2 --sequence-length 0 --output "$tmp/x"
+expect_fail threads-0 1 "--threads-per-device 0 is not in [1, 256]" run_train --steps 2 --threads-per-device 0 --output "$tmp/x"
+expect_fail steps-0 1 "--steps 0: give at least 1" run_train --steps 0 --output "$tmp/x"
+expect_fail epochs-0 1 "--epochs 0: give a positive number" run_train --epochs 0 --output "$tmp/x"
+# $tmp/half holds step 6: --steps counts the steps already done.
+expect_fail resume-steps-total 1 "--steps 4 is the total number of steps, and the checkpoint in $tmp/half is already at step 6" \
+  run_train --steps 4 --output "$tmp/half" --resume "$tmp/half"
 [[ -e $tmp/x ]] && bad "output folder written by a failed run" || ok
+
+# A diverging run stops at the first non-finite loss or gradient norm with one line naming the
+# step, and its JSON log stays JSON: null for what is not finite, an "error" on the last line.
+for opt in adamw sgd; do
+  expect_fail "diverged-$opt" 1 "training diverged at step 2" run_train --steps 20 --lr 1e10 --optimizer $opt --output "$tmp/div-$opt" --log "$tmp/div-$opt.jsonl"
+  tail -1 "$tmp/div-$opt.jsonl" | grep -q '^{"step": 2, .*null.*"error": "diverged: ' && ok || bad "diverged $opt log: $(cat "$tmp/div-$opt.jsonl")"
+  grep -qiE '(^|[^a-z_])-?(nan|inf)([^a-z_]|$)' "$tmp/div-$opt.jsonl" && bad "nan/inf token in $(cat "$tmp/div-$opt.jsonl")" || ok
+  if command -v python3 >/dev/null; then
+    python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/div-$opt.jsonl" && ok || bad "python json rejects the $opt log"
+  fi
+done
+
+# SIGINT/SIGTERM: the step in progress ends, a checkpoint is written, exit 128 + the signal; the
+# checkpoint resumes. (The command runs in the background directly, so the signal reaches it.)
+signal_run() { # SIGNAL DIR: interrupts a long run after its first log line; prints the exit status
+  "$brigade" train --model "$tmp/m" --ipu-config "$tmp/ipu.json" --data builtin:reverse --rows 64 --micro-batch-size 2 \
+    --lr 1e-3 --lr-schedule constant --seed 4 --steps 1000000 --output "$2" --log "$2.jsonl" --quiet 2>"$2.err" &
+  local pid=$! i
+  for ((i = 0; i < 300; i++)); do [[ -s $2.jsonl ]] && break; sleep 0.1; done
+  kill "-$1" $pid
+  for ((i = 0; i < 300; i++)); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  kill -0 $pid 2>/dev/null && kill -KILL $pid
+  wait $pid
+  echo $?
+}
+rc=$(signal_run INT "$tmp/sigint")
+((rc == 130)) && ok || bad "SIGINT: exit $rc, wanted 130: $(cat "$tmp/sigint.err")"
+grep -q "stopped on request after step [0-9]* of 1000000; checkpoint written to $tmp/sigint; to continue" "$tmp/sigint.err" && ok || bad "SIGINT message: $(cat "$tmp/sigint.err")"
+for f in config.json model.safetensors optimizer.safetensors trainer_state.json ipu_config.json; do
+  [[ -f $tmp/sigint/$f ]] && ok || bad "SIGINT checkpoint lacks $f"
+done
+done_steps=$(grep -oE '"global_step":\s*[0-9]+' "$tmp/sigint/trainer_state.json" | grep -oE '[0-9]+$')
+[[ $(tail -1 "$tmp/sigint.jsonl") == "{\"step\": $done_steps,"* ]] && ok || bad "checkpoint step $done_steps is not the last logged step: $(tail -1 "$tmp/sigint.jsonl")"
+run_train --steps $((done_steps + 2)) --output "$tmp/sigint" --resume "$tmp/sigint" >"$tmp/resumed.txt" 2>"$tmp/err.txt" && ok || bad "resume after SIGINT: $(cat "$tmp/err.txt")"
+# The summary counts the steps this run made, not the checkpoint's.
+grep -q "^trained 2 steps (from step $done_steps to $((done_steps + 2))) in " "$tmp/resumed.txt" && ok || bad "resumed summary: $(grep trained "$tmp/resumed.txt")"
+grep -qE "\"global_step\":\s*$((done_steps + 2))," "$tmp/sigint/trainer_state.json" && ok || bad "resumed state: $(cat "$tmp/sigint/trainer_state.json")"
+rc=$(signal_run TERM "$tmp/sigterm")
+((rc == 143)) && [[ -f $tmp/sigterm/trainer_state.json ]] && ok || bad "SIGTERM: exit $rc, wanted 143 and a checkpoint: $(cat "$tmp/sigterm.err")"
+# A second signal stops at once: both arrive while the process is stopped, so the second finds
+# the first one's mark before any step can end.
+"$brigade" train --model "$tmp/m" --ipu-config "$tmp/ipu.json" --data builtin:reverse --rows 64 --micro-batch-size 2 \
+  --steps 1000000 --output "$tmp/sig2" --log "$tmp/sig2.jsonl" --quiet 2>"$tmp/sig2.err" &
+pid=$!
+for ((i = 0; i < 300; i++)); do [[ -s $tmp/sig2.jsonl ]] && break; sleep 0.1; done
+kill -STOP $pid; kill -INT $pid; kill -TERM $pid; kill -CONT $pid
+wait $pid
+rc=$?
+((rc == 130 || rc == 143)) && grep -q "interrupted again: stopping now, without a checkpoint" "$tmp/sig2.err" && ok || bad "second signal: exit $rc: $(cat "$tmp/sig2.err")"
+[[ -e $tmp/sig2 ]] && bad "a checkpoint was written after the second signal" || ok
+
+# stdout is line-buffered: through a pipe the allocation table arrives at once, not when 4 KiB of
+# output or the first progress line (at step 50000 here) flushes it.
+mkfifo "$tmp/fifo"
+"$brigade" train --model "$tmp/m" --ipu-config "$tmp/ipu.json" --data builtin:reverse --rows 64 --micro-batch-size 2 \
+  --steps 1000000 --output "$tmp/pipe" 2>/dev/null >"$tmp/fifo" &
+pid=$!
+first=
+read -r -t 10 first <"$tmp/fifo"
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+[[ -n $first ]] && ok || bad "nothing came through the pipe within 10 s"
 
 finish

@@ -171,11 +171,102 @@ static void test_budget_too_small(const brg_dataset *d) {
     brg_model_destroy(m);
 }
 
+/* ---- divergence: a model whose gradient (or loss) turns NaN at a chosen step ---- */
+
+typedef enum { POISON_GRAD, POISON_LOSS } poison_kind;
+static struct {
+    brg_model_ops ops;
+    const brg_model_ops *inner;
+    poison_kind kind;
+    int at_call, calls; /* head forwards so far; one per step with a single micro-batch */
+} poison;
+
+typedef struct poison_ctx {
+    brg_tensor *param;
+} poison_ctx;
+
+/* Runs first in backward (it is recorded last), before any real gradient lands. */
+static brg_status poison_backward(brg_tape *tape, void *ctx) {
+    poison_ctx *c = ctx;
+    brg_status st = BRG_OK;
+    float *g = brg_tape_grad(tape, c->param, &st);
+    if (g) g[0] += NAN;
+    return st;
+}
+
+static brg_status poisoned_forward(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
+    BRG_TRY(poison.inner->forward_block(m, block, tape, b));
+    if (m->blocks[block].kind != BRG_BLOCK_HEAD || ++poison.calls != poison.at_call) return BRG_OK;
+    if (poison.kind == POISON_LOSS) {
+        ((float *)b->loss->data)[0] = NAN;
+        return BRG_OK;
+    }
+    poison_ctx *c = brg_tape_record(tape, poison_backward, sizeof *c);
+    if (!c) return brg_error(BRG_ERR_OOM, "poison node");
+    c->param = m->params[m->n_params - 1].tensor;
+    return BRG_OK;
+}
+
+static void read_file(const char *path, char *buf, size_t cap) {
+    buf[0] = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    fclose(f);
+}
+
+/* A NaN at step 3 stops the run there: the model keeps the weights of step 2 (those of a clean
+ * two-step run, bit for bit), the error names the step, and the log's line for step 3 carries
+ * null for what is not finite and an "error" field. */
+static void test_divergence_stops(const brg_dataset *d, poison_kind kind) {
+    const char *what = kind == POISON_GRAD ? "NaN gradient" : "NaN loss";
+    run_out clean = {0}, r = {0};
+    brg_train_options o;
+    base_options(&o, &clean);
+    o.micro_batch = 8;
+    o.steps = 2;
+    o.lr_schedule.total_steps = STEPS;
+    train(&o, d, &clean);
+
+    char log[1024], text[4096];
+    snprintf(log, sizeof log, "%s/trainer-diverged.jsonl", test_tmp_dir());
+    base_options(&o, &r);
+    o.micro_batch = 8;
+    o.lr_schedule.total_steps = STEPS;
+    o.log_path = log;
+    brg_model *m = tiny_gpt2();
+    if (!m) return;
+    poison.inner = m->ops;
+    poison.ops = *m->ops;
+    poison.ops.forward_block = poisoned_forward;
+    poison.kind = kind, poison.at_call = 3, poison.calls = 0;
+    m->ops = &poison.ops;
+    brg_train_result res;
+    CHECK_ERR(brg_train(m, d, &o, &res), BRG_ERR_DIVERGED, "training diverged at step 3");
+    CHECK_MSG(strstr(brg_last_error(), kind == POISON_GRAD ? "gradient norm NaN" : "loss is NaN"), "%s: %s", what,
+              brg_last_error());
+    CHECK_MSG(res.steps == 2, "%s: result.steps %lld", what, (long long)res.steps);
+    for (int p = 0; p < m->n_params && p < clean.n_params; p++)
+        CHECK_MSG(memcmp(clean.weights[p], m->params[p].tensor->data, brg_tensor_nbytes(m->params[p].tensor)) == 0,
+                  "%s: %s changed by the refused step", what, m->params[p].name);
+    read_file(log, text, sizeof text);
+    const char *line3 = strstr(text, "{\"step\": 3,");
+    CHECK_MSG(line3 && strstr(line3, "\"error\": \"diverged") && !strstr(text, "nan") && !strstr(text, "inf"),
+              "%s: log %s", what, text);
+    CHECK_MSG(line3 && strstr(line3, kind == POISON_GRAD ? "\"grad_norm\": null" : "\"loss\": null"), "%s: log %s",
+              what, text);
+    brg_model_destroy(m);
+    free_out(&clean);
+}
+
 int main(void) {
     brg_dataset *d = make_data();
     test_parallel_matches_single(d);
     test_resume_is_exact(d);
     test_budget_too_small(d);
+    test_divergence_stops(d, POISON_GRAD);
+    test_divergence_stops(d, POISON_LOSS);
     brg_dataset_free(d);
     return test_finish();
 }

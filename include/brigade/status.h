@@ -18,6 +18,8 @@ typedef enum brg_status {
     BRG_ERR_UNSUPPORTED,  /* valid input that brigade does not implement */
     BRG_ERR_NOT_FOUND,    /* a file, tensor or key that was asked for is absent */
     BRG_ERR_INTERNAL,
+    BRG_ERR_DIVERGED,     /* training met a non-finite loss or gradient norm and stopped */
+    BRG_ERR_INTERRUPTED,  /* a caller asked a long run to stop; its work so far was saved */
 } brg_status;
 
 /* The message of the most recent failure on this thread ("" if none). */

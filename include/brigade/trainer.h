@@ -3,6 +3,7 @@
 #ifndef BRIGADE_TRAINER_H
 #define BRIGADE_TRAINER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +48,10 @@ typedef struct brg_train_options {
     FILE *progress;         /* progress and summary lines; NULL: quiet */
     const brg_dataset *eval_data; /* evaluated every eval_every steps and at the end; NULL: none */
     int64_t eval_every;
+    /* Checked before every step: once it holds a non-zero value (a signal handler may set it),
+     * the trainer stops after the step in progress, writes a checkpoint to output_dir and
+     * returns BRG_ERR_INTERRUPTED. NULL: never stops early. */
+    const volatile sig_atomic_t *stop;
     /* called after every step with the step's loss (mean over the global batch) */
     void (*on_step)(void *ctx, int64_t step, double loss, float lr);
     void *on_step_ctx;
@@ -67,6 +72,12 @@ typedef struct brg_train_result {
     double ideal_efficiency;    /* m / (m + p - 1) */
 } brg_train_result;
 
+/* Trains `model` on `data`; on return the model holds the weights of the last applied step.
+ * A step whose loss or global gradient norm is not finite (NaN, inf) is not applied: the run
+ * stops with BRG_ERR_DIVERGED, naming the step, the weights and optimizer state as the step
+ * before left them, and the JSON log's line for that step carrying an "error" field. A stop
+ * request (opts->stop) ends it with BRG_ERR_INTERRUPTED after a checkpoint. In both cases
+ * result->steps is the last step applied. */
 brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_options *opts,
                      brg_train_result *result);
 

@@ -93,6 +93,12 @@ bool args_wants_help(int argc, char **argv, int first) {
     return false;
 }
 
+bool args_seen(const arg_spec *specs, int n, const char *name) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(specs[i].name, name) == 0) return specs[i].seen;
+    return false;
+}
+
 int cli_fail(const char *command) {
     fprintf(stderr, "brigade %s: %s\n", command, brg_last_error());
     return 1;

@@ -22,6 +22,9 @@ void args_usage(const char *command, const char *summary, const arg_spec *specs,
 /* True when argv holds --help or -h. */
 bool args_wants_help(int argc, char **argv, int first);
 
+/* True when the command line gave --name (after args_parse). */
+bool args_seen(const arg_spec *specs, int n, const char *name);
+
 /* Prints "brigade <command>: <brg_last_error()>" and returns the exit code 1. */
 int cli_fail(const char *command);
 

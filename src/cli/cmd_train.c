@@ -1,8 +1,11 @@
 /* brigade train: a model folder, an ipu_config.json and data in; a trained model folder out. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cJSON.h>
 
 #include "args.h"
 #include "brigade/brigade.h"
@@ -10,6 +13,7 @@
 #include "brigade/registry.h"
 #include "brigade/trainer.h"
 #include "commands.h"
+#include "io/json.h"
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
@@ -78,8 +82,6 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->eval_every = f->eval_every;
     o->progress = f->quiet ? NULL : stdout;
     o->pin_threads = f->pin;
-    if (f->threads < 0 || f->threads > 256)
-        return brg_error(BRG_ERR_INVALID_ARG, "--threads-per-device %lld is not in [1, 256]", (long long)f->threads);
     o->intra_threads = (int)f->threads;
     if (o->accumulation < o->stages)
         fprintf(stderr,
@@ -87,6 +89,61 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
                 "never full and idles %.0f%% of each step (ideal efficiency m/(m+p-1) = %.0f%%)\n",
                 o->accumulation, o->stages, 100 * (1 - brg_schedule_ideal_efficiency(o->stages, o->accumulation)),
                 100 * brg_schedule_ideal_efficiency(o->stages, o->accumulation));
+    return BRG_OK;
+}
+
+/* ---- flags that make no sense together or alone ---- */
+
+typedef struct int_floor {
+    const char *flag;
+    int64_t value, min;
+} int_floor;
+
+static brg_status check_floors(const train_flags *f, const arg_spec *specs, int n) {
+    /* A 0 or negative count never means "off" or "default" when written out: it is a mistake. */
+    const int_floor floors[] = {
+        {"steps", f->steps, 1},           {"micro-batch-size", f->micro_batch, 1}, {"save-every", f->save_every, 1},
+        {"eval-every", f->eval_every, 1}, {"sequence-length", f->seq_len, 1},      {"rows", f->rows, 1},
+        {"warmup-steps", f->warmup, 0},
+    };
+    for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++)
+        if (args_seen(specs, n, floors[i].flag) && floors[i].value < floors[i].min)
+            return brg_error(BRG_ERR_INVALID_ARG, "--%s %lld: give at least %lld", floors[i].flag,
+                             (long long)floors[i].value, (long long)floors[i].min);
+    if (f->threads < 1 || f->threads > 256)
+        return brg_error(BRG_ERR_INVALID_ARG, "--threads-per-device %lld is not in [1, 256]", (long long)f->threads);
+    if (args_seen(specs, n, "epochs") && !(f->epochs > 0))
+        return brg_error(BRG_ERR_INVALID_ARG, "--epochs %g: give a positive number", f->epochs);
+    return BRG_OK;
+}
+
+/* The step of the checkpoint in `dir`, or -1 when it has no readable trainer_state.json (the
+ * trainer's own checks then say what is wrong with it). */
+static int64_t checkpoint_step(const char *dir) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/trainer_state.json", dir) >= sizeof path) return -1;
+    cJSON *j;
+    if (brg_json_load_file(path, 1 << 20, &j) != BRG_OK) return -1;
+    int64_t step = -1;
+    if (brg_json_get_int(j, path, "global_step", true, 0, &step) != BRG_OK) step = -1;
+    cJSON_Delete(j);
+    brg_clear_error();
+    return step;
+}
+
+static brg_status check_flags(const train_flags *f, const arg_spec *specs, int n) {
+    BRG_TRY(check_floors(f, specs, n));
+    bool steps = args_seen(specs, n, "steps");
+    if (steps && args_seen(specs, n, "epochs"))
+        return brg_error(BRG_ERR_INVALID_ARG, "--steps and --epochs both say how long to train: give one of them");
+    if (args_seen(specs, n, "eval-every") && !f->eval_data)
+        return brg_error(BRG_ERR_INVALID_ARG, "--eval-every needs --eval-data (the data to evaluate on)");
+    int64_t done = f->resume && steps ? checkpoint_step(f->resume) : -1;
+    if (done > f->steps)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "--steps %lld is the total number of steps, and the checkpoint in %s is already at step "
+                         "%lld: pass --steps above %lld to train further",
+                         (long long)f->steps, f->resume, (long long)done, (long long)done);
     return BRG_OK;
 }
 
@@ -102,9 +159,57 @@ static void print_samples(brg_model *m, const char *data) {
         ids[n++] = '>';
         if (brg_generate_greedy(m, ids, n, 64, 12, '.', &len) != BRG_OK) return;
         printf("  %s> ", words[w]);
-        for (int64_t i = n; i < len; i++) putchar(ids[i]);
+        brg_generate_write_text(stdout, ids + n, len - n);
         putchar('\n');
     }
+}
+
+/* ---- SIGINT and SIGTERM ---- */
+
+/* The first SIGINT or SIGTERM received (0: none). The trainer reads it before every step, so
+ * the step in progress ends and a checkpoint is written; a second signal ends the process at
+ * once, for a run that is stuck or whose user does not want to wait. */
+static volatile sig_atomic_t stop_signal;
+/* On a terminal the progress line is rewritten in place: a message must start a line of its own. */
+static bool stdout_tty;
+
+static void say(const char *msg, size_t len) {
+    if (stdout_tty) (void)!write(STDERR_FILENO, "\n", 1);
+    (void)!write(STDERR_FILENO, msg, len);
+}
+
+static void on_signal(int sig) {
+    if (stop_signal) {
+        static const char msg[] = "brigade train: interrupted again: stopping now, without a checkpoint\n";
+        say(msg, sizeof msg - 1);
+        _exit(128 + sig);
+    }
+    stop_signal = sig;
+    static const char msg[] = "brigade train: stopping after this step to write a checkpoint (interrupt again to "
+                              "stop now)\n";
+    say(msg, sizeof msg - 1);
+}
+
+/* Installed even where the signals were ignored at start (a job started with & in a script
+ * ignores SIGINT): training is long, and stopping it cleanly must always be possible. */
+static void install_signal_handlers(void) {
+    stdout_tty = isatty(STDOUT_FILENO);
+    struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    /* One handler at a time, so the second signal always finds the first one's mark. */
+    sigaddset(&sa.sa_mask, SIGINT);
+    sigaddset(&sa.sa_mask, SIGTERM);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+/* An interrupted run still leaves a complete folder: the IPUConfig goes beside the checkpoint,
+ * and the trainer's message (where the checkpoint is) survives that save. */
+static brg_status finish_interrupted(const train_flags *f, const brg_ipu_config *cfg) {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", brg_last_error());
+    if (f->output) BRG_TRY(brg_ipu_config_save_pretrained(cfg, f->output));
+    return brg_error(BRG_ERR_INTERRUPTED, "%s", msg);
 }
 
 static brg_status run(const train_flags *f) {
@@ -123,8 +228,10 @@ static brg_status run(const train_flags *f) {
     if (st == BRG_OK && f->eval_data) st = load_data(f->eval_data, m, seq, f->rows / 8 + 1, o.seed + 1, &eval);
     if (st == BRG_OK) {
         o.eval_data = eval;
+        o.stop = &stop_signal;
         brg_train_result r;
         st = brg_train(m, data, &o, &r);
+        if (st == BRG_ERR_INTERRUPTED) st = finish_interrupted(f, &cfg);
     }
     if (st == BRG_OK) st = brg_ipu_config_save_pretrained(&cfg, f->output);
     if (st == BRG_OK && !f->quiet) print_samples(m, f->data);
@@ -135,9 +242,18 @@ static brg_status run(const train_flags *f) {
     return st;
 }
 
+/* The exit status of a stop request is the shell's for death by that signal (130, 143). */
+static int interrupted(const train_flags *f) {
+    fprintf(stderr, "brigade train: %s; to continue, run the same command with --resume %s\n", brg_last_error(), f->output);
+    return 128 + stop_signal;
+}
+
 int cmd_train(int argc, char **argv) {
+    /* Through a pipe or into a file, stdout would be block-buffered: the allocation table and the
+     * progress lines would come late, or be lost if the run dies. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     train_flags f = {.optimizer = "adamw", .lr_schedule = "linear", .micro_batch = 1, .seed = -1, .lr = 5e-5,
-                     .rows = 4096};
+                     .rows = 4096, .threads = 1};
     arg_spec specs[] = {
         {"model", ARG_STRING, &f.model, true, "model folder or hub id in the local cache", false},
         {"ipu-config", ARG_STRING, &f.ipu_config, false, "ipu_config.json, a folder or hub id holding one", false},
@@ -174,5 +290,9 @@ int cmd_train(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("train", argc, argv, 2, specs, n)) return 2;
-    return run(&f) == BRG_OK ? 0 : cli_fail("train");
+    if (check_flags(&f, specs, n) != BRG_OK) return cli_fail("train");
+    install_signal_handlers();
+    brg_status st = run(&f);
+    if (st == BRG_ERR_INTERRUPTED) return interrupted(&f);
+    return st == BRG_OK ? 0 : cli_fail("train");
 }

@@ -22,6 +22,8 @@ const char *brg_status_name(brg_status status) {
     case BRG_ERR_UNSUPPORTED: return "unsupported";
     case BRG_ERR_NOT_FOUND: return "not found";
     case BRG_ERR_INTERNAL: return "internal error";
+    case BRG_ERR_DIVERGED: return "training diverged";
+    case BRG_ERR_INTERRUPTED: return "interrupted";
     }
     return "unknown status";
 }

@@ -153,9 +153,14 @@ static brg_status load_state(trainer *t, const char *dir) {
     if (rows != t->order.rows_per_step)
         return brg_error(BRG_ERR_INVALID_ARG, "%s was written with %lld rows per step, this run uses %lld", path,
                          (long long)rows, (long long)t->order.rows_per_step);
-    if (step < 0 || step > t->total_steps)
-        return brg_error(BRG_ERR_INVALID_ARG, "%s: global_step %lld outside this run's %lld steps", path,
-                         (long long)step, (long long)t->total_steps);
+    if (step < 0) return brg_error(BRG_ERR_FORMAT, "%s: global_step %lld is negative", path, (long long)step);
+    /* The run's length counts the steps the checkpoint already holds: asking for fewer is a
+     * misreading of it as "this many more". */
+    if (step > t->total_steps)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "%s is at step %lld, past this run's %lld steps: the number of steps is the run's total, "
+                         "counting those already done",
+                         path, (long long)step, (long long)t->total_steps);
     t->step = step;
     return BRG_OK;
 }

@@ -121,30 +121,57 @@ static void teardown(trainer *t) {
 
 /* ---- one step ---- */
 
-/* The gradient norm costs a pass over every gradient, so it is taken only when clipping or the
- * JSON log (its grad_norm field) needs it; *grad_norm is NaN otherwise. */
-static brg_status clip(trainer *t, double *grad_norm) {
-    *grad_norm = NAN;
-    if (!(t->opts.max_grad_norm > 0) && !t->log) return BRG_OK;
+/* What a step measured, for the log and the progress line. */
+typedef struct step_info {
+    double loss, grad_norm;
+    float lr;
+} step_info;
+
+/* The global gradient norm is taken every step, not only for clipping and the log: a NaN or inf
+ * gradient can come with a finite loss, and the pass over the gradients is small beside a step. */
+static brg_status grad_norm(trainer *t, double *norm) {
     double sq;
     BRG_TRY(brg_runtime_grad_sq_norm(t->rt, &sq));
-    *grad_norm = sqrt(sq);
-    if (t->opts.max_grad_norm > 0) {
-        float coef = brg_clip_coef(t->opts.max_grad_norm, *grad_norm);
-        if (coef != 1.0f) BRG_TRY(brg_runtime_scale_grads(t->rt, coef));
-    }
+    *norm = sqrt(sq);
     return BRG_OK;
 }
 
-static brg_status train_step(trainer *t, double *loss, float *lr, double *grad_norm) {
+static brg_status clip(trainer *t, double norm) {
+    if (!(t->opts.max_grad_norm > 0)) return BRG_OK;
+    float coef = brg_clip_coef(t->opts.max_grad_norm, norm);
+    return coef != 1.0f ? brg_runtime_scale_grads(t->rt, coef) : BRG_OK;
+}
+
+/* printf spells NaN "nan" or "-nan" depending on its sign bit, which means nothing here. */
+static const char *show(char buf[32], double v) {
+    if (isnan(v)) return "NaN";
+    snprintf(buf, 32, "%g", v);
+    return buf;
+}
+
+/* One non-finite update turns every weight and optimizer moment it touches into NaN for good, so
+ * such a step is refused before the optimizer runs: the weights and the optimizer state stay as
+ * the last good step left them, and the run stops there. */
+static brg_status check_finite(const trainer *t, const step_info *s) {
+    if (isfinite(s->loss) && isfinite(s->grad_norm)) return BRG_OK;
+    char loss[32], norm[32];
+    return brg_error(BRG_ERR_DIVERGED,
+                     "training diverged at step %lld: the loss is %s and the gradient norm %s; the step was not "
+                     "applied and the run stopped (a lower learning rate or gradient clipping may help)",
+                     (long long)t->step + 1, show(loss, s->loss), show(norm, s->grad_norm));
+}
+
+static brg_status train_step(trainer *t, step_info *s) {
     brg_step_batch_fill(&t->batch, t->data, &t->order, t->step, t->model);
     uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
     BRG_TRY(brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses));
-    *loss = 0;
-    for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) *loss += t->losses[i];
-    BRG_TRY(clip(t, grad_norm));
-    *lr = brg_lr_at(&t->opts.lr_schedule, (float)t->opts.optimizer.lr, t->step);
-    step_arg arg = {t, *lr};
+    s->loss = 0;
+    for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) s->loss += t->losses[i];
+    BRG_TRY(grad_norm(t, &s->grad_norm));
+    s->lr = brg_lr_at(&t->opts.lr_schedule, (float)t->opts.optimizer.lr, t->step);
+    BRG_TRY(check_finite(t, s));
+    BRG_TRY(clip(t, s->grad_norm));
+    step_arg arg = {t, s->lr};
     BRG_TRY(brg_runtime_each_device(t->rt, optimizer_step, &arg));
     BRG_TRY(brg_runtime_zero_grads(t->rt));
     t->step++;
@@ -153,15 +180,23 @@ static brg_status train_step(trainer *t, double *loss, float *lr, double *grad_n
 
 /* ---- reporting ---- */
 
-typedef struct window {
-    double loss_sum;
-    int steps;
-} window;
+/* JSON has no NaN or infinity (Python's json.loads and most parsers reject the tokens), so a
+ * value that is not finite is written as null. */
+static void json_number(FILE *f, const char *key, double v, int digits) {
+    if (isfinite(v)) fprintf(f, ", \"%s\": %.*g", key, digits, v);
+    else fprintf(f, ", \"%s\": null", key);
+}
 
-static void log_line(trainer *t, double loss, float lr, double grad_norm, double tokens_per_s) {
+/* `error` (a constant without quotes or backslashes) marks the step that stopped the run. */
+static void log_line(trainer *t, int64_t step, const step_info *s, double tokens_per_s, const char *error) {
     if (!t->log) return;
-    fprintf(t->log, "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"tokens_per_s\": %.6g}\n",
-            (long long)t->step, loss, (double)lr, grad_norm, tokens_per_s);
+    fprintf(t->log, "{\"step\": %lld", (long long)step);
+    json_number(t->log, "loss", s->loss, 9);
+    json_number(t->log, "lr", (double)s->lr, 9);
+    json_number(t->log, "grad_norm", s->grad_norm, 9);
+    json_number(t->log, "tokens_per_s", tokens_per_s, 6);
+    if (error) fprintf(t->log, ", \"error\": \"%s\"", error);
+    fputs("}\n", t->log);
     fflush(t->log);
 }
 
@@ -175,6 +210,11 @@ static void progress_line(trainer *t, double loss, float lr, double tokens_per_s
     fprintf(f, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  ETA %.0fs%s", tty ? "\r" : "", (long long)t->step,
             (long long)t->total_steps, loss, (double)lr, tokens_per_s, eta, tty ? "   " : "\n");
     fflush(f);
+}
+
+/* Ends a progress line a terminal rewrites in place, so what follows starts on a line of its own. */
+static void end_progress(const trainer *t) {
+    if (t->opts.progress && isatty(fileno(t->opts.progress))) fputc('\n', t->opts.progress);
 }
 
 /* output_mode decides which losses a host call (device_iterations steps) reports. */
@@ -192,7 +232,9 @@ static double devices_busy(const trainer *t) {
     return busy;
 }
 
-static void summary(trainer *t, brg_train_result *r, double tokens) {
+/* `first` is the step the run started from: a resumed run counts the steps it ran, not the
+ * checkpoint's. */
+static void summary(trainer *t, brg_train_result *r, double tokens, int64_t first) {
     FILE *f = t->opts.progress;
     r->tokens_per_second = r->seconds > 0 ? tokens / r->seconds : 0;
     int devices = brg_runtime_device_count(t->rt);
@@ -202,9 +244,10 @@ static void summary(trainer *t, brg_train_result *r, double tokens) {
     r->ideal_efficiency = brg_schedule_ideal_efficiency(t->opts.stages, t->opts.accumulation);
     if (!f) return;
     if (isatty(fileno(f))) fputc('\n', f);
-    fprintf(f, "trained %lld steps in %.1fs: %.0f tokens/s, pipeline efficiency %.0f%% (ideal %.0f%%)\n",
-            (long long)r->steps, r->seconds, r->tokens_per_second, 100 * r->pipeline_efficiency,
-            100 * r->ideal_efficiency);
+    fprintf(f, "trained %lld steps", (long long)(r->steps - first));
+    if (first > 0) fprintf(f, " (from step %lld to %lld)", (long long)first, (long long)r->steps);
+    fprintf(f, " in %.1fs: %.0f tokens/s, pipeline efficiency %.0f%% (ideal %.0f%%)\n", r->seconds,
+            r->tokens_per_second, 100 * r->pipeline_efficiency, 100 * r->ideal_efficiency);
     for (int d = 0; d < devices; d++) {
         brg_device_stats s;
         brg_runtime_device_stats(t->rt, d, &s);
@@ -217,7 +260,9 @@ static void summary(trainer *t, brg_train_result *r, double tokens) {
 static brg_status evaluate(trainer *t, brg_train_result *r) {
     BRG_TRY(trainer_evaluate(t, &r->eval_loss));
     if (t->log) {
-        fprintf(t->log, "{\"step\": %lld, \"eval_loss\": %.9g}\n", (long long)t->step, r->eval_loss);
+        fprintf(t->log, "{\"step\": %lld", (long long)t->step);
+        json_number(t->log, "eval_loss", r->eval_loss, 9);
+        fputs("}\n", t->log);
         fflush(t->log);
     }
     if (t->opts.progress)
@@ -226,47 +271,98 @@ static brg_status evaluate(trainer *t, brg_train_result *r) {
     return BRG_OK;
 }
 
+/* The refused step gets its line in the log (with nulls for what is not finite) before the run
+ * stops, so a script reading the log sees why it ended. */
+static brg_status diverged(trainer *t, const step_info *s, double tokens_per_s) {
+    log_line(t, t->step + 1, s, tokens_per_s,
+             isfinite(s->loss) ? "diverged: the gradient norm is not finite" : "diverged: the loss is not finite");
+    end_progress(t);
+    return BRG_ERR_DIVERGED;
+}
+
+static bool stop_requested(const trainer *t) { return t->opts.stop && *t->opts.stop; }
+
+/* A stop request between steps: save what the run has so far where --save-every would. */
+static brg_status interrupted(trainer *t) {
+    end_progress(t);
+    if (!t->opts.output_dir)
+        return brg_error(BRG_ERR_INTERRUPTED, "stopped on request after step %lld of %lld", (long long)t->step,
+                         (long long)t->total_steps);
+    BRG_TRY(trainer_save(t, t->opts.output_dir));
+    return brg_error(BRG_ERR_INTERRUPTED, "stopped on request after step %lld of %lld; checkpoint written to %s",
+                     (long long)t->step, (long long)t->total_steps, t->opts.output_dir);
+}
+
+/* What the loop counts across steps for the log, the progress line and the summary. */
+typedef struct run_clock {
+    double t0, tokens, call_sum, tokens_per_step;
+    int64_t first; /* the step the run started from (a resumed run's checkpoint step) */
+} run_clock;
+
+static double tokens_per_second(const run_clock *c, double elapsed) {
+    return c->tokens / (elapsed > 0 ? elapsed : 1e-9);
+}
+
+/* The log and progress lines of a step that was applied; output_mode decides which steps of a
+ * host call (device_iterations steps) report, and whether with their loss or the call's sum. */
+static void report_step(trainer *t, run_clock *c, const step_info *s, int64_t in_call, double elapsed) {
+    const brg_train_options *o = &t->opts;
+    c->tokens += c->tokens_per_step;
+    c->call_sum += s->loss;
+    if (o->on_step) o->on_step(o->on_step_ctx, t->step, s->loss, s->lr);
+    double tps = tokens_per_second(c, elapsed);
+    bool last_of_call = in_call == o->device_iterations - 1 || t->step == t->total_steps;
+    if (reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
+        step_info shown = *s;
+        if (o->output_mode == BRG_OUTPUT_MODE_SUM) shown.loss = c->call_sum;
+        log_line(t, t->step, &shown, tps, NULL);
+        double eta = elapsed / (double)(t->step - c->first) * (double)(t->total_steps - t->step);
+        progress_line(t, shown.loss, s->lr, tps, eta);
+    }
+    if (last_of_call) c->call_sum = 0;
+}
+
+/* Evaluations and checkpoints between steps (the last step's come after the loop). */
+static brg_status between_steps(trainer *t, brg_train_result *r) {
+    const brg_train_options *o = &t->opts;
+    if (t->step >= t->total_steps) return BRG_OK;
+    if (o->eval_data && o->eval_every > 0 && t->step % o->eval_every == 0) BRG_TRY(evaluate(t, r));
+    if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0) BRG_TRY(trainer_save(t, o->output_dir));
+    return BRG_OK;
+}
+
 static brg_status loop(trainer *t, brg_train_result *r) {
     const brg_train_options *o = &t->opts;
-    double t0 = now_seconds(), tokens = 0, call_sum = 0;
-    int64_t first = t->step;
     /* Tokens for text, samples for images. */
     int64_t per_row = t->data->seq_len > 0 ? t->data->seq_len : 1;
-    double tokens_per_step = (double)(o->micro_batch * o->accumulation * o->replicas * per_row);
+    run_clock c = {.t0 = now_seconds(), .first = t->step,
+                   .tokens_per_step = (double)(o->micro_batch * o->accumulation * o->replicas * per_row)};
     while (t->step < t->total_steps) {
-        int64_t in_call = (t->step - first) % o->device_iterations;
-        double loss, grad_norm;
-        float lr;
-        BRG_TRY(train_step(t, &loss, &lr, &grad_norm));
+        r->steps = t->step;
+        r->seconds = now_seconds() - c.t0;
+        if (stop_requested(t)) return interrupted(t);
+        int64_t in_call = (t->step - c.first) % o->device_iterations;
+        step_info s;
+        brg_status st = train_step(t, &s);
+        double elapsed = now_seconds() - c.t0;
+        if (st == BRG_ERR_DIVERGED) return diverged(t, &s, tokens_per_second(&c, elapsed));
+        BRG_TRY(st);
         /* The first step also pays for first touches of activation memory (page faults on one
          * device hold up the others), which later steps reuse: with more steps to come, the
          * pipeline efficiency counts those only. */
-        if (t->step == first + 1 && t->step < t->total_steps) {
+        if (t->step == c.first + 1 && t->step < t->total_steps) {
             t->warm_busy = devices_busy(t);
             t->warm_schedule = brg_runtime_schedule_seconds(t->rt);
         }
-        tokens += tokens_per_step;
-        call_sum += loss;
-        r->last_loss = loss;
-        if (o->on_step) o->on_step(o->on_step_ctx, t->step, loss, lr);
-        double elapsed = now_seconds() - t0, tps = tokens / (elapsed > 0 ? elapsed : 1e-9);
-        bool last_of_call = in_call == o->device_iterations - 1 || t->step == t->total_steps;
-        if (reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
-            double shown = o->output_mode == BRG_OUTPUT_MODE_SUM ? call_sum : loss;
-            log_line(t, shown, lr, grad_norm, tps);
-            progress_line(t, shown, lr, tps, elapsed / (double)(t->step - first) * (double)(t->total_steps - t->step));
-        }
-        if (last_of_call) call_sum = 0;
-        if (o->eval_data && o->eval_every > 0 && t->step % o->eval_every == 0 && t->step < t->total_steps)
-            BRG_TRY(evaluate(t, r));
-        if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0 && t->step < t->total_steps)
-            BRG_TRY(trainer_save(t, o->output_dir));
+        r->last_loss = s.loss;
+        report_step(t, &c, &s, in_call, elapsed);
+        BRG_TRY(between_steps(t, r));
     }
     r->steps = t->step;
-    r->seconds = now_seconds() - t0;
+    r->seconds = now_seconds() - c.t0;
     if (o->eval_data) BRG_TRY(evaluate(t, r));
     if (o->output_dir) BRG_TRY(trainer_save(t, o->output_dir));
-    summary(t, r, tokens);
+    summary(t, r, c.tokens, c.first);
     return BRG_OK;
 }
 
@@ -280,7 +376,8 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
     brg_train_result r = {.eval_loss = NAN};
     brg_status st = setup(&t);
     if (st == BRG_OK) st = loop(&t, &r);
-    if (st == BRG_OK) brg_runtime_sync_to_model(t.rt);
+    /* A refused or interrupted step left the devices' weights as the last applied step did. */
+    if (st == BRG_OK || st == BRG_ERR_DIVERGED || st == BRG_ERR_INTERRUPTED) brg_runtime_sync_to_model(t.rt);
     teardown(&t);
     if (result) *result = r;
     return st;
