@@ -37,6 +37,15 @@ sed 's/"labels"/"lab_ls"/' "$tmp/in.st" >"$tmp/name.st"
 expect_fail tensor-name any "unexpected input tensor 'lab_ls'" "$brigade" forward --model "$m" --inputs "$tmp/name.st" --output "$tmp/o.st"
 sed 's/"attention_mask":{"dtype":"I64"/"attention_mask":{"dtype":"F64"/' "$tmp/in.st" >"$tmp/dtype.st"
 expect_fail tensor-dtype any "F64" "$brigade" forward --model "$m" --inputs "$tmp/dtype.st" --output "$tmp/o.st"
+# An output that is a device is written in place, never replaced by a regular file.
+if [ -w /dev/full ]; then
+    expect_fail output-full any "/dev/full" "$brigade" forward --model "$m" --inputs "$tmp/in.st" --output /dev/full
+    [ -c /dev/full ] && ok || bad "forward --output /dev/full replaced the device"
+fi
+expect_ok output-null "$brigade" forward --model "$m" --inputs "$tmp/in.st" --output /dev/null
+[ -c /dev/null ] && ok || bad "forward --output /dev/null replaced the device"
+mkdir -p "$tmp/outdir"
+expect_fail output-dir any "is a directory" "$brigade" forward --model "$m" --inputs "$tmp/in.st" --output "$tmp/outdir"
 sed 's/"labels":{"dtype":"I64","shape":\[2,8\]/"labels":{"dtype":"I64","shape":[8,2]/' "$tmp/in.st" >"$tmp/shape.st"
 expect_fail tensor-shape any "labels has shape [8, 2]" "$brigade" forward --model "$m" --inputs "$tmp/shape.st" --output "$tmp/o.st"
 bash "$mkinputs" "$tmp/long.st" 1 17 50

@@ -1,6 +1,7 @@
 /* JSON helpers: strict loading, typed getters and their messages, atomic writes. */
 #include <unistd.h>
 
+#include "io/atomic_file.h"
 #include "io/json.h"
 #include "test_util.h"
 

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "config/ipu_config_internal.h"
+#include "io/atomic_file.h"
 #include "io/json.h"
 
 static brg_status dump(const cJSON *root, char **out) {

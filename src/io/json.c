@@ -6,6 +6,7 @@
  * reject (or read differently) must not load silently here, so those cases are checked first. */
 #include "core/str.h"
 #include "io/json.h"
+#include "io/atomic_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -318,92 +319,6 @@ brg_status brg_json_get_string(const cJSON *obj, const char *ctx, const char *ke
     }
     if (!cJSON_IsString(it)) return wrong_type(ctx, key, "a string", it);
     *out = it->valuestring;
-    return BRG_OK;
-}
-
-/* ---- atomic files ----------------------------------------------------------------------- */
-
-void brg_atomic_file_abort(brg_atomic_file *f) {
-    if (f->fp) fclose(f->fp);
-    if (f->tmp_path) unlink(f->tmp_path);
-    free(f->tmp_path);
-    free(f->path);
-    f->fp = NULL;
-    f->tmp_path = NULL;
-    f->path = NULL;
-}
-
-brg_status brg_atomic_file_open(const char *path, brg_atomic_file *f) {
-    memset(f, 0, sizeof *f);
-    if (!path || !*path) return brg_error(BRG_ERR_INVALID_ARG, "cannot write a file with an empty path");
-    f->path = strdup(path);
-    f->tmp_path = brg_str_printf("%s.tmp.%ld", path, (long)getpid());
-    if (!f->path || !f->tmp_path) {
-        brg_atomic_file_abort(f);
-        return brg_error(BRG_ERR_OOM, "no memory to write %s", path);
-    }
-    /* A leftover from a crashed run with the same pid (or anything planted there, a symlink
-     * included) is removed, and O_EXCL makes sure the file written is a new one. */
-    unlink(f->tmp_path);
-    int fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        brg_status s = brg_error(BRG_ERR_IO, "cannot create %s: %s", f->tmp_path, strerror(errno));
-        free(f->tmp_path); /* not created: nothing to unlink */
-        f->tmp_path = NULL;
-        brg_atomic_file_abort(f);
-        return s;
-    }
-    f->fp = fdopen(fd, "wb");
-    if (!f->fp) {
-        brg_status s = brg_error(BRG_ERR_IO, "cannot write %s: %s", f->tmp_path, strerror(errno));
-        close(fd);
-        brg_atomic_file_abort(f);
-        return s;
-    }
-    return BRG_OK;
-}
-
-brg_status brg_atomic_file_write(brg_atomic_file *f, const void *data, size_t len) {
-    if (len == 0) return BRG_OK;
-    if (fwrite(data, 1, len, f->fp) != len) {
-        brg_status s = brg_error(BRG_ERR_IO, "cannot write %s: %s", f->tmp_path, strerror(errno));
-        brg_atomic_file_abort(f);
-        return s;
-    }
-    return BRG_OK;
-}
-
-/* The rename is only durable once the folder itself is synced; some filesystems refuse to sync
- * a folder, and the data is already safe in the file by then, so failures here are ignored. */
-static void sync_parent_dir(const char *path) {
-    const char *slash = strrchr(path, '/');
-    char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
-    if (!dir) return;
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-    free(dir);
-}
-
-brg_status brg_atomic_file_commit(brg_atomic_file *f) {
-    brg_status s = BRG_OK;
-    if (fflush(f->fp) != 0 || fsync(fileno(f->fp)) != 0)
-        s = brg_error(BRG_ERR_IO, "cannot write %s: %s", f->tmp_path, strerror(errno));
-    int rc = fclose(f->fp);
-    f->fp = NULL;
-    if (s == BRG_OK && rc != 0) s = brg_error(BRG_ERR_IO, "cannot write %s: %s", f->tmp_path, strerror(errno));
-    if (s == BRG_OK && rename(f->tmp_path, f->path) != 0)
-        s = brg_error(BRG_ERR_IO, "cannot rename %s to %s: %s", f->tmp_path, f->path, strerror(errno));
-    if (s != BRG_OK) {
-        brg_atomic_file_abort(f);
-        return s;
-    }
-    sync_parent_dir(f->path);
-    free(f->tmp_path); /* renamed away: nothing left to unlink */
-    f->tmp_path = NULL;
-    brg_atomic_file_abort(f);
     return BRG_OK;
 }
 

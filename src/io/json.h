@@ -60,7 +60,7 @@ const char *brg_json_number_str(double d, char *buf, size_t len);
 /* True when `item` is a number with an integral value in [-2^53, 2^53]; stores it in *out. */
 bool brg_json_integer(const cJSON *item, int64_t *out);
 
-/* Writes `root` pretty-printed (with a final newline) through brg_atomic_file. */
+/* Writes `root` pretty-printed (with a final newline) through brg_atomic_file (io/atomic_file.h). */
 brg_status brg_json_write_file_atomic(const char *path, const cJSON *root);
 
 /* A model folder's config.json: `path` receives dir/config.json (an error when it does not fit
@@ -68,23 +68,5 @@ brg_status brg_json_write_file_atomic(const char *path, const cJSON *root);
 brg_status brg_json_config_path(const char *dir, char *path, size_t path_len);
 brg_status brg_json_load_config(const char *dir, char *path, size_t path_len, cJSON **out);
 brg_status brg_json_write_config(cJSON *root, const char *dir);
-
-/* Replacing a file atomically: bytes go to "<path>.tmp.<pid>", which commit flushes, fsyncs and
- * renames over `path` (then fsyncs the folder). A crash or failure at any point leaves either
- * the old file or the new one, never a mix. Two threads of one process must not write the same
- * path at the same time (they would share the temporary name). */
-typedef struct brg_atomic_file {
-    FILE *fp;
-    char *path;
-    char *tmp_path;
-} brg_atomic_file;
-
-brg_status brg_atomic_file_open(const char *path, brg_atomic_file *f);
-/* On failure the file is aborted (temporary removed) and the message names the path. */
-brg_status brg_atomic_file_write(brg_atomic_file *f, const void *data, size_t len);
-/* Always releases `f`; on failure the temporary is removed and `path` is untouched. */
-brg_status brg_atomic_file_commit(brg_atomic_file *f);
-/* Removes the temporary; safe to call on an already released or zeroed `f`. */
-void brg_atomic_file_abort(brg_atomic_file *f);
 
 #endif

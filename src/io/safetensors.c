@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/atomic_file.h"
 #include "io/json.h"
 
 #define BUFFER_SOURCE "<buffer>"
