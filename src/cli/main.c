@@ -17,6 +17,8 @@ static const command commands[] = {
     {"plan", cmd_plan, "show where a model's blocks go and what each device holds"},
     {"train", cmd_train, "train a model pipelined and replicated as an ipu_config.json says"},
     {"generate", cmd_generate, "continue a prompt greedily"},
+    {"tokenize", cmd_tokenize, "tokenize lines of text with a model folder's tokenizer (JSON lines)"},
+    {"detokenize", cmd_detokenize, "decode lines of token ids back to text"},
 };
 
 static void usage(FILE *out) {
