@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Ensures the Debian packages brigade builds against are present. Installs them with apt-get
 # when run as root; otherwise prints the exact command to run and fails.
+#
+# Another apt or dpkg run (unattended upgrades, a second terminal) holds the package manager's
+# lock: apt-get waits for it up to BRIGADE_APT_LOCK_WAIT seconds (default 300), saying so, instead
+# of failing at once; a failed install prints apt-get's own last lines and fails.
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev)
@@ -13,13 +17,32 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-if [ "$(id -u)" -eq 0 ]; then
-  echo "brigade: installing missing packages: ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq || true
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-else
+if [ "$(id -u)" -ne 0 ]; then
   echo "brigade: missing packages: ${missing[*]}" >&2
   echo "brigade: run: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+wait_s=${BRIGADE_APT_LOCK_WAIT:-300}
+# apt and dpkg lock with fcntl, which no shell tool can probe without taking the lock; a running
+# apt/dpkg process is the sign that apt-get will have to wait.
+if pgrep -x 'apt|apt-get|aptitude|dpkg|unattended-upgr' >/dev/null 2>&1; then
+  echo "brigade: another package manager run is active; apt-get will wait up to ${wait_s}s for its lock"
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+apt_get() { apt-get -o DPkg::Lock::Timeout="$wait_s" "$@"; }
+
+echo "brigade: installing missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+if ! apt_get update -qq >"$log" 2>&1; then
+  # A stale or unreachable mirror need not stop an install from the lists already there.
+  echo "brigade: warning: apt-get update failed (trying the install anyway):" >&2
+  tail -n 3 "$log" >&2
+fi
+if ! apt_get install -y -qq "${missing[@]}" >"$log" 2>&1; then
+  echo "brigade: apt-get install ${missing[*]} failed:" >&2
+  tail -n 5 "$log" >&2
   exit 1
 fi
