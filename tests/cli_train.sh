@@ -17,10 +17,15 @@ grep -q 'Layer 1             --> IPU 1' "$tmp/stdout.txt" && ok || bad "no devic
 grep -q 'pipeline efficiency' "$tmp/stdout.txt" && ok || bad "no summary"
 (($(grep -c '"step": ' "$tmp/log.jsonl") == 6)) && ok || bad "log lines: $(cat "$tmp/log.jsonl")"
 grep -q '^{"step": 6, "loss": [0-9.e+-]*, "lr": [0-9.e+-]*, "grad_norm": [0-9][0-9.e+-]*, "tokens_per_s": ' "$tmp/log.jsonl" && ok || bad "log format: $(tail -1 "$tmp/log.jsonl")"
-for f in config.json model.safetensors optimizer.safetensors trainer_state.json ipu_config.json; do
-  [[ -f $tmp/out/$f ]] && ok || bad "checkpoint lacks $f"
+# The final model in the output folder, the last step's checkpoint whole in checkpoint-6/.
+for f in config.json model.safetensors ipu_config.json; do
+  [[ -f $tmp/out/$f ]] && ok || bad "the output folder lacks $f"
 done
-grep -qE '"global_step":\s*6' "$tmp/out/trainer_state.json" && ok || bad "trainer_state: $(cat "$tmp/out/trainer_state.json")"
+for f in config.json model.safetensors optimizer.safetensors trainer_state.json ipu_config.json; do
+  [[ -f $tmp/out/checkpoint-6/$f ]] && ok || bad "checkpoint-6 lacks $f"
+done
+grep -qE '"global_step":\s*6' "$tmp/out/checkpoint-6/trainer_state.json" && ok || bad "trainer_state: $(cat "$tmp/out/checkpoint-6/trainer_state.json")"
+ls "$tmp/out" | grep -q tmp && bad "a temporary was left: $(ls "$tmp/out")" || ok
 
 # The trained folder is a model again: forward and generate run on it.
 bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
@@ -87,7 +92,14 @@ expect_fail optimizer any "unknown optimizer" run_train --steps 1 --output "$tmp
 # A checkpoint resumed with a different optimizer or batch layout is refused, naming the mismatch.
 expect_fail resume-optimizer any "holds adamw state, this run uses sgd" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --optimizer sgd
 expect_fail resume-layout any "was written with 4 rows per step, this run uses 8" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/half" --micro-batch-size 4
-expect_fail resume-missing any "trainer_state.json" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
+expect_fail resume-missing any "$tmp/nowhere" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/nowhere"
+mkdir -p "$tmp/empty"
+expect_fail resume-empty any "holds no complete checkpoint" run_train --steps 8 --output "$tmp/x2" --resume "$tmp/empty"
+# --save-total-limit keeps the newest checkpoints only.
+run_train --steps 6 --save-every 2 --save-total-limit 2 --output "$tmp/limit" --quiet >/dev/null 2>&1 || bad "save-total-limit run"
+[[ "$(cd "$tmp/limit" && ls -d checkpoint-* | sort -t- -k2 -n | tr '\n' ' ')" == "checkpoint-4 checkpoint-6 " ]] && ok ||
+  bad "save-total-limit 2 kept: $(ls "$tmp/limit")"
+expect_fail save-total-limit-0 any "--save-total-limit 0: give at least 1" run_train --steps 2 --output "$tmp/x3" --save-total-limit 0
 # Flags that make no sense are errors, before anything is written.
 expect_fail steps-and-epochs 1 "--steps and --epochs both say how long to train" run_train --steps 2 --epochs 1 --output "$tmp/x"
 expect_fail eval-every-alone 1 "--eval-every needs --eval-data" run_train --steps 2 --eval-every 1 --output "$tmp/x"
@@ -128,18 +140,21 @@ signal_run() { # SIGNAL DIR: interrupts a long run after its first log line; pri
 }
 rc=$(signal_run INT "$tmp/sigint")
 ((rc == 130)) && ok || bad "SIGINT: exit $rc, wanted 130: $(cat "$tmp/sigint.err")"
-grep -q "stopped on request after step [0-9]* of 1000000; checkpoint written to $tmp/sigint; to continue" "$tmp/sigint.err" && ok || bad "SIGINT message: $(cat "$tmp/sigint.err")"
+grep -q "stopped on request after step [0-9]* of 1000000; checkpoint written to $tmp/sigint/checkpoint-[0-9]*; to continue" "$tmp/sigint.err" && ok || bad "SIGINT message: $(cat "$tmp/sigint.err")"
+newest() { (cd "$1" && ls -d checkpoint-* 2>/dev/null | grep -E '^checkpoint-[0-9]+$' | sort -t- -k2 -n | tail -1); }
+ck=$tmp/sigint/$(newest "$tmp/sigint")
 for f in config.json model.safetensors optimizer.safetensors trainer_state.json ipu_config.json; do
-  [[ -f $tmp/sigint/$f ]] && ok || bad "SIGINT checkpoint lacks $f"
+  [[ -f $ck/$f ]] && ok || bad "SIGINT checkpoint lacks $f"
 done
-done_steps=$(grep -oE '"global_step":\s*[0-9]+' "$tmp/sigint/trainer_state.json" | grep -oE '[0-9]+$')
+done_steps=$(grep -oE '"global_step":\s*[0-9]+' "$ck/trainer_state.json" | grep -oE '[0-9]+$')
 [[ $(tail -1 "$tmp/sigint.jsonl") == "{\"step\": $done_steps,"* ]] && ok || bad "checkpoint step $done_steps is not the last logged step: $(tail -1 "$tmp/sigint.jsonl")"
 run_train --steps $((done_steps + 2)) --output "$tmp/sigint" --resume "$tmp/sigint" >"$tmp/resumed.txt" 2>"$tmp/err.txt" && ok || bad "resume after SIGINT: $(cat "$tmp/err.txt")"
 # The summary counts the steps this run made, not the checkpoint's.
 grep -q "^trained 2 steps (from step $done_steps to $((done_steps + 2))) in " "$tmp/resumed.txt" && ok || bad "resumed summary: $(grep trained "$tmp/resumed.txt")"
-grep -qE "\"global_step\":\s*$((done_steps + 2))," "$tmp/sigint/trainer_state.json" && ok || bad "resumed state: $(cat "$tmp/sigint/trainer_state.json")"
+grep -qE "\"global_step\":\s*$((done_steps + 2))," "$tmp/sigint/checkpoint-$((done_steps + 2))/trainer_state.json" && ok ||
+  bad "resumed state: $(ls "$tmp/sigint")"
 rc=$(signal_run TERM "$tmp/sigterm")
-((rc == 143)) && [[ -f $tmp/sigterm/trainer_state.json ]] && ok || bad "SIGTERM: exit $rc, wanted 143 and a checkpoint: $(cat "$tmp/sigterm.err")"
+((rc == 143)) && [[ -n $(newest "$tmp/sigterm") ]] && ok || bad "SIGTERM: exit $rc, wanted 143 and a checkpoint: $(cat "$tmp/sigterm.err")"
 # A second signal stops at once: both arrive while the process is stopped, so the second finds
 # the first one's mark before any step can end.
 "$brigade" train --model "$tmp/m" --ipu-config "$tmp/ipu.json" --data builtin:reverse --rows 64 --micro-batch-size 2 \

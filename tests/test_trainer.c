@@ -1,7 +1,11 @@
 /* Training pipelined and replicated gives the one-device numbers; resume is exact. */
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "brigade/rng.h"
 #include "brigade/trainer.h"
 #include "test_util.h"
+#include "train/checkpoint_dir.h"
 
 enum { ROWS = 16, T = 8, VOCAB = 37, STEPS = 10 };
 
@@ -124,6 +128,10 @@ static void test_resume_is_exact(const brg_dataset *d) {
     char straight[1024], half[1024];
     snprintf(straight, sizeof straight, "%s/trainer-straight", test_tmp_dir());
     snprintf(half, sizeof half, "%s/trainer-half", test_tmp_dir());
+    /* --resume takes the newest checkpoint in the folder: start from an empty one. */
+    char rm[2100];
+    snprintf(rm, sizeof rm, "rm -rf '%s' '%s'", straight, half);
+    CHECK(system(rm) == 0);
     run_out a = {0}, b = {0};
     brg_train_options o;
     int two[4] = {0, 0, 1, 1};
@@ -158,6 +166,65 @@ static void test_resume_is_exact(const brg_dataset *d) {
     brg_model_destroy(loaded);
     free_out(&a);
     free_out(&b);
+}
+
+static bool exists(const char *dir, const char *name) {
+    char path[2100];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    return access(path, F_OK) == 0;
+}
+
+/* Checkpoints are whole checkpoint-N folders (the newest save_total_limit of them kept, each with
+ * every file, no temporaries left); the final model sits in the output folder itself; a set whose
+ * parts disagree on the step is refused on resume, naming both steps. */
+static void test_checkpoint_folders(const brg_dataset *d) {
+    char out[1024], rm[1100];
+    snprintf(out, sizeof out, "%s/trainer-folders", test_tmp_dir());
+    snprintf(rm, sizeof rm, "rm -rf '%s'", out);
+    CHECK(system(rm) == 0);
+    run_out a = {0};
+    brg_train_options o;
+    base_options(&o, &a);
+    o.micro_batch = 2;
+    o.output_dir = out;
+    o.save_every = 3;
+    o.save_total_limit = 2;
+    train(&o, d, &a);
+    free_out(&a);
+    /* Saved at 3, 6, 9 and 10 (the end): the two newest stay. */
+    CHECK(!exists(out, "checkpoint-3") && !exists(out, "checkpoint-6"));
+    CHECK(exists(out, "checkpoint-9") && exists(out, "checkpoint-10"));
+    const char *files[] = {"config.json", "model.safetensors", "optimizer.safetensors", "trainer_state.json"};
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint-10", out);
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        CHECK_MSG(exists(ckpt, files[i]), "checkpoint-10 lacks %s", files[i]);
+    CHECK(exists(out, "config.json") && exists(out, "model.safetensors"));
+    CHECK_MSG(!exists(out, "optimizer.safetensors"), "the final folder should hold the model only");
+    char find[1100];
+    snprintf(find, sizeof find, "ls '%s' | grep -q tmp", out);
+    CHECK_MSG(system(find) != 0, "a temporary checkpoint folder was left in %s", out);
+    CHECK_OK(brg_ckpt_dir_check(ckpt));
+
+    /* A mixed set: checkpoint-10's trainer state from checkpoint-9. */
+    char cp[2300];
+    snprintf(cp, sizeof cp, "cp '%s/checkpoint-9/trainer_state.json' '%s/trainer_state.json'", out, ckpt);
+    CHECK(system(cp) == 0);
+    base_options(&o, &a);
+    o.micro_batch = 2;
+    o.steps = 12;
+    o.resume_dir = out;
+    brg_model *m = tiny_gpt2();
+    CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_FORMAT, "optimizer state is at step 10 and its trainer state at step 9");
+    brg_model_destroy(m);
+    /* Told to resume from a folder with no checkpoint at all. */
+    char empty[1100];
+    snprintf(empty, sizeof empty, "%s/empty", out);
+    CHECK(mkdir(empty, 0777) == 0);
+    o.resume_dir = empty;
+    m = tiny_gpt2();
+    CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_NOT_FOUND, "holds no complete checkpoint");
+    brg_model_destroy(m);
 }
 
 static void test_budget_too_small(const brg_dataset *d) {
@@ -264,6 +331,7 @@ int main(void) {
     brg_dataset *d = make_data();
     test_parallel_matches_single(d);
     test_resume_is_exact(d);
+    test_checkpoint_folders(d);
     test_budget_too_small(d);
     test_divergence_stops(d, POISON_GRAD);
     test_divergence_stops(d, POISON_LOSS);

@@ -41,10 +41,16 @@ typedef struct brg_train_options {
     brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */
     float max_grad_norm;            /* 0: no clipping */
     /* output */
-    const char *output_dir; /* NULL: no checkpoints */
-    int64_t save_every;     /* 0: only at the end */
+    /* NULL: no checkpoints. Checkpoints go to output_dir/checkpoint-N/ (each written whole under
+     * a temporary name, then renamed), the final model to output_dir itself. */
+    const char *output_dir;
+    int64_t save_every;      /* 0: only at the end */
+    int save_total_limit;    /* keep the newest this many checkpoint-N folders; 0: all */
+    const brg_ipu_config *ipu_config; /* saved as ipu_config.json in every checkpoint; NULL: none */
     const char *log_path;   /* JSON lines; NULL: none */
-    const char *resume_dir; /* continue from a checkpoint written by an earlier run */
+    /* continue from a checkpoint: a checkpoint folder, or an output_dir whose newest complete
+     * checkpoint-N is taken */
+    const char *resume_dir;
     FILE *progress;         /* progress and summary lines; NULL: quiet */
     const brg_dataset *eval_data; /* evaluated every eval_every steps and at the end; NULL: none */
     int64_t eval_every;

@@ -1,6 +1,7 @@
 /* brigade train: a model folder, an ipu_config.json and data in; a trained model folder out. */
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,11 +15,12 @@
 #include "brigade/trainer.h"
 #include "commands.h"
 #include "io/json.h"
+#include "train/checkpoint_dir.h"
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule;
-    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, seq_len, rows, threads;
+    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads;
     double epochs, lr, weight_decay, max_grad_norm;
     bool no_shuffle, quiet, pin;
 } train_flags;
@@ -77,6 +79,8 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->max_grad_norm = (float)f->max_grad_norm;
     o->output_dir = f->output;
     o->save_every = f->save_every;
+    o->save_total_limit = (int)f->save_total_limit;
+    o->ipu_config = cfg;
     o->log_path = f->log;
     o->resume_dir = f->resume;
     o->eval_every = f->eval_every;
@@ -103,6 +107,7 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
     /* A 0 or negative count never means "off" or "default" when written out: it is a mistake. */
     const int_floor floors[] = {
         {"steps", f->steps, 1},           {"micro-batch-size", f->micro_batch, 1}, {"save-every", f->save_every, 1},
+        {"save-total-limit", f->save_total_limit, 1},
         {"eval-every", f->eval_every, 1}, {"sequence-length", f->seq_len, 1},      {"rows", f->rows, 1},
         {"warmup-steps", f->warmup, 0},
     };
@@ -117,11 +122,15 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
     return BRG_OK;
 }
 
-/* The step of the checkpoint in `dir`, or -1 when it has no readable trainer_state.json (the
- * trainer's own checks then say what is wrong with it). */
+/* The step of the checkpoint --resume takes from `dir` (its newest complete one), or -1 when there
+ * is none with a readable trainer_state.json (the trainer's own checks then say what is wrong). */
 static int64_t checkpoint_step(const char *dir) {
-    char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/trainer_state.json", dir) >= sizeof path) return -1;
+    char ckpt[4096], path[4200];
+    if (brg_ckpt_dir_find(dir, ckpt, sizeof ckpt) != BRG_OK) {
+        brg_clear_error();
+        return -1;
+    }
+    if ((size_t)snprintf(path, sizeof path, "%s/trainer_state.json", ckpt) >= sizeof path) return -1;
     cJSON *j;
     if (brg_json_load_file(path, 1 << 20, &j) != BRG_OK) return -1;
     int64_t step = -1;
@@ -178,8 +187,13 @@ static void say(const char *msg, size_t len) {
     (void)!write(STDERR_FILENO, msg, len);
 }
 
+/* Set by the first signal. Handlers can run at the same moment on two threads (the device
+ * threads, OpenBLAS's pool): the test-and-set decides which one was first, so the other always
+ * takes the second signal's path. Lock-free, so safe in a handler. */
+static atomic_flag signalled = ATOMIC_FLAG_INIT;
+
 static void on_signal(int sig) {
-    if (stop_signal) {
+    if (atomic_flag_test_and_set(&signalled)) {
         static const char msg[] = "brigade train: interrupted again: stopping now, without a checkpoint\n";
         say(msg, sizeof msg - 1);
         _exit(128 + sig);
@@ -196,20 +210,10 @@ static void install_signal_handlers(void) {
     stdout_tty = isatty(STDOUT_FILENO);
     struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    /* One handler at a time, so the second signal always finds the first one's mark. */
     sigaddset(&sa.sa_mask, SIGINT);
     sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-}
-
-/* An interrupted run still leaves a complete folder: the IPUConfig goes beside the checkpoint,
- * and the trainer's message (where the checkpoint is) survives that save. */
-static brg_status finish_interrupted(const train_flags *f, const brg_ipu_config *cfg) {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", brg_last_error());
-    if (f->output) BRG_TRY(brg_ipu_config_save_pretrained(cfg, f->output));
-    return brg_error(BRG_ERR_INTERRUPTED, "%s", msg);
 }
 
 static brg_status run(const train_flags *f) {
@@ -231,7 +235,6 @@ static brg_status run(const train_flags *f) {
         o.stop = &stop_signal;
         brg_train_result r;
         st = brg_train(m, data, &o, &r);
-        if (st == BRG_ERR_INTERRUPTED) st = finish_interrupted(f, &cfg);
     }
     if (st == BRG_OK) st = brg_ipu_config_save_pretrained(&cfg, f->output);
     if (st == BRG_OK && !f->quiet) print_samples(m, f->data);
@@ -273,8 +276,9 @@ int cmd_train(int argc, char **argv) {
         {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per step", false},
         {"eval-data", ARG_STRING, &f.eval_data, false, "data to evaluate on", false},
         {"eval-every", ARG_INT, &f.eval_every, false, "evaluate every K steps (and at the end)", false},
-        {"save-every", ARG_INT, &f.save_every, false, "write a checkpoint every K steps (and at the end)", false},
-        {"resume", ARG_STRING, &f.resume, false, "continue from a checkpoint folder", false},
+        {"save-every", ARG_INT, &f.save_every, false, "write OUT/checkpoint-N every K steps (and at the end)", false},
+        {"save-total-limit", ARG_INT, &f.save_total_limit, false, "keep only the newest K checkpoints", false},
+        {"resume", ARG_STRING, &f.resume, false, "continue from OUT's newest checkpoint (or a checkpoint folder)", false},
         {"no-shuffle", ARG_FLAG, &f.no_shuffle, false, "read rows in order", false},
         {"device-memory", ARG_STRING, &f.device_memory, false, "memory budget per device, e.g. 2GiB", false},
         {"schedule", ARG_STRING, &f.schedule, false, "pipeline schedule: 1f1b (default) or gpipe", false},

@@ -1,6 +1,7 @@
 /* The training loop. Each step: fill the micro-batches of the global batch, run the pipeline
  * (gradients end up reduced on every device), clip by the global norm, step every device's
  * optimizer on its own thread, log. */
+#include "train/checkpoint_dir.h"
 #include "trainer_internal.h"
 
 #include <math.h>
@@ -66,6 +67,7 @@ static brg_status check_options(const brg_train_options *o, const brg_dataset *d
     if (o->steps < 0 || (o->steps == 0 && !(o->epochs > 0)))
         return brg_error(BRG_ERR_INVALID_ARG, "give a positive number of steps or epochs");
     if (o->max_grad_norm < 0) return brg_error(BRG_ERR_INVALID_ARG, "max_grad_norm must be >= 0");
+    if (o->save_total_limit < 0) return brg_error(BRG_ERR_INVALID_ARG, "save_total_limit must be >= 0");
     (void)d;
     return brg_optimizer_config_validate(&o->optimizer);
 }
@@ -76,6 +78,32 @@ static brg_status setup_placement(trainer *t) {
     if (!t->block_stage) return brg_error(BRG_ERR_OOM, "cannot allocate the placement");
     if (t->opts.block_stage) memcpy(t->block_stage, t->opts.block_stage, (size_t)n * sizeof *t->block_stage);
     return BRG_OK;
+}
+
+/* ---- checkpoints ---- */
+
+/* The newest complete checkpoint under `dir` (or `dir` itself), once its parts agree. */
+static brg_status resume(trainer *t, const char *dir) {
+    char path[4096];
+    BRG_TRY(brg_ckpt_dir_find(dir, path, sizeof path));
+    BRG_TRY(brg_ckpt_dir_check(path));
+    return trainer_resume(t, path);
+}
+
+/* output_dir/checkpoint-<step>: written whole under a temporary name, then renamed; the oldest
+ * beyond save_total_limit go. */
+static brg_status save_checkpoint(trainer *t) {
+    const brg_train_options *o = &t->opts;
+    char *tmp;
+    BRG_TRY(brg_ckpt_dir_begin(o->output_dir, t->step, &tmp));
+    brg_status st = trainer_save(t, tmp);
+    if (st == BRG_OK && o->ipu_config) st = brg_ipu_config_save_pretrained(o->ipu_config, tmp);
+    if (st != BRG_OK) {
+        brg_ckpt_dir_abort(tmp);
+        return st;
+    }
+    BRG_TRY(brg_ckpt_dir_commit(o->output_dir, t->step, tmp));
+    return brg_ckpt_dir_prune(o->output_dir, o->save_total_limit);
 }
 
 static brg_status setup(trainer *t) {
@@ -99,7 +127,7 @@ static brg_status setup(trainer *t) {
     if (t->total_steps < 1) t->total_steps = 1;
     if (t->opts.lr_schedule.total_steps == 0) t->opts.lr_schedule.total_steps = t->total_steps;
     BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
-    if (o->resume_dir) BRG_TRY(trainer_resume(t, o->resume_dir));
+    if (o->resume_dir) BRG_TRY(resume(t, o->resume_dir));
     if (o->log_path) {
         t->log = fopen(o->log_path, t->step > 0 ? "a" : "w");
         if (!t->log) return brg_error(BRG_ERR_IO, "cannot open the log %s", o->log_path);
@@ -288,9 +316,10 @@ static brg_status interrupted(trainer *t) {
     if (!t->opts.output_dir)
         return brg_error(BRG_ERR_INTERRUPTED, "stopped on request after step %lld of %lld", (long long)t->step,
                          (long long)t->total_steps);
-    BRG_TRY(trainer_save(t, t->opts.output_dir));
-    return brg_error(BRG_ERR_INTERRUPTED, "stopped on request after step %lld of %lld; checkpoint written to %s",
-                     (long long)t->step, (long long)t->total_steps, t->opts.output_dir);
+    BRG_TRY(save_checkpoint(t));
+    return brg_error(BRG_ERR_INTERRUPTED,
+                     "stopped on request after step %lld of %lld; checkpoint written to %s/checkpoint-%lld",
+                     (long long)t->step, (long long)t->total_steps, t->opts.output_dir, (long long)t->step);
 }
 
 /* What the loop counts across steps for the log, the progress line and the summary. */
@@ -327,7 +356,7 @@ static brg_status between_steps(trainer *t, brg_train_result *r) {
     const brg_train_options *o = &t->opts;
     if (t->step >= t->total_steps) return BRG_OK;
     if (o->eval_data && o->eval_every > 0 && t->step % o->eval_every == 0) BRG_TRY(evaluate(t, r));
-    if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0) BRG_TRY(trainer_save(t, o->output_dir));
+    if (o->output_dir && o->save_every > 0 && t->step % o->save_every == 0) BRG_TRY(save_checkpoint(t));
     return BRG_OK;
 }
 
@@ -361,7 +390,12 @@ static brg_status loop(trainer *t, brg_train_result *r) {
     r->steps = t->step;
     r->seconds = now_seconds() - c.t0;
     if (o->eval_data) BRG_TRY(evaluate(t, r));
-    if (o->output_dir) BRG_TRY(trainer_save(t, o->output_dir));
+    /* The last step's checkpoint (for --resume), then the final model in output_dir itself, as
+     * transformers' Trainer leaves it. */
+    if (o->output_dir) {
+        BRG_TRY(save_checkpoint(t));
+        BRG_TRY(brg_model_save(t->model, o->output_dir));
+    }
     summary(t, r, c.tokens, c.first);
     return BRG_OK;
 }
