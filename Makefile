@@ -1,10 +1,12 @@
 # Thin wrapper over CMake: `make`, `make run`, `make test`, `make test-asan`, `make parity`.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 VENV       ?= tools/.venv
 
-.PHONY: all deps build run test test-portable test-asan parity bench clean
+.PHONY: all deps build run test test-portable test-asan fuzz parity bench clean
 
 all: build
 
@@ -37,6 +39,14 @@ test-asan: deps
 	@cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer harnesses (fuzz/) with ASan/UBSan, FUZZ_SECONDS each, new coverage merged into
+# fuzz/corpus/ (which make test replays). Needs clang: scripts/deps.sh fuzz installs it.
+fuzz:
+	@bash scripts/deps.sh fuzz
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBRIGADE_SANITIZE=ON -DBRIGADE_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 # Live comparison against transformers (creates the Python venv on first use).
 parity: build
 	@bash tools/parity.sh $(BUILD) $(VENV)
@@ -46,4 +56,4 @@ bench: build
 	@bash bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Ensures the Debian packages brigade builds against are present. Installs them with apt-get
+# Ensures the Debian packages brigade builds against are present (`deps.sh fuzz`: also those of
+# make fuzz). Installs them with apt-get
 # when run as root; otherwise prints the exact command to run and fails.
 #
 # Another apt or dpkg run (unattended upgrades, a second terminal) holds the package manager's
@@ -8,6 +9,8 @@
 set -euo pipefail
 
 packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev)
+# `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
+[ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -18,7 +18,8 @@ static int64_t nbias(const attn_case *c) { return c->a.H * c->a.Tq * c->a.Tk; }
  * entirely padded. */
 static attn_case attn_make(int64_t B, int64_t H, int64_t Tq, int64_t Tk, int64_t D, bool causal, bool bias,
                            int mask_kind) {
-    attn_case c = {.a = {B, H, Tq, Tk, D, 1.0f / sqrtf((float)(D > 0 ? D : 1)), causal, NULL, NULL}};
+    attn_case c = {.a = {.B = B, .H = H, .Tq = Tq, .Tk = Tk, .D = D, .scale = 1.0f / sqrtf((float)(D > 0 ? D : 1)),
+                         .causal = causal}};
     c.q = tk_rand(nq(&c), -1.5, 1.5);
     c.k = tk_rand(nk(&c), -1.5, 1.5);
     c.v = tk_rand(nk(&c), -1, 1);
