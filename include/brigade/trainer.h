@@ -46,6 +46,8 @@ typedef struct brg_train_options {
     const char *output_dir;
     int64_t save_every;      /* 0: only at the end */
     int save_total_limit;    /* keep the newest this many checkpoint-N folders; 0: all */
+    /* output_dir may hold files brigade did not write (refused before the first step otherwise) */
+    bool overwrite_output;
     const brg_ipu_config *ipu_config; /* saved as ipu_config.json in every checkpoint; NULL: none */
     const char *log_path;   /* JSON lines; NULL: none */
     /* continue from a checkpoint: a checkpoint folder, or an output_dir whose newest complete

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,7 +23,7 @@ typedef struct train_flags {
     const char *resume, *device_memory, *schedule;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads;
     double epochs, lr, weight_decay, max_grad_norm;
-    bool no_shuffle, quiet, pin;
+    bool no_shuffle, quiet, pin, overwrite_output;
 } train_flags;
 
 static void print_warnings(const brg_ipu_config *cfg) {
@@ -80,6 +81,7 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->output_dir = f->output;
     o->save_every = f->save_every;
     o->save_total_limit = (int)f->save_total_limit;
+    o->overwrite_output = f->overwrite_output;
     o->ipu_config = cfg;
     o->log_path = f->log;
     o->resume_dir = f->resume;
@@ -140,8 +142,28 @@ static int64_t checkpoint_step(const char *dir) {
     return step;
 }
 
+/* The output folder is written into: it must not be one of the run's inputs. */
+static brg_status check_output_path(const train_flags *f) {
+    char *out = realpath(f->output, NULL);
+    if (!out) return BRG_OK; /* not there yet: it cannot be an input */
+    const struct {
+        const char *flag, *path;
+    } inputs[] = {{"--model", f->model}, {"--data", f->data}, {"--eval-data", f->eval_data}, {"--ipu-config", f->ipu_config}};
+    brg_status st = BRG_OK;
+    for (size_t i = 0; st == BRG_OK && i < sizeof inputs / sizeof inputs[0]; i++) {
+        char *in = inputs[i].path ? realpath(inputs[i].path, NULL) : NULL;
+        if (in && strcmp(in, out) == 0)
+            st = brg_error(BRG_ERR_INVALID_ARG, "--output %s is the %s folder or file: write the run somewhere else",
+                           f->output, inputs[i].flag);
+        free(in);
+    }
+    free(out);
+    return st;
+}
+
 static brg_status check_flags(const train_flags *f, const arg_spec *specs, int n) {
     BRG_TRY(check_floors(f, specs, n));
+    BRG_TRY(check_output_path(f));
     bool steps = args_seen(specs, n, "steps");
     if (steps && args_seen(specs, n, "epochs"))
         return brg_error(BRG_ERR_INVALID_ARG, "--steps and --epochs both say how long to train: give one of them");
@@ -278,6 +300,7 @@ int cmd_train(int argc, char **argv) {
         {"eval-every", ARG_INT, &f.eval_every, false, "evaluate every K steps (and at the end)", false},
         {"save-every", ARG_INT, &f.save_every, false, "write OUT/checkpoint-N every K steps (and at the end)", false},
         {"save-total-limit", ARG_INT, &f.save_total_limit, false, "keep only the newest K checkpoints", false},
+        {"overwrite-output", ARG_FLAG, &f.overwrite_output, false, "write into an --output folder that holds other files", false},
         {"resume", ARG_STRING, &f.resume, false, "continue from OUT's newest checkpoint (or a checkpoint folder)", false},
         {"no-shuffle", ARG_FLAG, &f.no_shuffle, false, "read rows in order", false},
         {"device-memory", ARG_STRING, &f.device_memory, false, "memory budget per device, e.g. 2GiB", false},

@@ -110,6 +110,7 @@ static brg_status setup(trainer *t) {
     const brg_train_options *o = &t->opts;
     BRG_TRY(setup_placement(t));
     BRG_TRY(trainer_check_budget(t));
+    BRG_TRY(trainer_check_output(t));
     brg_runtime_options ro = {.replicas = o->replicas, .stages = o->stages, .block_stage = t->block_stage,
                               .micro_batches = o->accumulation, .schedule = o->schedule,
                               .device_memory = o->device_memory, .training = true, .recompute = o->recompute,

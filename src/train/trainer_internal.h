@@ -23,8 +23,11 @@ typedef struct trainer {
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json. */
 brg_status trainer_save(trainer *t, const char *dir);
-/* Fails when a device's planned memory exceeds opts.device_memory. */
+/* Fails when a device's planned memory exceeds opts.device_memory, or (without a budget) when
+ * all the devices' plans together exceed the machine's memory. */
 brg_status trainer_check_budget(trainer *t);
+/* Creates opts.output_dir and fails unless it can hold the run's checkpoints (preflight.c). */
+brg_status trainer_check_output(trainer *t);
 /* Mean loss of opts.eval_data under the current weights. */
 brg_status trainer_evaluate(trainer *t, double *mean_loss);
 /* Restores weights, optimizer state and the step from a checkpoint folder. */
