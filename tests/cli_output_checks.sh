@@ -18,8 +18,9 @@ expect_fail foreign-files 1 "already holds 'notes.txt', which brigade did not wr
 [[ -z $(ls "$tmp/mine" | grep -v notes.txt) ]] && ok || bad "something was written into the refused folder: $(ls "$tmp/mine")"
 expect_ok overwrite-output run_train --output "$tmp/mine" --overwrite-output
 [[ -f $tmp/mine/notes.txt && -d $tmp/mine/checkpoint-2 ]] && ok || bad "overwrite-output: $(ls "$tmp/mine")"
-# A folder of an earlier run is fine: only brigade's files are there.
-expect_ok earlier-run run_train --output "$tmp/mine" --overwrite-output --resume "$tmp/mine" --steps 3
+# A folder of an earlier run is fine: only brigade's files (and the run's log) are there.
+expect_ok log-inside run_train --output "$tmp/run" --log "$tmp/run/train.jsonl"
+expect_ok earlier-run run_train --output "$tmp/run" --log "$tmp/run/train.jsonl" --resume "$tmp/run" --steps 3
 expect_ok new-parents run_train --output "$tmp/a/b/c"
 echo x >"$tmp/file"
 expect_fail output-file 1 "exists and is not a folder" run_train --output "$tmp/file"

@@ -15,13 +15,20 @@
 #include "core/str.h"
 #include "trainer_internal.h"
 
-/* Names brigade (or transformers' Trainer) puts in an output folder. */
+static bool ends_with(const char *s, const char *tail) {
+    const size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Names brigade (or transformers' Trainer) puts in an output folder, and the logs a run is often
+ * told to keep there (a resumed run must not be refused for its own log). */
 static bool ours(const char *name) {
     static const char *const files[] = {"config.json",        "model.safetensors", "ipu_config.json",
                                         "optimizer.safetensors", "trainer_state.json", "generation_config.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (strcmp(name, files[i]) == 0) return true;
-    return strncmp(name, "checkpoint-", 11) == 0 || strstr(name, ".tmp.") != NULL;
+    return strncmp(name, "checkpoint-", 11) == 0 || strstr(name, ".tmp.") != NULL || ends_with(name, ".jsonl") ||
+           ends_with(name, ".log");
 }
 
 /* The first entry of `dir` that brigade did not write, or NULL (malloc'd). */
