@@ -15,6 +15,9 @@
 #include "core/str.h"
 #include "trainer_internal.h"
 
+/* The writability probe (a killed run may leave one behind). */
+#define PROBE ".brigade-write-test."
+
 static bool ends_with(const char *s, const char *tail) {
     const size_t n = strlen(s), m = strlen(tail);
     return n >= m && strcmp(s + n - m, tail) == 0;
@@ -28,7 +31,7 @@ static bool ours(const char *name) {
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
         if (strcmp(name, files[i]) == 0) return true;
     return strncmp(name, "checkpoint-", 11) == 0 || strstr(name, ".tmp.") != NULL || ends_with(name, ".jsonl") ||
-           ends_with(name, ".log");
+           ends_with(name, ".log") || strncmp(name, PROBE, strlen(PROBE)) == 0;
 }
 
 /* The first entry of `dir` that brigade did not write, or NULL (malloc'd). */
@@ -62,7 +65,7 @@ static brg_status make_dirs(const char *dir) {
 }
 
 static brg_status check_writable(const char *dir) {
-    char *probe = brg_str_printf("%s/.brigade-write-test.%ld", dir, (long)getpid());
+    char *probe = brg_str_printf("%s/" PROBE "%ld", dir, (long)getpid());
     if (!probe) return brg_error(BRG_ERR_OOM, "no memory for %s", dir);
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     brg_status st = fd >= 0 ? BRG_OK : brg_error(BRG_ERR_IO, "cannot write in the output folder %s: %s", dir, strerror(errno));
