@@ -5,8 +5,8 @@
  * rounding noise in exactly-zero gradients, such as attention key biases, into steps of ~lr). */
 #include "test_util.h"
 
-static const char *const fixtures[] = {"bert_mlm", "bert_cls", "bert_regression", "bert_qa", "vit_cls",
-                                       "t5_gated_untied"};
+static const char *const fixtures[] = {"bert_mlm", "bert_cls",    "bert_regression", "bert_qa", "vit_cls",
+                                       "t5_gated_untied", "bert_token", "bert_choice", "gpt2_seqcls"};
 static int train(const char *cli, const char *args) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "'%s' train --quiet --steps 3 --lr 0.05 --optimizer sgd --no-shuffle --seed 3 %s", cli,
@@ -43,7 +43,7 @@ static bool copy_without_dropout(const char *name, const char *dst) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "rm -rf '%s' && cp -r tests/fixtures/%s '%s' && sed -i -E "
-             "'s/(\"(hidden_dropout_prob|attention_probs_dropout_prob|dropout_rate)\": )[0-9.e-]+/\\10.0/' "
+             "'s/(\"(hidden_dropout_prob|attention_probs_dropout_prob|dropout_rate|resid_pdrop|embd_pdrop|attn_pdrop)\": )[0-9.e-]+/\\10.0/' "
              "'%s/config.json'",
              dst, name, dst, dst);
     return system(cmd) == 0;

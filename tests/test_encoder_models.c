@@ -225,8 +225,8 @@ static brg_status load_json(const char *json, bool vit) {
 static void test_config_errors(void) {
     CHECK_OK(load_json("{\"architectures\": [\"BertForSequenceClassification\"], \"id2label\": {\"0\": \"a\"}}",
                        false));
-    CHECK_ERR(load_json("{\"architectures\": [\"BertModel\"]}", false), BRG_ERR_UNSUPPORTED,
-              "'BertModel' is not supported");
+    CHECK_ERR(load_json("{\"architectures\": [\"BertLMHeadModel\"]}", false), BRG_ERR_UNSUPPORTED,
+              "'BertLMHeadModel' is not supported");
     CHECK_ERR(load_json("{\"architectures\": [\"BertForQuestionAnswering\"], \"num_labels\": 3}", false),
               BRG_ERR_INVALID_ARG, "needs num_labels 2");
     CHECK_ERR(load_json("{\"hidden_act\": \"relu\"}", false), BRG_ERR_UNSUPPORTED, "hidden_act 'relu'");
@@ -248,7 +248,8 @@ static void test_config_errors(void) {
 }
 
 /* A BertForPreTraining checkpoint (pooler and next-sentence head, old position_ids buffer) loads
- * into BertForMaskedLM; any other extra tensor is an error naming it. */
+ * into BertForMaskedLM; any other extra tensor is reported on stderr and not used (as
+ * from_pretrained does); tests/test_bert_checkpoints.c checks the rest of the loading rules. */
 static void test_checkpoint_extras(brg_arena *a) {
     brg_model *m = small_bert(BRG_BERT_MASKED_LM, 2, 0.0f);
     if (!m) return;
@@ -272,7 +273,8 @@ static void test_checkpoint_extras(brg_arena *a) {
     back = NULL;
     list[n++] = (brg_named_tensor){"cls.unknown.weight", extra};
     CHECK_OK(brg_safetensors_write(path, list, (size_t)n, meta, 1));
-    CHECK_ERR(brg_bert_load_dir(dir, &back), BRG_ERR_FORMAT, "unexpected tensor 'cls.unknown.weight'");
+    CHECK_OK(brg_bert_load_dir(dir, &back));
+    brg_model_destroy(back);
     brg_model_destroy(m);
 }
 

@@ -1,6 +1,8 @@
-/* BERT (masked LM, classification, question answering) and ViT pipelined over stages and
- * replicated give the single-device loss and gradients: the carried hidden states, the tied
- * masked-LM decoder's gradient summed across stages, and the loss shares of sequence-level heads. */
+/* BERT (masked LM, classification, question answering, token classification, pretraining), the GPT-2
+ * classification heads and ViT pipelined over stages and replicated give the single-device loss
+ * and gradients (multiple choice too, on [B, choices, T] inputs): the carried hidden states, the tied masked-LM decoder's gradient summed across
+ * stages, and the loss shares of sequence-level heads. The base models (BertModel, GPT2Model)
+ * give the single-device outputs through an inference pipeline. */
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
 #include "runtime_util.h"
@@ -28,12 +30,26 @@ static brg_model *tiny_bert(brg_bert_task task, float dropout) {
     c.vocab_size = VOCAB, c.hidden_size = 16, c.num_hidden_layers = 2, c.num_attention_heads = 2;
     c.intermediate_size = 24, c.max_position_embeddings = 16, c.initializer_range = 0.2f;
     c.hidden_dropout_prob = c.attention_probs_dropout_prob = dropout;
-    c.num_labels = task == BRG_BERT_SEQUENCE_CLASSIFICATION ? LABELS : 2;
+    c.num_labels = task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_TOKEN_CLASSIFICATION ? LABELS : 2;
     brg_model *m = NULL;
     CHECK_OK(brg_bert_create(&c, &m));
     if (!m) return NULL;
     brg_bert_init_weights(m, 5);
     perturb(m, 9);
+    return m;
+}
+
+static brg_model *tiny_gpt2(brg_gpt2_task task) {
+    brg_gpt2_config c;
+    brg_gpt2_config_default(&c);
+    c.task = task, c.vocab_size = VOCAB, c.n_embd = 16, c.n_layer = 2, c.n_head = 2, c.n_positions = 16;
+    c.initializer_range = 0.2f, c.num_labels = LABELS, c.pad_token_id = 0;
+    c.embd_pdrop = c.attn_pdrop = c.resid_pdrop = 0.0f, c.classifier_dropout = 0.0f;
+    brg_model *m = NULL;
+    CHECK_OK(brg_gpt2_create(&c, &m));
+    if (!m) return NULL;
+    brg_model_init_weights(m, 7);
+    perturb(m, 11);
     return m;
 }
 
@@ -73,10 +89,18 @@ static void text_data(brg_arena *a, brg_bert_task task, data *d) {
         ids[i] = mask[i] == 0.0f ? 0 : 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
         types[i] = t >= T / 2;
     }
-    if (task == BRG_BERT_MASKED_LM) {
+    if (task == BRG_BERT_BASE) return;
+    if (task == BRG_BERT_PRETRAINING) { /* next_sentence_label, one ignored */
+        d->in[IN_EXTRA] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
+        int32_t *e = d->in[IN_EXTRA]->data;
+        for (int i = 0; i < ROWS; i++) e[i] = i == 3 ? -100 : (i * 7) % 2;
+    }
+    if (task == BRG_BERT_MASKED_LM || task == BRG_BERT_TOKEN_CLASSIFICATION || task == BRG_BERT_PRETRAINING) {
         d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
         int32_t *l = d->in[IN_LABELS]->data;
-        for (int i = 0; i < ROWS * T; i++) l[i] = mask[i] != 0.0f && i % 3 == 0 ? ids[i] : -100;
+        bool mlm = task != BRG_BERT_TOKEN_CLASSIFICATION;
+        for (int i = 0; i < ROWS * T; i++)
+            l[i] = mask[i] != 0.0f && i % (mlm ? 3 : 2) == 0 ? (mlm ? ids[i] : ids[i] % LABELS) : -100;
         return;
     }
     d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
@@ -86,6 +110,26 @@ static void text_data(brg_arena *a, brg_bert_task task, data *d) {
     d->in[IN_EXTRA] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
     int32_t *e = d->in[IN_EXTRA]->data;
     for (int i = 0; i < ROWS; i++) e[i] = (i * 5 + 1) % T;
+}
+
+/* Multiple choice: [ROWS, 2, T] inputs, each choice padded as text_data pads, labels in {0, 1}. */
+static void choice_data(brg_arena *a, data *d) {
+    brg_rng rng;
+    brg_rng_seed(&rng, 3);
+    int64_t shape[3] = {ROWS, 2, T}, b1[1] = {ROWS};
+    d->in[IN_IDS] = new_tensor(a, BRG_DTYPE_I32, 3, shape);
+    d->in[IN_MASK] = new_tensor(a, BRG_DTYPE_F32, 3, shape);
+    d->in[IN_TYPES] = new_tensor(a, BRG_DTYPE_I32, 3, shape);
+    d->in[IN_LABELS] = new_tensor(a, BRG_DTYPE_I32, 1, b1);
+    int32_t *ids = d->in[IN_IDS]->data, *types = d->in[IN_TYPES]->data, *l = d->in[IN_LABELS]->data;
+    float *mask = d->in[IN_MASK]->data;
+    for (int i = 0; i < ROWS * 2 * T; i++) {
+        int row = i / T, t = i % T;
+        mask[i] = t < T - (row % 3) ? 1.0f : 0.0f;
+        ids[i] = mask[i] == 0.0f ? 0 : 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
+        types[i] = t >= T / 2;
+    }
+    for (int i = 0; i < ROWS; i++) l[i] = i % 2;
 }
 
 static void image_data(brg_arena *a, data *d) {
@@ -184,19 +228,110 @@ static void check_dropout(brg_arena *a) {
     brg_model_destroy(m), brg_model_destroy(plain);
 }
 
+/* A base model through an inference pipeline (2 stages, 2 micro-batches; and 2 replicas) gives
+ * the packed outputs of one forward over the whole batch, and loading the outputs by name works on
+ * the gathered tensor. */
+static void check_inference(brg_model *m, const data *d, const char *name, int expected_outputs) {
+    brg_arena *a = NULL;
+    CHECK_OK(brg_arena_create("single", 0, &a));
+    brg_tape *tape = NULL;
+    if (a) CHECK_OK(brg_tape_create(a, &tape));
+    if (!tape) return;
+    brg_tape_set_grad_enabled(tape, false);
+    brg_bundle whole = {.input_ids = d->in[IN_IDS], .attention_mask = d->in[IN_MASK], .token_type_ids = d->in[IN_TYPES]};
+    CHECK_OK(brg_model_forward(m, tape, &whole));
+    const brg_tensor *ref = whole.logits;
+    int64_t numel = ref ? brg_tensor_numel(ref) : 0;
+    const layout layouts[2] = {{1, 2, 2, TWO, BRG_SCHEDULE_1F1B, .what = "2 stages, 2 micro-batches"},
+                               {2, 2, 1, TWO, BRG_SCHEDULE_GPIPE, .what = "2 replicas x 2 stages"}};
+    for (int li = 0; ref && li < 2; li++) {
+        const layout *l = &layouts[li];
+        brg_runtime_options o = layout_options(l);
+        o.training = false;
+        brg_runtime *rt = NULL;
+        CHECK_OK(brg_runtime_create(m, &o, &rt));
+        if (!rt) continue;
+        int n_mb = l->replicas * l->micro_batches, rows = ROWS / n_mb;
+        float *got = calloc((size_t)numel, sizeof *got), *sinks[8];
+        brg_micro_batch mbs[8];
+        brg_tensor parts[8][N_IN];
+        for (int r = 0; r < l->replicas; r++)
+            for (int k = 0; k < l->micro_batches; k++) {
+                int slot = r * l->micro_batches + k, first = (k * l->replicas + r) * rows;
+                memset(&mbs[slot], 0, sizeof mbs[slot]);
+                for (int in = 0; in < N_IN; in++) {
+                    if (!d->in[in]) continue;
+                    parts[slot][in] = slice(d->in[in], first, rows);
+                    set_input(&mbs[slot], in, &parts[slot][in]);
+                }
+                sinks[slot] = got + (int64_t)first * (numel / ROWS);
+            }
+        brg_loss_items none = {0, 0};
+        float losses[8];
+        CHECK_OK(brg_runtime_infer(rt, mbs, &none, sinks, losses));
+        double worst = test_max_abs_diff(ref->data, got, (long)numel);
+        CHECK_MSG(worst <= 1e-5, "%s, %s: outputs differ from one device by %.3g", name, l->what, worst);
+        brg_tensor gathered = brg_tensor_wrap(BRG_DTYPE_F32, ref->ndim, ref->shape, got);
+        brg_named_tensor outs[8];
+        int n = 0;
+        CHECK_OK(brg_model_outputs(m, &whole, &gathered, a, outs, 8, &n));
+        CHECK_MSG(n == expected_outputs && outs[0].tensor->shape[0] == ROWS && outs[0].tensor->shape[1] == T,
+                  "%s: %d outputs, the first of %lld x %lld", name, n, (long long)outs[0].tensor->shape[0],
+                  (long long)outs[0].tensor->shape[1]);
+        free(got);
+        brg_runtime_destroy(rt);
+    }
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+}
+
+/* GPT-2's classification heads pipelined (sequence classification reads each row's last non-pad
+ * token, pad id 0 where the mask is 0) and GPT2Model through the inference pipeline. */
+static void check_gpt2(brg_arena *a) {
+    data d = {{0}};
+    text_data(a, BRG_BERT_TOKEN_CLASSIFICATION, &d);
+    d.in[IN_TYPES] = NULL;
+    brg_model *tok = tiny_gpt2(BRG_GPT2_TOKEN_CLASSIFICATION);
+    if (tok) check_layouts(tok, &d, "GPT-2 token classification");
+    brg_model_destroy(tok);
+    data s = {{0}};
+    text_data(a, BRG_BERT_SEQUENCE_CLASSIFICATION, &s);
+    s.in[IN_TYPES] = NULL;
+    brg_model *seq = tiny_gpt2(BRG_GPT2_SEQUENCE_CLASSIFICATION);
+    if (seq) check_layouts(seq, &s, "GPT-2 sequence classification");
+    brg_model_destroy(seq);
+    brg_model *base = tiny_gpt2(BRG_GPT2_BASE);
+    s.in[IN_LABELS] = NULL;
+    if (base) check_inference(base, &s, "GPT2Model", 1);
+    brg_model_destroy(base);
+}
+
 int main(void) {
     brg_arena *a = NULL;
     CHECK_OK(brg_arena_create("host", 0, &a));
     if (!a) return test_finish();
-    const brg_bert_task tasks[3] = {BRG_BERT_MASKED_LM, BRG_BERT_SEQUENCE_CLASSIFICATION, BRG_BERT_QUESTION_ANSWERING};
-    const char *names[3] = {"BERT masked LM", "BERT classification", "BERT question answering"};
-    for (int t = 0; t < 3; t++) {
+    const brg_bert_task tasks[5] = {BRG_BERT_MASKED_LM, BRG_BERT_SEQUENCE_CLASSIFICATION, BRG_BERT_QUESTION_ANSWERING,
+                                    BRG_BERT_TOKEN_CLASSIFICATION, BRG_BERT_PRETRAINING};
+    const char *names[5] = {"BERT masked LM", "BERT classification", "BERT question answering",
+                            "BERT token classification", "BERT pretraining"};
+    for (int t = 0; t < 5; t++) {
         brg_model *m = tiny_bert(tasks[t], 0.0f);
         data d = {{0}};
         text_data(a, tasks[t], &d);
         if (m) check_layouts(m, &d, names[t]);
         brg_model_destroy(m);
     }
+    brg_model *choice = tiny_bert(BRG_BERT_MULTIPLE_CHOICE, 0.0f);
+    data cd = {{0}};
+    choice_data(a, &cd);
+    if (choice) check_layouts(choice, &cd, "BERT multiple choice");
+    brg_model_destroy(choice);
+    brg_model *base = tiny_bert(BRG_BERT_BASE, 0.0f);
+    data bd = {{0}};
+    text_data(a, BRG_BERT_BASE, &bd);
+    if (base) check_inference(base, &bd, "BertModel", 2);
+    brg_model_destroy(base);
+    check_gpt2(a);
     brg_model *vit = tiny_vit();
     data d = {{0}};
     image_data(a, &d);

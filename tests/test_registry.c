@@ -49,7 +49,7 @@ static void test_lookup(void) {
     const brg_model_arch *a = brg_model_arch_find("GPT2LMHeadModel", NULL);
     CHECK(a && strcmp(a->model_type, "gpt2") == 0 && a->load_dir && a->create_dir && a->block_cost);
     CHECK(brg_model_arch_find(NULL, "gpt2") == a && brg_model_arch_find("", "gpt2") == a);
-    CHECK(brg_model_arch_find("GPT2ForSequenceClassification", "gpt2") == NULL); /* architectures wins */
+    CHECK(brg_model_arch_find("GPT2DoubleHeadsModel", "gpt2") == NULL); /* architectures wins */
     CHECK(brg_model_arch_find("ToyBlocksForTesting", "toy-blocks") == NULL);
     char names[512];
     CHECK(strncmp(brg_model_arch_names(names, sizeof names), "GPT2LMHeadModel, BertForMaskedLM", 32) == 0);

@@ -12,6 +12,15 @@ Kinds (the committed folder of each):
   bert_multilabel  BertForSequenceClassification, multi-label: labels float [B, num_labels] of 0/1
   bert_qa          BertForQuestionAnswering: start_positions, end_positions [B] (one out of range);
                    outputs start_logits and end_logits instead of logits
+  bert_base        BertModel (with its pooler): outputs last_hidden_state and pooler_output; having
+                   no loss, its "loss" is sum(output * cotangent.<output>) over both outputs, with
+                   the random cotangents stored as cotangent.last_hidden_state / .pooler_output
+  bert_base_nopool BertModel(add_pooling_layer=False): last_hidden_state only, the same "loss"
+  bert_token       BertForTokenClassification: labels int [B, T], -100 at padding and a few others
+  bert_choice      BertForMultipleChoice: input_ids, attention_mask, token_type_ids [B, num_choices, T]
+                   (num_choices = num_labels here), labels int [B]
+  bert_pretraining BertForPreTraining: labels [B, T] as bert_mlm and next_sentence_label int [B];
+                   outputs prediction_logits and seq_relationship_logits
   vit_cls          ViTForImageClassification: pixel_values [B, 3, H, W], labels int [B]
   vit_regression   ViTForImageClassification, num_labels 1, qkv_bias false, image_size [h, w]
 
@@ -39,10 +48,12 @@ import torch
 import transformers
 from safetensors.torch import load_file
 from fixture_common import (run_cli, check_probes, save_expected, load_checked, recompute_problems,
-                            central_difference)
+                            central_difference, saved_tensor_names)
 
 PERTURB_STD = 0.1
-BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa")
+BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa", "bert_base",
+              "bert_base_nopool", "bert_token", "bert_choice", "bert_pretraining")
+BASE_KINDS = ("bert_base", "bert_base_nopool")
 VIT_KINDS = ("vit_cls", "vit_regression")
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh")
 
@@ -92,6 +103,17 @@ def committed_specs():
                     hidden_act="gelu_pytorch_tanh"),
         FixtureSpec(name="bert_qa", kind="bert_qa", seed=2005, layers=2, hidden=24, heads=4, intermediate=36,
                     batch=3, vocab_size=59, max_positions=14, seq=10),
+        FixtureSpec(name="bert_base", kind="bert_base", seed=2008, layers=2, hidden=16, heads=2, intermediate=24,
+                    batch=3, vocab_size=37, max_positions=10, seq=7, hidden_act="gelu"),
+        FixtureSpec(name="bert_base_nopool", kind="bert_base_nopool", seed=2009, layers=1, hidden=12, heads=3,
+                    intermediate=20, batch=2, vocab_size=29, max_positions=8, seq=6, type_vocab_size=1,
+                    use_mask=False, hidden_act="gelu_new"),
+        FixtureSpec(name="bert_token", kind="bert_token", seed=2010, layers=2, hidden=16, heads=4, intermediate=24,
+                    batch=3, vocab_size=41, max_positions=12, seq=8, num_labels=5, hidden_act="gelu_pytorch_tanh"),
+        FixtureSpec(name="bert_choice", kind="bert_choice", seed=2011, layers=1, hidden=16, heads=2, intermediate=20,
+                    batch=2, vocab_size=31, max_positions=10, seq=6, num_labels=3, hidden_act="gelu"),
+        FixtureSpec(name="bert_pretraining", kind="bert_pretraining", seed=2012, layers=1, hidden=16, heads=2,
+                    intermediate=24, batch=3, vocab_size=43, max_positions=10, seq=7, hidden_act="gelu_new"),
         FixtureSpec(name="vit_cls", kind="vit_cls", seed=2006, layers=2, hidden=24, heads=3, intermediate=40,
                     batch=3, image_size=8, patch_size=4, num_labels=5),
         FixtureSpec(name="vit_regression", kind="vit_regression", seed=2007, layers=1, hidden=16, heads=2,
@@ -116,7 +138,9 @@ def random_spec(rng, name, seed):
         spec.use_mask = rng.random() < 0.7
         spec.tie_word_embeddings = rng.random() < 0.7
         spec.num_labels = {"bert_cls": rng.randint(2, 5), "bert_regression": 1,
-                           "bert_multilabel": rng.randint(2, 5), "bert_qa": 2, "bert_mlm": 2}[kind]
+                           "bert_multilabel": rng.randint(2, 5), "bert_qa": 2, "bert_mlm": 2,
+                           "bert_base": 2, "bert_base_nopool": 2, "bert_token": rng.randint(2, 5),
+                           "bert_choice": rng.randint(2, 4), "bert_pretraining": 2}[kind]
     else:
         spec.patch_size = rng.randint(2, 4)
         spec.image_size = [spec.patch_size * rng.randint(1, 3) + rng.randint(0, 1),
@@ -144,7 +168,12 @@ def make_model(spec):
             initializer_range=spec.initializer_range, layer_norm_eps=spec.layer_norm_eps,
             tie_word_embeddings=spec.tie_word_embeddings, num_labels=spec.num_labels, problem_type=problem,
             pad_token_id=0, attn_implementation="eager")
-        cls = {"bert_mlm": transformers.BertForMaskedLM, "bert_qa": transformers.BertForQuestionAnswering}.get(
+        if spec.kind in BASE_KINDS:
+            return transformers.BertModel(config, add_pooling_layer=spec.kind == "bert_base").to(torch.float32)
+        cls = {"bert_mlm": transformers.BertForMaskedLM, "bert_qa": transformers.BertForQuestionAnswering,
+               "bert_token": transformers.BertForTokenClassification,
+               "bert_choice": transformers.BertForMultipleChoice,
+               "bert_pretraining": transformers.BertForPreTraining}.get(
             spec.kind, transformers.BertForSequenceClassification)
     else:
         config = transformers.ViTConfig(
@@ -220,18 +249,45 @@ def make_inputs(spec, generator):
         else:
             labels = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
         return {"pixel_values": pixels, "labels": labels}
+    if spec.kind == "bert_choice":
+        return choice_inputs(spec, generator)
     inputs, valid = bert_text_inputs(spec, generator)
-    if spec.kind == "bert_mlm":
+    if spec.kind in ("bert_mlm", "bert_pretraining"):
         inputs["labels"] = mlm_labels(inputs["input_ids"], valid, generator)
+    if spec.kind == "bert_pretraining":
+        inputs["next_sentence_label"] = torch.randint(0, 2, (spec.batch,), generator=generator)
     elif spec.kind == "bert_cls":
         inputs["labels"] = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
     elif spec.kind == "bert_regression":
         inputs["labels"] = torch.randn((spec.batch,), generator=generator)
     elif spec.kind == "bert_multilabel":
         inputs["labels"] = (torch.rand((spec.batch, spec.num_labels), generator=generator) < 0.5).float()
-    else:
+    elif spec.kind == "bert_token":
+        labels = torch.randint(0, spec.num_labels, (spec.batch, spec.seq), generator=generator)
+        labels[~valid] = -100
+        labels[0, -1] = -100
+        inputs["labels"] = labels
+    elif spec.kind == "bert_qa":
         inputs["start_positions"], inputs["end_positions"] = qa_positions(spec, generator)
     return inputs
+
+
+def choice_inputs(spec, generator):
+    """num_choices (= spec.num_labels) padded text inputs per example, [B, num_choices, T], and the
+    right choice of each example."""
+    rows = dataclasses.replace(spec, batch=spec.batch * spec.num_labels)
+    inputs, _ = bert_text_inputs(rows, generator)
+    shaped = {k: v.reshape(spec.batch, spec.num_labels, spec.seq) for k, v in inputs.items()}
+    shaped["labels"] = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
+    return shaped
+
+
+def add_cotangents(model, inputs, generator):
+    """A base model has no loss: random cotangents of its outputs (stored with the inputs) make one."""
+    with torch.no_grad():
+        out = model(**inputs)
+    for name, value in outputs_of(out).items():
+        inputs[f"cotangent.{name}"] = torch.randn(value.shape, generator=generator)
 
 
 def saved_to_parameter(model, model_dir):
@@ -251,16 +307,40 @@ def saved_to_parameter(model, model_dir):
 
 def outputs_of(out):
     """{name: tensor} of the forward's outputs."""
+    if hasattr(out, "last_hidden_state"):
+        found = {"last_hidden_state": out.last_hidden_state}
+        if getattr(out, "pooler_output", None) is not None:
+            found["pooler_output"] = out.pooler_output
+        return found
+    if hasattr(out, "seq_relationship_logits"):
+        return {"prediction_logits": out.prediction_logits, "seq_relationship_logits": out.seq_relationship_logits}
     if hasattr(out, "start_logits"):
         return {"start_logits": out.start_logits, "end_logits": out.end_logits}
     return {"logits": out.logits}
 
 
+def model_loss(out, cotangents):
+    """The model's loss, or for a base model sum(output * cotangent) over its outputs."""
+    if not cotangents:
+        return out.loss
+    outputs = outputs_of(out)
+    return sum((outputs[name] * c.to(outputs[name].dtype)).sum() for name, c in cotangents.items())
+
+
+def split_inputs(inputs):
+    """(forward keyword arguments, cotangents by output name)."""
+    features = {k: v for k, v in inputs.items() if not k.startswith("cotangent.")}
+    cotangents = {k[len("cotangent."):]: v for k, v in inputs.items() if k.startswith("cotangent.")}
+    return features, cotangents
+
+
 def forward_backward(model, inputs, mapping):
     """Run the model with labels and backpropagate; return outputs, loss and grads by saved name."""
     model.zero_grad(set_to_none=True)
-    out = model(**inputs)
-    out.loss.backward()
+    features, cotangents = split_inputs(inputs)
+    out = model(**features)
+    loss = model_loss(out, cotangents)
+    loss.backward()
     grads = {}
     for saved, name in mapping.items():
         grad = model.get_parameter(name).grad
@@ -270,7 +350,7 @@ def forward_backward(model, inputs, mapping):
             grad = torch.zeros_like(model.get_parameter(name))
         grads[saved] = grad.detach().clone()
     outputs = {k: v.detach().clone().contiguous() for k, v in outputs_of(out).items()}
-    return outputs, out.loss.detach().clone(), grads
+    return outputs, loss.detach().clone(), grads
 
 
 def write_fixture(spec, out_root):
@@ -280,6 +360,8 @@ def write_fixture(spec, out_root):
     model.save_pretrained(out_dir)
     mapping = saved_to_parameter(model, out_dir)
     inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
+    if spec.kind in BASE_KINDS:
+        add_cotangents(model, inputs, torch.Generator().manual_seed(spec.seed + 3))
     outputs, loss, grads = forward_backward(model, inputs, mapping)
     save_expected(out_dir, inputs, outputs, loss, grads, {"seed": str(spec.seed), "kind": spec.kind})
     return out_dir
@@ -288,22 +370,33 @@ def write_fixture(spec, out_root):
 # ---- verification -------------------------------------------------------------------------
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids", "pixel_values", "labels", "start_positions",
-               "end_positions")
+               "end_positions", "next_sentence_label")
 
 
 def load_fixture_model(model_dir, dtype, attention="eager"):
-    """Reload a fixture with transformers, failing on missing or unexpected tensors."""
+    """Reload a fixture with transformers, failing on missing or unexpected tensors (a BertModel
+    without pooler is built with add_pooling_layer=False, as its checkpoint says)."""
     with open(os.path.join(model_dir, "config.json")) as f:
         arch = json.load(f)["architectures"][0]
+    if arch == "BertModel" and "pooler.dense.weight" not in saved_tensor_names(model_dir):
+        model, info = transformers.BertModel.from_pretrained(
+            model_dir, add_pooling_layer=False, attn_implementation=attention, dtype=dtype, output_loading_info=True)
+        if any(v for k, v in info.items()):
+            raise RuntimeError(f"{model_dir}: loading problems: {info}")
+        return model.eval()
     return load_checked(getattr(transformers, arch), model_dir, dtype, attention)
 
 
 def check_recompute(model_dir, expected):
     """Recompute in float32 from the saved folder; return a list of problems."""
     model = load_fixture_model(model_dir, torch.float32)
-    inputs = {k: expected[k] for k in INPUT_NAMES if k in expected}
+    inputs = {k: expected[k] for k in expected if k in INPUT_NAMES or k.startswith("cotangent.")}
     outputs, loss, grads = forward_backward(model, inputs, saved_to_parameter(model, model_dir))
-    return recompute_problems(model_dir, expected, outputs, loss, grads)
+    top = max(v.abs().max().item() for k, v in expected.items() if k.startswith("grad."))
+    # Gradients that are zero in exact arithmetic (key biases; the multiple-choice bias, which
+    # every choice shares under the softmax) hold float32 rounding noise on both sides.
+    kept = {n: g for n, g in grads.items() if expected[f"grad.{n}"].abs().max().item() > 1e-5 * top}
+    return recompute_problems(model_dir, expected, outputs, loss, kept)
 
 
 def probe_entries(expected, mapping):
@@ -313,8 +406,10 @@ def probe_entries(expected, mapping):
     it is not the derivative.)"""
     probes = [(n, (1,)) for n in sorted(mapping) if "LayerNorm.weight" in n or "layernorm_before.bias" in n][:1]
     if "input_ids" in expected:
-        probes.append(("bert.embeddings.word_embeddings.weight", (int(expected["input_ids"][0, 0]), 1)))
-    for name in ("classifier.weight", "qa_outputs.weight", "cls.predictions.transform.dense.weight"):
+        word = next(n for n in mapping if n.endswith("embeddings.word_embeddings.weight"))
+        probes.append((word, (int(expected["input_ids"].flatten()[0]), 1)))
+    for name in ("classifier.weight", "qa_outputs.weight", "cls.predictions.transform.dense.weight",
+                 "pooler.dense.weight"):
         if name in mapping:
             probes.append((name, (0, 2)))
     if "pixel_values" in expected:
@@ -329,11 +424,13 @@ def check_finite_differences(model_dir, expected):
     same computation, in float64)."""
     attention = "sdpa" if "pixel_values" in expected else "eager"
     model = load_fixture_model(model_dir, torch.float64, attention)
-    inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in expected.items() if k in INPUT_NAMES}
+    inputs = {k: (v.double() if v.is_floating_point() else v) for k, v in expected.items()
+              if k in INPUT_NAMES or k.startswith("cotangent.")}
+    features, cotangents = split_inputs(inputs)
     mapping = saved_to_parameter(model, model_dir)
 
     return check_probes(expected, probe_entries(expected, mapping), lambda name, index: central_difference(
-        model.get_parameter(mapping[name]), index, lambda: model(**inputs).loss.item(), 1e-6))
+        model.get_parameter(mapping[name]), index, lambda: model_loss(model(**features), cotangents).item(), 1e-6))
 
 
 def describe(spec, model_dir):

@@ -13,6 +13,14 @@ Weights are initialized by transformers with a large initializer_range and then 
 LayerNorm weights and biases included, is perturbed with random noise so every gradient path is
 exercised. The *_pdrop values keep their defaults in config.json.
 
+Kinds (FixtureSpec.kind): "lm" (GPT2LMHeadModel, above); "base" (GPT2Model: output
+last_hidden_state; having no loss, its "loss" is sum(last_hidden_state * cotangent.last_hidden_state)
+with the random cotangent stored next to the inputs); "seqcls" (GPT2ForSequenceClassification:
+labels int [B] or, with num_labels 1, float [B]; the logits are read at the last token that is not
+pad_token_id; rows are padded on the right, one on the left, and a pad id also sits inside a row;
+without pad_token_id the batch is one row); "token" (GPT2ForTokenClassification: labels int [B, T],
+-100 at padding).
+
 Usage:
   python tools/gpt2_fixtures.py --out tests/fixtures                   # the committed set
   python tools/gpt2_fixtures.py --random 3 --seed S --out DIR          # DIR/random_0 .. random_2
@@ -20,11 +28,13 @@ Usage:
 """
 
 import dataclasses
+import json
 import os
 import random
 import sys
 
 import torch
+import transformers
 from transformers import GPT2Config, GPT2LMHeadModel
 from fixture_common import (perturb_parameters, run_cli, check_probes, saved_tensor_names,
                             drop_generation_config, forward_backward, save_expected, load_checked,
@@ -52,6 +62,9 @@ class FixtureSpec:
     tie_word_embeddings: bool = True
     layer_norm_epsilon: float = 1e-5
     initializer_range: float = 0.15
+    kind: str = "lm"
+    num_labels: int = 2
+    pad_token_id: object = None
 
 
 def committed_specs():
@@ -66,6 +79,18 @@ def committed_specs():
         FixtureSpec(name="gpt2_untied", seed=1003, n_layer=1, n_embd=24, n_head=2, vocab_size=50,
                     n_positions=12, activation_function="gelu_pytorch_tanh", batch=2, seq=12,
                     use_mask=False, tie_word_embeddings=False, initializer_range=0.1),
+        FixtureSpec(name="gpt2_base", seed=1004, n_layer=2, n_embd=16, n_head=2, vocab_size=31,
+                    n_positions=10, activation_function="gelu_new", batch=2, seq=7, use_mask=True,
+                    kind="base"),
+        FixtureSpec(name="gpt2_seqcls", seed=1005, n_layer=2, n_embd=16, n_head=4, vocab_size=29,
+                    n_positions=12, activation_function="gelu", batch=4, seq=8, use_mask=True,
+                    kind="seqcls", num_labels=3, pad_token_id=28),
+        FixtureSpec(name="gpt2_seqcls_regression", seed=1006, n_layer=1, n_embd=12, n_head=3, vocab_size=23,
+                    n_positions=8, activation_function="gelu_pytorch_tanh", batch=1, seq=6, use_mask=False,
+                    kind="seqcls", num_labels=1),
+        FixtureSpec(name="gpt2_token", seed=1007, n_layer=2, n_embd=12, n_head=2, vocab_size=27,
+                    n_positions=10, activation_function="gelu_new", batch=3, seq=7, use_mask=True,
+                    kind="token", num_labels=4),
     ]
 
 
@@ -74,7 +99,7 @@ def random_spec(rng, name, seed):
     n_head = rng.randint(1, 4)
     head_dim = rng.randint(4, 16)
     seq = rng.randint(2, 16)
-    return FixtureSpec(
+    spec = FixtureSpec(
         name=name,
         seed=seed,
         n_layer=rng.randint(1, 4),
@@ -90,6 +115,15 @@ def random_spec(rng, name, seed):
         layer_norm_epsilon=rng.choice((1e-5, 1e-6)),
         initializer_range=rng.uniform(0.1, 0.2),
     )
+    spec.kind = rng.choice(("lm", "lm", "base", "seqcls", "token"))
+    if spec.kind == "seqcls":
+        spec.num_labels = rng.choice((1, 2, 3))
+        spec.pad_token_id = spec.vocab_size - 1 if rng.random() < 0.7 else None
+        if spec.pad_token_id is None:
+            spec.batch = 1
+    elif spec.kind == "token":
+        spec.num_labels = rng.randint(2, 5)
+    return spec
 
 
 def random_specs(count, seed):
@@ -114,13 +148,20 @@ def make_config(spec):
         bos_token_id=last_token,
         eos_token_id=last_token,
         attn_implementation="eager",
+        **({} if spec.kind in ("lm", "base") else {"num_labels": spec.num_labels}),
+        **({} if spec.pad_token_id is None else {"pad_token_id": spec.pad_token_id}),
     )
+
+
+MODEL_CLASSES = {"lm": GPT2LMHeadModel, "base": transformers.GPT2Model,
+                 "seqcls": transformers.GPT2ForSequenceClassification,
+                 "token": transformers.GPT2ForTokenClassification}
 
 
 def build_model(spec):
     """A float32 GPT2LMHeadModel, initialized from spec.seed then perturbed, in eval mode."""
     torch.manual_seed(spec.seed)
-    model = GPT2LMHeadModel(make_config(spec)).to(torch.float32)
+    model = MODEL_CLASSES[spec.kind](make_config(spec)).to(torch.float32)
     generator = torch.Generator().manual_seed(spec.seed + 1)
     perturb_parameters(model, generator, PERTURB_STD)
     return model.eval()
@@ -167,8 +208,63 @@ def make_inputs(spec, generator):
     inputs = {"input_ids": input_ids.to(torch.int64)}
     if spec.use_mask:
         inputs["attention_mask"] = valid.to(torch.int64)
-    inputs["labels"] = make_labels(input_ids, valid, generator).to(torch.int64)
+    if spec.kind == "lm":
+        inputs["labels"] = make_labels(input_ids, valid, generator).to(torch.int64)
+    elif spec.kind == "seqcls":
+        seqcls_padding(spec, input_ids, inputs, generator)
+        if spec.num_labels == 1:
+            inputs["labels"] = torch.randn((spec.batch,), generator=generator)
+        else:
+            inputs["labels"] = torch.randint(0, spec.num_labels, (spec.batch,), generator=generator)
+    elif spec.kind == "token":
+        labels = torch.randint(0, spec.num_labels, (spec.batch, spec.seq), generator=generator)
+        labels[~valid] = -100
+        inputs["labels"] = labels
     return inputs
+
+
+def seqcls_padding(spec, input_ids, inputs, generator):
+    """Padding as pad_token_id: right padding from row_lengths, the last row left-padded instead,
+    and the pad id inside the first row (the head reads the rightmost non-pad token)."""
+    if spec.pad_token_id is None:
+        input_ids[input_ids == spec.vocab_size - 1] = 0
+        return
+    pad = spec.pad_token_id
+    input_ids[input_ids == pad] = 0
+    valid = inputs["attention_mask"].bool() if "attention_mask" in inputs else torch.ones_like(input_ids).bool()
+    input_ids[~valid] = pad
+    if spec.batch > 1 and spec.seq > 2:
+        row = spec.batch - 1
+        length = int(valid[row].sum())
+        input_ids[row] = torch.cat([torch.full((spec.seq - length,), pad), input_ids[row, :length]])
+        valid[row] = input_ids[row] != pad
+        input_ids[0, 1] = pad
+        if "attention_mask" in inputs:
+            inputs["attention_mask"] = valid.to(torch.int64)
+
+
+def outputs_and_loss(model, inputs):
+    """The forward's named outputs and its loss (a base model's: sum(output * cotangent))."""
+    features = {k: v for k, v in inputs.items() if not k.startswith("cotangent.")}
+    out = model(**features)
+    if hasattr(out, "last_hidden_state"):
+        hidden = out.last_hidden_state
+        return {"last_hidden_state": hidden}, (hidden * inputs["cotangent.last_hidden_state"].to(hidden.dtype)).sum()
+    return {"logits": out.logits}, out.loss
+
+
+def run_backward(model, inputs, names):
+    """outputs, loss and the gradients of `names` (bare or transformer.-prefixed)."""
+    model.zero_grad(set_to_none=True)
+    outputs, loss = outputs_and_loss(model, inputs)
+    loss.backward()
+    grads = {}
+    for name in names:
+        grad = model.get_parameter(name).grad
+        if grad is None:
+            raise RuntimeError(f"no gradient for {name}")
+        grads[name] = grad.detach().clone()
+    return {k: v.detach().clone() for k, v in outputs.items()}, loss.detach().clone(), grads
 
 
 def write_fixture(spec, out_root):
@@ -178,25 +274,40 @@ def write_fixture(spec, out_root):
     model.save_pretrained(out_dir)
     drop_generation_config(out_dir)
     inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
-    logits, loss, grads = forward_backward(model, inputs, saved_tensor_names(out_dir))
-    save_expected(out_dir, inputs, {"logits": logits}, loss, grads, {"seed": str(spec.seed)})
+    if spec.kind == "lm":
+        logits, loss, grads = forward_backward(model, inputs, saved_tensor_names(out_dir))
+        save_expected(out_dir, inputs, {"logits": logits}, loss, grads, {"seed": str(spec.seed)})
+        return out_dir
+    if spec.kind == "base":
+        with torch.no_grad():
+            shape = model(**inputs).last_hidden_state.shape
+        inputs["cotangent.last_hidden_state"] = torch.randn(shape, generator=torch.Generator().manual_seed(spec.seed + 3))
+    outputs, loss, grads = run_backward(model, inputs, saved_tensor_names(out_dir))
+    save_expected(out_dir, inputs, outputs, loss, grads, {"seed": str(spec.seed), "kind": spec.kind})
     return out_dir
 
 
 def load_fixture_model(model_dir, dtype):
     """Reload a fixture model with transformers, failing on missing or unexpected tensors."""
-    return load_checked(GPT2LMHeadModel, model_dir, dtype)
+    with open(os.path.join(model_dir, "config.json")) as f:
+        arch = json.load(f)["architectures"][0]
+    return load_checked(getattr(transformers, arch), model_dir, dtype)
 
 
 def fixture_inputs(expected):
     """The model inputs stored in an expected.safetensors dict."""
-    return {k: expected[k] for k in ("input_ids", "attention_mask", "labels") if k in expected}
+    return {k: expected[k] for k in expected
+            if k in ("input_ids", "attention_mask", "labels") or k.startswith("cotangent.")}
 
 
 def check_recompute(model_dir, expected):
     """Recompute in float32 from the saved folder; return a list of problems."""
     model = load_fixture_model(model_dir, torch.float32)
     names = saved_tensor_names(model_dir)
+    if "logits" not in expected or expected["logits"].dim() != 3 or "labels" not in expected or \
+            not isinstance(model, GPT2LMHeadModel):
+        outputs, loss, grads = run_backward(model, fixture_inputs(expected), names)
+        return recompute_problems(model_dir, expected, outputs, loss, grads)
     logits, loss, grads = forward_backward(model, fixture_inputs(expected), names)
     problems = recompute_problems(model_dir, expected, {"logits": logits}, loss, grads)
     own = causal_lm_loss(expected["logits"].double(), expected["labels"]).item()
@@ -223,6 +334,9 @@ def lm_loss(model, inputs):
 
 
 def probe_entries(expected, names):
+    if "transformer.wte.weight" not in names or "lm_head.weight" not in names and "score.weight" in names \
+            or "classifier.weight" in names:
+        return head_probe_entries(expected, names)
     """(name, index) pairs to check numerically: embedding rows of a token that is in the input
     and of one that is not (for a tied model, both uses versus the LM head alone), the LM head
     (when untied), a LayerNorm weight and an attention bias."""
@@ -239,13 +353,32 @@ def probe_entries(expected, names):
     return probes
 
 
+def head_probe_entries(expected, names):
+    """Probes for the base model and the classification heads: a token's embedding row, a
+    LayerNorm weight, and the head's weight."""
+    prefix = "transformer." if "transformer.wte.weight" in names else ""
+    probes = [(f"{prefix}wte.weight", (int(expected["input_ids"][0, 0]), 1)), (f"{prefix}h.0.ln_1.weight", (2,))]
+    for name in ("score.weight", "classifier.weight"):
+        if name in names:
+            probes.append((name, (0, 1)))
+    return probes
+
+
+def float64_loss(model, inputs):
+    """The fixture's loss recomputed in the model's dtype (float64 for finite differences)."""
+    if isinstance(model, GPT2LMHeadModel):
+        return lm_loss(model, inputs)
+    cast = {k: (v.double() if v.is_floating_point() else v) for k, v in inputs.items()}
+    return outputs_and_loss(model, cast)[1].item()
+
+
 def check_finite_differences(model_dir, expected):
     """Compare stored float32 gradients with float64 central differences; return problems."""
     model = load_fixture_model(model_dir, torch.float64)
     inputs = fixture_inputs(expected)
     probes = probe_entries(expected, saved_tensor_names(model_dir))
     return check_probes(expected, probes, lambda name, index: central_difference(
-        model.get_parameter(name), index, lambda: lm_loss(model, inputs), 1e-6))
+        model.get_parameter(name), index, lambda: float64_loss(model, inputs), 1e-6))
 
 
 def describe(spec, model_dir):
@@ -254,7 +387,8 @@ def describe(spec, model_dir):
     return (f"{model_dir}: layers={spec.n_layer} embd={spec.n_embd} heads={spec.n_head} "
             f"vocab={spec.vocab_size} positions={spec.n_positions} "
             f"act={spec.activation_function} tied={spec.tie_word_embeddings} "
-            f"B={spec.batch} T={spec.seq} mask={spec.use_mask} size={size / 1024:.0f}KiB")
+            f"B={spec.batch} T={spec.seq} mask={spec.use_mask} kind={spec.kind} labels={spec.num_labels} "
+            f"pad={spec.pad_token_id} size={size / 1024:.0f}KiB")
 
 
 def main(argv=None):

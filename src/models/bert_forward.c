@@ -2,6 +2,7 @@
  * encoder layers, and the task head (masked LM, pooled classification, span QA). */
 #include <string.h>
 
+#include "autograd/ops_pack.h"
 #include "models/bert_internal.h"
 #include "models/encoder_common.h"
 
@@ -90,20 +91,75 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
 
 /* ---- heads ---- */
 
-static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+/* The masked-LM head's scores [B, T, vocab]; its parameters start at head index `at`. */
+static brg_status mlm_scores(brg_model *m, brg_tape *tape, brg_tensor *x, int at, brg_tensor **out) {
     const brg_bert_config *c = cfg_of(m);
     brg_tensor *a, *n;
-    BRG_TRY(brg_linear_act(tape, x, HP(m, MLM_DENSE_W), HP(m, MLM_DENSE_B), false, c->hidden_act, &a));
-    BRG_TRY(brg_layer_norm(tape, a, HP(m, MLM_LN_W), HP(m, MLM_LN_B), c->layer_norm_eps, &n));
-    brg_tensor *w = c->tie_word_embeddings ? P(m, E_WORD) : HP(m, MLM_DECODER_W);
-    brg_tensor *bias = c->tie_word_embeddings ? HP(m, MLM_BIAS) : HP(m, MLM_DECODER_B);
-    BRG_TRY(brg_linear(tape, n, w, bias, false, &b->logits));
-    if (!b->labels) return BRG_OK;
-    const brg_tensor *l = b->labels;
+    BRG_TRY(brg_linear_act(tape, x, HP(m, at + MLM_DENSE_W), HP(m, at + MLM_DENSE_B), false, c->hidden_act, &a));
+    BRG_TRY(brg_layer_norm(tape, a, HP(m, at + MLM_LN_W), HP(m, at + MLM_LN_B), c->layer_norm_eps, &n));
+    brg_tensor *w = c->tie_word_embeddings ? P(m, E_WORD) : HP(m, at + MLM_DECODER_W);
+    brg_tensor *bias = c->tie_word_embeddings ? HP(m, at + MLM_BIAS) : HP(m, at + MLM_DECODER_B);
+    return brg_linear(tape, n, w, bias, false, out);
+}
+
+static brg_status check_token_labels(const brg_tensor *l, const brg_tensor *x) {
     if (l->dtype != BRG_DTYPE_I32 || l->ndim != 2 || l->shape[0] != x->shape[0] || l->shape[1] != x->shape[1])
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids [%lld, %lld]",
                          (long long)x->shape[0], (long long)x->shape[1]);
+    return BRG_OK;
+}
+
+static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    BRG_TRY(mlm_scores(m, tape, x, 0, &b->logits));
+    if (!b->labels) return BRG_OK;
+    BRG_TRY(check_token_labels(b->labels, x));
     return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+}
+
+/* Masked-LM scores of every token and next-sentence scores of the pooled [CLS], packed per row;
+ * with both labels, the sum of the two mean cross-entropies. */
+static brg_status pretraining_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    brg_tensor *scores, *first, *pooled, *act, *nsp, *lm, *ns;
+    BRG_TRY(mlm_scores(m, tape, x, PT_MLM, &scores));
+    BRG_TRY(brg_select(tape, x, 1, 0, &first));
+    BRG_TRY(brg_linear(tape, first, HP(m, PT_POOL_W), HP(m, PT_POOL_B), false, &pooled));
+    BRG_TRY(brg_tanh(tape, pooled, &act));
+    BRG_TRY(brg_linear(tape, act, HP(m, PT_NSP_W), HP(m, PT_NSP_B), false, &nsp));
+    BRG_TRY(brg_concat_rows(tape, scores, nsp, &b->logits));
+    if (!b->labels && !b->extra_labels) return BRG_OK;
+    if (!b->labels || !b->extra_labels)
+        return brg_error(BRG_ERR_INVALID_ARG, "BertForPreTraining needs both labels and next_sentence_label "
+                                              "(transformers computes its loss only with both), got only %s",
+                         b->labels ? "labels" : "next_sentence_label");
+    BRG_TRY(check_token_labels(b->labels, x));
+    const brg_tensor *l = b->extra_labels;
+    int64_t B = x->shape[0];
+    if (l->dtype != BRG_DTYPE_I32 || brg_tensor_numel(l) != B || l->ndim != 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label must be I32 [batch] = [%lld]", (long long)B);
+    for (int64_t i = 0; i < B; i++) {
+        int32_t v = ((const int32_t *)l->data)[i];
+        if (v != -100 && v != 0 && v != 1)
+            return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label[%lld] = %d is not 0, 1 (or -100)", (long long)i,
+                             v);
+    }
+    BRG_TRY(brg_cross_entropy_share(tape, scores, b->labels, -100, b->loss_denominator, &lm));
+    BRG_TRY(brg_cross_entropy_share(tape, nsp, b->extra_labels, -100, b->extra_loss_denominator, &ns));
+    return brg_add(tape, lm, ns, &b->loss);
+}
+
+brg_status bert_pretraining_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+                                    brg_arena *arena, brg_named_tensor *out, int max, int *n) {
+    (void)batch;
+    int64_t V = cfg_of(m)->vocab_size, row = brg_tensor_numel(logits) / logits->shape[0], T = (row - 2) / V;
+    int64_t ps[2] = {T, V}, two = 2;
+    *n = 0;
+    if (max < 2) return brg_error(BRG_ERR_INTERNAL, "no room for BertForPreTraining's outputs");
+    brg_tensor *p, *s;
+    BRG_TRY(brg_model_output_span(arena, logits, "prediction_logits", 0, 2, ps, &p));
+    BRG_TRY(brg_model_output_span(arena, logits, "seq_relationship_logits", T * V, 1, &two, &s));
+    out[(*n)++] = (brg_named_tensor){"prediction_logits", p};
+    out[(*n)++] = (brg_named_tensor){"seq_relationship_logits", s};
+    return BRG_OK;
 }
 
 static brg_status classification_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
@@ -166,6 +222,88 @@ static brg_status qa_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tenso
     return span_loss(tape, b, start, end);
 }
 
+/* BertModel: the pooler (dense + tanh of the first token) packed after the hidden states of each
+ * row; without a pooler the hidden states are the output. */
+static brg_status base_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    if (!cfg_of(m)->add_pooling_layer) {
+        b->logits = x;
+        return BRG_OK;
+    }
+    brg_tensor *first, *pooled, *act;
+    BRG_TRY(brg_select(tape, x, 1, 0, &first));
+    BRG_TRY(brg_linear(tape, first, HP(m, POOL_W), HP(m, POOL_B), false, &pooled));
+    BRG_TRY(brg_tanh(tape, pooled, &act));
+    return brg_concat_rows(tape, x, act, &b->logits);
+}
+
+brg_status bert_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
+                             brg_named_tensor *out, int max, int *n) {
+    (void)batch;
+    const brg_bert_config *c = cfg_of(m);
+    int64_t C = c->hidden_size, row = brg_tensor_numel(logits) / logits->shape[0];
+    int64_t T = c->add_pooling_layer ? row / C - 1 : row / C;
+    int64_t hs[2] = {T, C};
+    *n = 0;
+    if (max < 2) return brg_error(BRG_ERR_INTERNAL, "no room for BertModel's outputs");
+    brg_tensor *h, *p;
+    BRG_TRY(brg_model_output_span(arena, logits, "last_hidden_state", 0, 2, hs, &h));
+    out[(*n)++] = (brg_named_tensor){"last_hidden_state", h};
+    if (!c->add_pooling_layer) return BRG_OK;
+    BRG_TRY(brg_model_output_span(arena, logits, "pooler_output", T * C, 1, &C, &p));
+    out[(*n)++] = (brg_named_tensor){"pooler_output", p};
+    return BRG_OK;
+}
+
+/* Dropout, then a linear layer per token; cross-entropy over the labels that are not -100. */
+static brg_status token_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_bert_config *c = cfg_of(m);
+    float p = c->classifier_dropout >= 0 ? c->classifier_dropout : c->hidden_dropout_prob;
+    brg_tensor *dropped;
+    BRG_TRY(brg_dropout(tape, x, p, b->training, b->seed, enc_dropout_offset(m->n_blocks - 1, 0), &dropped));
+    BRG_TRY(brg_linear(tape, dropped, HP(m, TOK_W), HP(m, TOK_B), false, &b->logits));
+    if (!b->labels) return BRG_OK;
+    const brg_tensor *l = b->labels;
+    if (l->dtype != BRG_DTYPE_I32 || l->ndim != 2 || l->shape[0] != x->shape[0] || l->shape[1] != x->shape[1])
+        return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids [%lld, %lld]",
+                         (long long)x->shape[0], (long long)x->shape[1]);
+    for (int64_t i = 0; i < brg_tensor_numel(l); i++) {
+        int32_t v = ((const int32_t *)l->data)[i];
+        if (v != -100 && (v < 0 || v >= c->num_labels))
+            return brg_error(BRG_ERR_INVALID_ARG, "labels value %d at position %lld is outside [0, %lld) (or -100)",
+                             v, (long long)i, (long long)c->num_labels);
+    }
+    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+}
+
+/* Pooled [CLS] of each (example, choice) row, one score each, reshaped to [B, num_choices];
+ * cross-entropy over the choices. */
+static brg_status choice_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_bert_config *c = cfg_of(m);
+    int block = m->n_blocks - 1;
+    float p = c->classifier_dropout >= 0 ? c->classifier_dropout : c->hidden_dropout_prob;
+    const brg_tensor *ids = b->input_ids;
+    int64_t B = ids->shape[0], N = ids->shape[1], shape[2] = {B, N};
+    brg_tensor *first, *pooled, *act, *dropped, *scores;
+    BRG_TRY(brg_select(tape, x, 1, 0, &first));
+    BRG_TRY(brg_linear(tape, first, HP(m, CLS_POOLER_W), HP(m, CLS_POOLER_B), false, &pooled));
+    BRG_TRY(brg_tanh(tape, pooled, &act));
+    BRG_TRY(brg_dropout(tape, act, p, b->training, b->seed, enc_dropout_offset(block, 0), &dropped));
+    BRG_TRY(brg_linear(tape, dropped, HP(m, CLS_W), HP(m, CLS_B), false, &scores));
+    BRG_TRY(brg_reshape(tape, scores, 2, shape, &b->logits));
+    if (!b->labels) return BRG_OK;
+    const brg_tensor *l = b->labels;
+    if (l->dtype != BRG_DTYPE_I32 || brg_tensor_numel(l) != B || l->ndim != 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 [batch] = [%lld] (the right choice of each example)",
+                         (long long)B);
+    for (int64_t i = 0; i < B; i++) {
+        int32_t v = ((const int32_t *)l->data)[i];
+        if (v != -100 && (v < 0 || v >= N))
+            return brg_error(BRG_ERR_INVALID_ARG, "labels[%lld] = %d is not a choice in [0, %lld) (or -100)",
+                             (long long)i, v, (long long)N);
+    }
+    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+}
+
 static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     brg_tensor *x = b->hidden;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
@@ -174,18 +312,66 @@ static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     case BRG_BERT_MASKED_LM: return mlm_head(m, tape, b, x);
     case BRG_BERT_SEQUENCE_CLASSIFICATION: return classification_head(m, tape, b, x);
     case BRG_BERT_QUESTION_ANSWERING: return qa_head(m, tape, b, x);
+    case BRG_BERT_BASE: return base_head(m, tape, b, x);
+    case BRG_BERT_TOKEN_CLASSIFICATION: return token_head(m, tape, b, x);
+    case BRG_BERT_MULTIPLE_CHOICE: return choice_head(m, tape, b, x);
+    case BRG_BERT_PRETRAINING: return pretraining_head(m, tape, b, x);
     }
     return brg_error(BRG_ERR_INTERNAL, "unknown BERT task");
 }
 
+/* [B, N, T] as [B * N, T], sharing the data (NULL stays NULL). */
+static brg_status flat_view(brg_tape *tape, brg_tensor *t, const char *name, brg_tensor **out) {
+    *out = t;
+    if (!t) return BRG_OK;
+    char s[128];
+    if (t->ndim != 3 || !brg_tensor_is_contiguous(t))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be contiguous [batch, num_choices, sequence], got %s", name,
+                         brg_shape_str(t, s, sizeof s));
+    brg_tensor *v = brg_arena_alloc(brg_tape_arena(tape), sizeof *v, "multiple-choice view");
+    if (!v) return brg_error(BRG_ERR_OOM, "out of memory viewing %s", name);
+    int64_t shape[2] = {t->shape[0] * t->shape[1], t->shape[2]};
+    *v = brg_tensor_wrap(t->dtype, 2, shape, t->data);
+    v->name = t->name;
+    *out = v;
+    return BRG_OK;
+}
+
+/* BertForMultipleChoice runs the encoder on every (example, choice) pair as one row. */
+static brg_status flat_inputs(brg_tape *tape, const brg_bundle *b, brg_bundle *flat) {
+    *flat = *b;
+    if (!b->input_ids) return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be I32 [batch, num_choices, sequence]");
+    BRG_TRY(flat_view(tape, b->input_ids, "input_ids", &flat->input_ids));
+    BRG_TRY(flat_view(tape, b->attention_mask, "attention_mask", &flat->attention_mask));
+    BRG_TRY(flat_view(tape, b->token_type_ids, "token_type_ids", &flat->token_type_ids));
+    if (!brg_tensor_same_shape(b->input_ids, b->attention_mask ? b->attention_mask : b->input_ids) ||
+        !brg_tensor_same_shape(b->input_ids, b->token_type_ids ? b->token_type_ids : b->input_ids))
+        return brg_error(BRG_ERR_INVALID_ARG, "attention_mask and token_type_ids must have the shape of input_ids");
+    return BRG_OK;
+}
+
+static brg_status encoder_block(brg_model *m, const brg_block *blk, brg_tape *tape, brg_bundle *b) {
+    return blk->kind == BRG_BLOCK_EMBEDDINGS ? embeddings_forward(m, tape, b) : layer_forward(m, blk->layer, tape, b);
+}
+
 brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     const brg_block *blk = &m->blocks[block];
-    switch (blk->kind) {
-    case BRG_BLOCK_EMBEDDINGS: return embeddings_forward(m, tape, b);
-    case BRG_BLOCK_LAYER: return layer_forward(m, blk->layer, tape, b);
-    case BRG_BLOCK_HEAD: return head_forward(m, tape, b);
-    }
-    return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
+    if (blk->kind == BRG_BLOCK_HEAD) return head_forward(m, tape, b);
+    if (blk->kind != BRG_BLOCK_EMBEDDINGS && blk->kind != BRG_BLOCK_LAYER)
+        return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
+    if (cfg_of(m)->task != BRG_BERT_MULTIPLE_CHOICE) return encoder_block(m, blk, tape, b);
+    brg_bundle flat;
+    BRG_TRY(flat_inputs(tape, b, &flat));
+    BRG_TRY(encoder_block(m, blk, tape, &flat));
+    b->hidden = flat.hidden;
+    return BRG_OK;
+}
+
+/* Labels that are not -100. */
+static double counted_labels(const brg_tensor *labels) {
+    int64_t n = 0;
+    for (int64_t i = 0; labels && i < brg_tensor_numel(labels); i++) n += brg_tensor_get_int(labels, i) != -100;
+    return (double)n;
 }
 
 /* Positions that count after transformers' clamp to [0, T]: those below T. */
@@ -204,7 +390,8 @@ brg_loss_items bert_count_loss_items(const brg_model *m, const brg_bundle *batch
         int64_t T = batch->input_ids ? batch->input_ids->shape[1] : 0;
         return (brg_loss_items){counted_positions(labels, T), counted_positions(batch->extra_labels, T)};
     }
-    int64_t n = 0, total = brg_tensor_numel(labels);
-    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(labels, i) != -100;
-    return (brg_loss_items){(double)n, 0};
+    if (c->task == BRG_BERT_BASE) return (brg_loss_items){0, 0};
+    double extra = c->task == BRG_BERT_PRETRAINING ? counted_labels(batch->extra_labels) : 0;
+    /* token classification, multiple choice and masked LM: the labels that are not -100 */
+    return (brg_loss_items){counted_labels(labels), extra};
 }

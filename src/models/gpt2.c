@@ -8,6 +8,17 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "models/encoder_common.h"
+#include "models/gpt2_internal.h"
+
+/* In brg_gpt2_task order. */
+static const char *const architectures[] = {"GPT2LMHeadModel", "GPT2Model", "GPT2ForSequenceClassification",
+                                            "GPT2ForTokenClassification"};
+enum { N_TASKS = sizeof architectures / sizeof architectures[0] };
+
+const char *brg_gpt2_architecture(brg_gpt2_task task) {
+    return (unsigned)task < N_TASKS ? architectures[task] : "?";
+}
 
 void brg_gpt2_config_default(brg_gpt2_config *c) {
     memset(c, 0, sizeof *c);
@@ -26,6 +37,34 @@ void brg_gpt2_config_default(brg_gpt2_config *c) {
     c->scale_attn_weights = true;
     c->scale_attn_by_inverse_layer_idx = false;
     c->bos_token_id = c->eos_token_id = 50256;
+    c->task = BRG_GPT2_LM_HEAD;
+    c->pad_token_id = -1;
+    c->num_labels = 2;
+    c->problem_type = BRG_PROBLEM_AUTO;
+    c->classifier_dropout = -1.0f;
+}
+
+static brg_status parse_task(const cJSON *j, const char *ctx, brg_gpt2_task *task) {
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(j, "architectures");
+    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    *task = BRG_GPT2_LM_HEAD;
+    if (!first) return BRG_OK;
+    if (!cJSON_IsString(first)) return brg_error(BRG_ERR_FORMAT, "%s: architectures[0] must be a string", ctx);
+    for (int t = 0; t < N_TASKS; t++)
+        if (strcmp(first->valuestring, architectures[t]) == 0) {
+            *task = (brg_gpt2_task)t;
+            return BRG_OK;
+        }
+    return brg_error(BRG_ERR_UNSUPPORTED,
+                     "%s: architecture '%s' is not supported (GPT2LMHeadModel, GPT2Model, "
+                     "GPT2ForSequenceClassification, GPT2ForTokenClassification)",
+                     ctx, first->valuestring);
+}
+
+static brg_status parse_optional_int(const cJSON *j, const char *ctx, const char *key, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+    if (v && !cJSON_IsNull(v)) BRG_TRY(brg_json_get_int(j, ctx, key, true, 0, out));
+    return BRG_OK;
 }
 
 static brg_status parse_activation(const char *name, const char *ctx, brg_gpt2_config *c) {
@@ -43,6 +82,10 @@ static brg_status parse_activation(const char *name, const char *ctx, brg_gpt2_c
 
 static brg_status parse_config(const cJSON *j, const char *ctx, brg_gpt2_config *c) {
     brg_gpt2_config_default(c);
+    BRG_TRY(parse_task(j, ctx, &c->task));
+    BRG_TRY(parse_optional_int(j, ctx, "pad_token_id", &c->pad_token_id));
+    BRG_TRY(brg_json_get_float(j, ctx, "classifier_dropout", false, -1.0f, &c->classifier_dropout));
+    BRG_TRY(enc_read_labels(j, ctx, &c->num_labels, &c->problem_type));
     BRG_TRY(brg_json_get_int(j, ctx, "n_layer", true, 0, &c->n_layer));
     BRG_TRY(brg_json_get_int(j, ctx, "n_head", true, 0, &c->n_head));
     BRG_TRY(brg_json_get_int(j, ctx, "n_embd", true, 0, &c->n_embd));
@@ -62,10 +105,8 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_gpt2_config 
     bool cross = false;
     BRG_TRY(brg_json_get_bool(j, ctx, "add_cross_attention", false, false, &cross));
     if (cross) return brg_error(BRG_ERR_UNSUPPORTED, "%s: add_cross_attention is not supported", ctx);
-    const cJSON *bos = cJSON_GetObjectItemCaseSensitive(j, "bos_token_id");
-    if (bos && !cJSON_IsNull(bos)) BRG_TRY(brg_json_get_int(j, ctx, "bos_token_id", true, 0, &c->bos_token_id));
-    const cJSON *eos = cJSON_GetObjectItemCaseSensitive(j, "eos_token_id");
-    if (eos && !cJSON_IsNull(eos)) BRG_TRY(brg_json_get_int(j, ctx, "eos_token_id", true, 0, &c->eos_token_id));
+    BRG_TRY(parse_optional_int(j, ctx, "bos_token_id", &c->bos_token_id));
+    BRG_TRY(parse_optional_int(j, ctx, "eos_token_id", &c->eos_token_id));
     const char *act = NULL;
     BRG_TRY(brg_json_get_string(j, ctx, "activation_function", false, "gelu_new", &act));
     BRG_TRY(parse_activation(act, ctx, c));
@@ -85,6 +126,11 @@ brg_status brg_gpt2_config_validate(const brg_gpt2_config *c) {
     if (c->vocab_size > INT32_MAX || c->n_inner < 0)
         return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: vocab_size or n_inner out of range");
     if (!(c->layer_norm_epsilon > 0)) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: layer_norm_epsilon must be > 0");
+    if ((unsigned)c->task >= N_TASKS) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: unknown task %d", (int)c->task);
+    if (c->num_labels < 1 || c->num_labels > INT32_MAX || c->pad_token_id >= c->vocab_size)
+        return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: num_labels (%lld) or pad_token_id (%lld) out of range",
+                         (long long)c->num_labels, (long long)c->pad_token_id);
+    if (!(c->classifier_dropout < 1)) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: classifier_dropout must be < 1");
     float p[3] = {c->embd_pdrop, c->attn_pdrop, c->resid_pdrop};
     for (int i = 0; i < 3; i++)
         if (!(p[i] >= 0 && p[i] < 1)) return brg_error(BRG_ERR_INVALID_ARG, "GPT-2 config: dropout %g not in [0, 1)", p[i]);
@@ -99,12 +145,22 @@ brg_status brg_gpt2_config_load(const char *path, brg_gpt2_config *cfg) {
     return st;
 }
 
+/* The config and config.json's label names, kept to write them back. */
+static brg_status load_model_config(const char *path, gpt2_model_config **out) {
+    cJSON *j = NULL;
+    BRG_TRY(brg_json_load_file(path, 16u << 20, &j));
+    gpt2_model_config *mc = calloc(1, sizeof *mc);
+    brg_status st = mc ? parse_config(j, path, &mc->c) : brg_error(BRG_ERR_OOM, "cannot allocate the GPT-2 config");
+    if (st == BRG_OK) mc->id2label = enc_copy_id2label(j);
+    cJSON_Delete(j);
+    if (st != BRG_OK) free(mc);
+    else *out = mc;
+    return st;
+}
+
 /* ---- forward ---- */
 
 static const brg_gpt2_config *cfg_of(const brg_model *m) { return m->config; }
-
-/* Parameter indices are fixed by construction order (see brg_gpt2_create). */
-enum { P_WTE = 0, P_WPE = 1, PER_LAYER = 12 };
 enum { L_LN1_W, L_LN1_B, L_ATTN_W, L_ATTN_B, L_APROJ_W, L_APROJ_B, L_LN2_W, L_LN2_B, L_FC_W, L_FC_B, L_MPROJ_W, L_MPROJ_B };
 
 static brg_tensor *P(brg_model *m, int i) { return m->params[i].tensor; }
@@ -192,10 +248,11 @@ static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     int ln_f = 2 + (int)c->n_layer * PER_LAYER;
     brg_tensor *x = b->hidden, *n;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
+    b->loss = NULL;
     BRG_TRY(brg_layer_norm(tape, x, P(m, ln_f), P(m, ln_f + 1), c->layer_norm_epsilon, &n));
+    if (c->task != BRG_GPT2_LM_HEAD) return gpt2_task_head(m, tape, b, n, ln_f + 2);
     brg_tensor *head_w = c->tie_word_embeddings ? P(m, P_WTE) : P(m, ln_f + 2);
     BRG_TRY(brg_linear(tape, n, head_w, NULL, false, &b->logits));
-    b->loss = NULL;
     if (!b->labels) return BRG_OK;
     if (!brg_tensor_same_shape(b->labels, b->input_ids))
         return brg_error(BRG_ERR_INVALID_ARG, "labels must have the shape of input_ids");
@@ -221,7 +278,7 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return brg_error(BRG_ERR_OOM, "cannot build config.json");
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("GPT2LMHeadModel"));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(brg_gpt2_architecture(c->task)));
     cJSON_AddStringToObject(j, "model_type", "gpt2");
     cJSON_AddStringToObject(j, "activation_function", c->activation_name);
     cJSON_AddNumberToObject(j, "attn_pdrop", c->attn_pdrop);
@@ -242,12 +299,16 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
     cJSON_AddBoolToObject(j, "tie_word_embeddings", c->tie_word_embeddings);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
     cJSON_AddNumberToObject(j, "vocab_size", (double)c->vocab_size);
+    if (c->pad_token_id >= 0) cJSON_AddNumberToObject(j, "pad_token_id", (double)c->pad_token_id);
+    if (c->classifier_dropout >= 0) enc_add_float(j, "classifier_dropout", c->classifier_dropout);
+    if (c->task == BRG_GPT2_SEQUENCE_CLASSIFICATION || c->task == BRG_GPT2_TOKEN_CLASSIFICATION)
+        enc_write_labels(j, ((const gpt2_model_config *)m->config)->id2label, c->num_labels, c->problem_type);
     return brg_json_write_config(j, dir);
 }
 
 /* Position t predicts label t + 1, so the first label of each row never counts. */
 static brg_loss_items gpt2_count_loss_items(const brg_model *m, const brg_bundle *batch) {
-    (void)m;
+    if (cfg_of(m)->task != BRG_GPT2_LM_HEAD) return gpt2_task_count_loss_items(m, batch);
     const brg_tensor *labels = batch->labels;
     int64_t B = labels->shape[0], T = labels->shape[1], n = 0;
     const int32_t *l = labels->data;
@@ -256,21 +317,32 @@ static brg_loss_items gpt2_count_loss_items(const brg_model *m, const brg_bundle
     return (brg_loss_items){(double)n, 0};
 }
 
-static const char *const gpt2_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
+static void gpt2_free_config(void *config) {
+    gpt2_model_config *mc = config;
+    if (!mc) return;
+    cJSON_Delete(mc->id2label);
+    free(mc);
+}
 
-static const brg_model_ops gpt2_ops = {
-    .architecture = "GPT2LMHeadModel",
-    .forward_block = gpt2_forward_block,
-    .save_config = gpt2_save_config,
-    .free_config = free,
-    .count_loss_items = gpt2_count_loss_items,
-    .inputs = gpt2_inputs,
-    .labels_from_inputs = true,
+static const char *const gpt2_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
+static const char *const gpt2_base_inputs[] = {"input_ids", "attention_mask", NULL};
+
+#define GPT2_OPS(arch, in, ...)                                                                                   \
+    {.architecture = arch, .forward_block = gpt2_forward_block, .save_config = gpt2_save_config,                 \
+     .free_config = gpt2_free_config, .count_loss_items = gpt2_count_loss_items, .inputs = in, __VA_ARGS__}
+
+/* In brg_gpt2_task order. */
+static const brg_model_ops gpt2_ops[] = {
+    GPT2_OPS("GPT2LMHeadModel", gpt2_inputs, .labels_from_inputs = true),
+    GPT2_OPS("GPT2Model", gpt2_base_inputs, .outputs = gpt2_base_outputs),
+    GPT2_OPS("GPT2ForSequenceClassification", gpt2_inputs, .labels_from_inputs = false),
+    GPT2_OPS("GPT2ForTokenClassification", gpt2_inputs, .labels_from_inputs = false),
 };
+_Static_assert(sizeof gpt2_ops / sizeof gpt2_ops[0] == N_TASKS, "one ops entry per task");
 
 /* ---- construction ---- */
 
-static brg_status add_layer_params(brg_model *m, const brg_gpt2_config *c, int l) {
+static brg_status add_layer_params(brg_model *m, const brg_gpt2_config *c, const char *base, int l) {
     int64_t C = c->n_embd, I = c->n_inner ? c->n_inner : 4 * C;
     float std = c->initializer_range;
     /* transformers scales the residual projections by 1/sqrt(2 * n_layer) (GPT-2 paper). */
@@ -279,7 +351,7 @@ static brg_status add_layer_params(brg_model *m, const brg_gpt2_config *c, int l
     int64_t sC[1] = {C}, s3C[1] = {3 * C}, sI[1] = {I};
     int64_t sCC3[2] = {C, 3 * C}, sCC[2] = {C, C}, sCI[2] = {C, I}, sIC[2] = {I, C};
 #define ADD(suffix, nd, shape, init, sd, nodecay)                                                 \
-    snprintf(n, sizeof n, "transformer.h.%d.%s", l, suffix);                                      \
+    snprintf(n, sizeof n, "%sh.%d.%s", base, l, suffix);                                          \
     BRG_TRY(brg_model_add_param(m, n, nd, shape, init, sd, nodecay, NULL))
     ADD("ln_1.weight", 1, sC, BRG_INIT_ONES, 0, true);
     ADD("ln_1.bias", 1, sC, BRG_INIT_ZEROS, 0, true);
@@ -297,36 +369,57 @@ static brg_status add_layer_params(brg_model *m, const brg_gpt2_config *c, int l
     return BRG_OK;
 }
 
+static brg_status add_head_params(brg_model *m, const brg_gpt2_config *c, int wte) {
+    int64_t C = c->n_embd, sVC[2] = {c->vocab_size, C}, sLC[2] = {c->num_labels, C}, sL[1] = {c->num_labels};
+    float std = c->initializer_range;
+    switch (c->task) {
+    case BRG_GPT2_LM_HEAD:
+        if (c->tie_word_embeddings) return brg_model_add_alias(m, "lm_head.weight", wte);
+        return brg_model_add_param(m, "lm_head.weight", 2, sVC, BRG_INIT_NORMAL, std, false, NULL);
+    case BRG_GPT2_BASE: return BRG_OK;
+    case BRG_GPT2_SEQUENCE_CLASSIFICATION:
+        return brg_model_add_param(m, "score.weight", 2, sLC, BRG_INIT_NORMAL, std, false, NULL);
+    case BRG_GPT2_TOKEN_CLASSIFICATION:
+        BRG_TRY(brg_model_add_param(m, "classifier.weight", 2, sLC, BRG_INIT_NORMAL, std, false, NULL));
+        return brg_model_add_param(m, "classifier.bias", 1, sL, BRG_INIT_ZEROS, 0, true, NULL);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "unknown GPT-2 task");
+}
+
 static brg_status build(brg_model *m, const brg_gpt2_config *c) {
     int64_t C = c->n_embd;
     int64_t sVC[2] = {c->vocab_size, C}, sPC[2] = {c->n_positions, C}, sC[1] = {C};
     float std = c->initializer_range;
+    /* transformers' names: GPT2Model's have no prefix, the heads' hold it under "transformer." */
+    const char *base = c->task == BRG_GPT2_BASE ? "" : "transformer.";
+    char n[BRG_NAME_MAX];
     int wte;
     BRG_TRY(brg_model_add_block(m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1));
-    BRG_TRY(brg_model_add_param(m, "transformer.wte.weight", 2, sVC, BRG_INIT_NORMAL, std, false, &wte));
-    BRG_TRY(brg_model_add_param(m, "transformer.wpe.weight", 2, sPC, BRG_INIT_NORMAL, std, false, NULL));
+    snprintf(n, sizeof n, "%swte.weight", base);
+    BRG_TRY(brg_model_add_param(m, n, 2, sVC, BRG_INIT_NORMAL, std, false, &wte));
+    snprintf(n, sizeof n, "%swpe.weight", base);
+    BRG_TRY(brg_model_add_param(m, n, 2, sPC, BRG_INIT_NORMAL, std, false, NULL));
     for (int l = 0; l < c->n_layer; l++) {
         char name[32];
         snprintf(name, sizeof name, "h.%d", l);
         BRG_TRY(brg_model_add_block(m, name, BRG_BLOCK_LAYER, l));
-        BRG_TRY(add_layer_params(m, c, l));
+        BRG_TRY(add_layer_params(m, c, base, l));
     }
     BRG_TRY(brg_model_add_block(m, "head", BRG_BLOCK_HEAD, -1));
-    BRG_TRY(brg_model_add_param(m, "transformer.ln_f.weight", 1, sC, BRG_INIT_ONES, 0, true, NULL));
-    BRG_TRY(brg_model_add_param(m, "transformer.ln_f.bias", 1, sC, BRG_INIT_ZEROS, 0, true, NULL));
-    if (c->tie_word_embeddings) return brg_model_add_alias(m, "lm_head.weight", wte);
-    return brg_model_add_param(m, "lm_head.weight", 2, sVC, BRG_INIT_NORMAL, std, false, NULL);
+    snprintf(n, sizeof n, "%sln_f.weight", base);
+    BRG_TRY(brg_model_add_param(m, n, 1, sC, BRG_INIT_ONES, 0, true, NULL));
+    snprintf(n, sizeof n, "%sln_f.bias", base);
+    BRG_TRY(brg_model_add_param(m, n, 1, sC, BRG_INIT_ZEROS, 0, true, NULL));
+    return add_head_params(m, c, wte);
 }
 
-brg_status brg_gpt2_create(const brg_gpt2_config *cfg, brg_model **out) {
-    BRG_TRY(brg_gpt2_config_validate(cfg));
-    brg_gpt2_config *copy = malloc(sizeof *copy);
-    if (!copy) return brg_error(BRG_ERR_OOM, "cannot allocate the GPT-2 config");
-    *copy = *cfg;
-    brg_model *m;
-    brg_status st = brg_model_create(&gpt2_ops, copy, &m);
+static brg_status create(gpt2_model_config *mc, brg_model **out) {
+    const brg_gpt2_config *cfg = &mc->c;
+    brg_status st = brg_gpt2_config_validate(cfg);
+    brg_model *m = NULL;
+    if (st == BRG_OK) st = brg_model_create(&gpt2_ops[cfg->task], mc, &m);
     if (st != BRG_OK) {
-        free(copy);
+        gpt2_free_config(mc);
         return st;
     }
     m->vocab_size = cfg->vocab_size;
@@ -340,16 +433,30 @@ brg_status brg_gpt2_create(const brg_gpt2_config *cfg, brg_model **out) {
     return BRG_OK;
 }
 
+brg_status brg_gpt2_create(const brg_gpt2_config *cfg, brg_model **out) {
+    gpt2_model_config *mc = calloc(1, sizeof *mc);
+    if (!mc) return brg_error(BRG_ERR_OOM, "cannot allocate the GPT-2 config");
+    mc->c = *cfg;
+    return create(mc, out);
+}
+
+brg_status gpt2_create_path(const char *config_path, brg_model **out) {
+    gpt2_model_config *mc = NULL;
+    BRG_TRY(load_model_config(config_path, &mc));
+    return create(mc, out);
+}
+
 /* ---- loading a folder ---- */
 
 brg_status brg_gpt2_load_dir(const char *dir, brg_model **out) {
     char path[4096];
     BRG_TRY(brg_json_config_path(dir, path, sizeof path));
-    brg_gpt2_config cfg;
-    BRG_TRY(brg_gpt2_config_load(path, &cfg));
     brg_model *m;
-    BRG_TRY(brg_gpt2_create(&cfg, &m));
-    /* Older checkpoints carry the causal-mask buffers; GPT2Model checkpoints lack the prefix. */
+    BRG_TRY(gpt2_create_path(path, &m));
+    /* Older checkpoints carry the causal-mask buffers. */
     static const char *const ignore[] = {".attn.bias", ".attn.masked_bias", NULL};
-    return brg_model_load_dir_weights(m, dir, "transformer.", ignore, out);
+    brg_load_options o = {.base_prefix = "transformer.", .ignore_suffixes = ignore,
+                          .init_missing_head = cfg_of(m)->task != BRG_GPT2_BASE,
+                          .seed = 42};
+    return brg_model_load_dir_pretrained(m, dir, &o, out);
 }

@@ -61,16 +61,27 @@ brg_status brg_inputs_to_i32(brg_arena *arena, const brg_tensor *src, const char
     return BRG_OK;
 }
 
-static brg_status check_2d(const brg_tensor *t, const char *name, const brg_tensor *like) {
+/* [batch, sequence], or [batch, num_choices, sequence] for multiple-choice heads (like: the
+ * tensor whose shape t must have, or NULL). */
+static brg_status check_rank(const brg_tensor *t, const char *name, const brg_tensor *like, bool choices) {
     char a[128], b[128];
-    if (t->ndim != 2 || t->shape[0] < 1 || t->shape[1] < 1)
-        return brg_error(BRG_ERR_INVALID_ARG, "%s must be [batch, sequence] with both at least 1, got %s", name,
-                         brg_shape_str(t, a, sizeof a));
+    int rank = choices ? 3 : 2;
+    bool empty = false;
+    for (int d = 0; d < t->ndim; d++) empty |= t->shape[d] < 1;
+    if (t->ndim != rank || empty)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be %s with each at least 1, got %s", name,
+                         choices ? "[batch, num_choices, sequence]" : "[batch, sequence]", brg_shape_str(t, a, sizeof a));
     if (like && !brg_tensor_same_shape(t, like))
         return brg_error(BRG_ERR_INVALID_ARG, "%s has shape %s but input_ids has %s", name,
                          brg_shape_str(t, a, sizeof a), brg_shape_str(like, b, sizeof b));
     return BRG_OK;
 }
+
+static brg_status check_2d(const brg_tensor *t, const char *name, const brg_tensor *like) {
+    return check_rank(t, name, like, false);
+}
+
+static bool choices_of(const brg_model *m) { return m->ops->choices; }
 
 static brg_status to_f32(brg_arena *arena, const brg_tensor *src, const char *name, brg_tensor **out) {
     BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, src->ndim, src->shape, name, out));
@@ -108,17 +119,18 @@ static brg_status load_labels(brg_arena *arena, const brg_tensor *src, const cha
 brg_status brg_inputs_from_tensors(const brg_model *model, brg_arena *arena, const brg_tensor *ids,
                                    const brg_tensor *mask, const brg_tensor *labels, brg_bundle *b) {
     memset(b, 0, sizeof *b);
-    BRG_TRY(check_2d(ids, "input_ids", NULL));
-    if (ids->shape[1] > model->max_positions)
+    bool choices = choices_of(model);
+    BRG_TRY(check_rank(ids, "input_ids", NULL, choices));
+    if (ids->shape[ids->ndim - 1] > model->max_positions)
         return brg_error(BRG_ERR_INVALID_ARG, "input_ids has %lld positions, the model takes at most %lld",
-                         (long long)ids->shape[1], (long long)model->max_positions);
+                         (long long)ids->shape[ids->ndim - 1], (long long)model->max_positions);
     BRG_TRY(brg_inputs_to_i32(arena, ids, "input_ids", 0, model->vocab_size, 0, &b->input_ids));
     if (mask) {
-        BRG_TRY(check_2d(mask, "attention_mask", ids));
+        BRG_TRY(check_rank(mask, "attention_mask", ids, choices));
         BRG_TRY(load_mask(arena, mask, "attention_mask", &b->attention_mask));
     }
     if (labels) {
-        if (labels->ndim == 2) BRG_TRY(check_2d(labels, "labels", ids));
+        if (labels->ndim == 2 && !choices) BRG_TRY(check_2d(labels, "labels", ids));
         BRG_TRY(load_labels(arena, labels, "labels", ids->shape[0], &b->labels));
     }
     return BRG_OK;
@@ -161,7 +173,7 @@ static brg_status load_text_side(const brg_model *m, brg_arena *arena, const brg
     int64_t batch = ids_copy.shape[0];
     brg_tensor x;
     if (get(f, "token_type_ids", &x)) {
-        BRG_TRY(check_2d(&x, "token_type_ids", &ids_copy));
+        BRG_TRY(check_rank(&x, "token_type_ids", &ids_copy, choices_of(m)));
         BRG_TRY(brg_inputs_to_i32(arena, &x, "token_type_ids", 0, INT32_MAX, 0, &b->token_type_ids));
     }
     if (get(f, "decoder_input_ids", &x)) {
@@ -178,6 +190,12 @@ static brg_status load_text_side(const brg_model *m, brg_arena *arena, const brg
         return brg_error(BRG_ERR_INVALID_ARG, "decoder_attention_mask needs decoder_input_ids");
     }
     if (labels) BRG_TRY(load_labels(arena, labels, "labels", batch, &b->labels));
+    /* BertForPreTraining's second target travels as extra_labels, as end_positions does */
+    if (get(f, "next_sentence_label", &x)) {
+        if (x.ndim != 1 || x.shape[0] != batch)
+            return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label must be [batch] = [%lld]", (long long)batch);
+        BRG_TRY(brg_inputs_to_i32(arena, &x, "next_sentence_label", 0, 2, -100, &b->extra_labels));
+    }
     return BRG_OK;
 }
 

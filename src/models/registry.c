@@ -12,15 +12,14 @@
 #include "brigade/t5.h"
 #include "brigade/vit.h"
 #include "io/json.h"
+#include "models/gpt2_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------------- */
 
 static brg_status gpt2_create_dir(const char *dir, brg_model **out) {
     char path[4200];
     snprintf(path, sizeof path, "%s/config.json", dir);
-    brg_gpt2_config cfg;
-    BRG_TRY(brg_gpt2_config_load(path, &cfg));
-    return brg_gpt2_create(&cfg, out);
+    return gpt2_create_path(path, out);
 }
 
 /* Forward FLOPs (2 per multiply-add, matmuls and attention only) and saved FP32 elements for
@@ -44,8 +43,11 @@ static brg_status gpt2_block_cost(const brg_model *m, int block, int64_t B, int6
         saved = BT * (10 * C + 2 * F + 4) + 2 * (double)B * H * (double)T * (double)T;
         break;
     case BRG_BLOCK_HEAD: {
-        out->flops = 2 * BT * C * V;
-        saved = BT * (2 * C + 2 + V); /* ln_f in/out and statistics, the softmax of the logits */
+        /* the task head's width: the vocabulary, the labels, or nothing (GPT2Model) */
+        double L = c->task == BRG_GPT2_LM_HEAD ? V : c->task == BRG_GPT2_BASE ? 0 : (double)c->num_labels;
+        double rows = c->task == BRG_GPT2_SEQUENCE_CLASSIFICATION ? (double)B : BT;
+        out->flops = 2 * rows * C * L;
+        saved = BT * (2 * C + 2) + rows * L; /* ln_f in/out and statistics, the softmax of the logits */
         int p = brg_model_find_param(m, "lm_head.weight");
         if (p >= 0 && m->params[p].block != block) {
             out->tied_params = brg_tensor_numel(m->params[p].tensor);
@@ -70,6 +72,18 @@ static const brg_model_arch gpt2_arch = {
                "Head                ", NULL, NULL, NULL, NULL},
 };
 
+/* The GPT-2 heads beyond the LM head: the same blocks and costs. */
+#define GPT2_ARCH(name, head_label)                                                                               \
+    {.architecture = name, .model_type = NULL, .load_dir = brg_gpt2_load_dir, .create_dir = gpt2_create_dir,      \
+     .block_cost = gpt2_block_cost,                                                                               \
+     .labels = {{"Token Embedding     ", "Position Embedding  ", NULL}, "Layer", "            ",                  \
+                head_label, NULL, NULL, NULL, NULL}}
+static const brg_model_arch gpt2_heads[] = {
+    GPT2_ARCH("GPT2Model", "ln_f                "),
+    GPT2_ARCH("GPT2ForSequenceClassification", "Score               "),
+    GPT2_ARCH("GPT2ForTokenClassification", "Classifier          "),
+};
+
 /* ---- other built-in architectures (their labels follow upstream's Pipelined* classes) ----- */
 
 static const brg_model_arch other_builtins[] = {
@@ -82,6 +96,18 @@ static const brg_model_arch other_builtins[] = {
     {.architecture = "BertForQuestionAnswering", .model_type = "bert", .load_dir = brg_bert_load_dir,
      .create_dir = brg_bert_create_dir,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "QA Outputs ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertModel", .model_type = NULL, .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
+     .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Pooler ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertForTokenClassification", .model_type = NULL, .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
+     .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertForMultipleChoice", .model_type = NULL, .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
+     .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
+    {.architecture = "BertForPreTraining", .model_type = NULL, .load_dir = brg_bert_load_dir,
+     .create_dir = brg_bert_create_dir,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Pretraining Heads ", NULL, NULL, NULL, NULL}},
     {.architecture = "ViTForImageClassification", .model_type = "vit", .load_dir = brg_vit_load_dir,
      .create_dir = brg_vit_create_dir,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Head       ", NULL, NULL,
@@ -104,6 +130,7 @@ static void ensure_builtins(void) {
     table[0] = gpt2_arch;
     n_archs = 1;
     for (size_t i = 0; i < sizeof other_builtins / sizeof other_builtins[0]; i++) table[n_archs++] = other_builtins[i];
+    for (size_t i = 0; i < sizeof gpt2_heads / sizeof gpt2_heads[0]; i++) table[n_archs++] = gpt2_heads[i];
 }
 
 brg_status brg_register_model(const brg_model_arch *arch) {

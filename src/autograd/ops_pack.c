@@ -1,0 +1,92 @@
+/* Concatenating rows and gathering one position per row, with their backward. */
+#include "autograd/ops_pack.h"
+
+#include <string.h>
+
+#include "ops_internal.h"
+
+/* ---- concat rows ---- */
+typedef struct concat_ctx {
+    brg_tensor *a, *b, *y;
+    int64_t B, na, nb;
+} concat_ctx;
+
+static brg_status concat_backward(brg_tape *tape, void *p) {
+    concat_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(da, tape, c->a);
+    OPS_GRAD(db, tape, c->b);
+    const float *dy = c->y->grad;
+    int64_t row = c->na + c->nb;
+    for (int64_t r = 0; r < c->B; r++) {
+        for (int64_t i = 0; da && i < c->na; i++) da[r * c->na + i] += dy[r * row + i];
+        for (int64_t i = 0; db && i < c->nb; i++) db[r * c->nb + i] += dy[r * row + c->na + i];
+    }
+    return BRG_OK;
+}
+
+brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("concat_rows", a, 1));
+    BRG_TRY(ops_check_f32("concat_rows", b, 1));
+    int64_t B = a->shape[0];
+    if (b->shape[0] != B)
+        return brg_error(BRG_ERR_INVALID_ARG, "concat_rows: batch sizes differ (%lld and %lld)", (long long)B,
+                         (long long)b->shape[0]);
+    int64_t na = B ? brg_tensor_numel(a) / B : 0, nb = B ? brg_tensor_numel(b) / B : 0;
+    const brg_tensor *ins[2] = {a, b};
+    bool rec = brg_tape_needs(tape, ins, 2);
+    int64_t shape[2] = {B, na + nb};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "concat_rows output", y));
+    float *out = OPS_F32(*y);
+    for (int64_t r = 0; r < B; r++) {
+        memcpy(out + r * (na + nb), OPS_CF32(a) + r * na, (size_t)na * sizeof(float));
+        memcpy(out + r * (na + nb) + na, OPS_CF32(b) + r * nb, (size_t)nb * sizeof(float));
+    }
+    if (!rec) return BRG_OK;
+    concat_ctx *c = brg_tape_record(tape, concat_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (concat_ctx){a, b, *y, B, na, nb};
+    return BRG_OK;
+}
+
+/* ---- gather one position per row ---- */
+typedef struct gather_ctx {
+    brg_tensor *x, *index, *y;
+    int64_t B, T, C;
+} gather_ctx;
+
+static brg_status gather_backward(brg_tape *tape, void *p) {
+    gather_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    if (!dx) return BRG_OK;
+    const int32_t *idx = c->index->data;
+    const float *dy = c->y->grad;
+    for (int64_t r = 0; r < c->B; r++)
+        for (int64_t k = 0; k < c->C; k++) dx[(r * c->T + idx[r]) * c->C + k] += dy[r * c->C + k];
+    return BRG_OK;
+}
+
+brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("gather_positions", x, 3));
+    BRG_TRY(ops_check_i32("gather_positions", index));
+    int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2];
+    if (x->ndim != 3 || brg_tensor_numel(index) != B)
+        return brg_error(BRG_ERR_INVALID_ARG, "gather_positions: needs x [B, T, C] and one index per row");
+    const int32_t *idx = index->data;
+    for (int64_t r = 0; r < B; r++)
+        if (idx[r] < 0 || idx[r] >= T)
+            return brg_error(BRG_ERR_INVALID_ARG, "gather_positions: index %d of row %lld outside [0, %lld)", idx[r],
+                             (long long)r, (long long)T);
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    int64_t shape[2] = {B, C};
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "gather_positions output", y));
+    for (int64_t r = 0; r < B; r++)
+        memcpy(OPS_F32(*y) + r * C, OPS_CF32(x) + (r * T + idx[r]) * C, (size_t)C * sizeof(float));
+    if (!rec) return BRG_OK;
+    gather_ctx *c = brg_tape_record(tape, gather_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (gather_ctx){x, index, *y, B, T, C};
+    return BRG_OK;
+}
