@@ -27,6 +27,16 @@ grep -q '^warning: .*"enable_half_first_order_momentum" parameter is deprecated'
 
 expect_out validate-ok 'valid' "$brigade" config validate "$fix/bert-large-ipu" --layers 24
 expect_out validate-wildcard 'valid' "$brigade" config validate "$fix/trainer-test.json" --layers 7 --mode training
+# One judgement of a placement: an IPU left without a layer is refused by validate, plan and train
+# alike, in the same words.
+echo '{"layers_per_ipu": [-1, -1, -1], "ipus_per_replica": 3}' >"$tmp/empty-ipu.json"
+"$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --output "$tmp/two" >/dev/null || bad init
+why="layers_per_ipu=[-1, -1, -1] places [0, 0, 2] layers on the 3 IPUs of this 2-layer model, which leaves IPU 1 with no block to run"
+expect_fail empty-ipu-validate 1 "$why" "$brigade" config validate "$tmp/empty-ipu.json" --layers 2
+expect_fail empty-ipu-plan 1 "$why" "$brigade" plan --model "$tmp/two" --ipu-config "$tmp/empty-ipu.json"
+expect_fail empty-ipu-train 1 "$why" "$brigade" train --model "$tmp/two" --ipu-config "$tmp/empty-ipu.json" \
+  --data builtin:reverse --rows 8 --steps 1 --output "$tmp/never"
+[[ -e $tmp/never ]] && bad "train wrote an output before refusing the placement" || ok
 expect_fail validate-layers 1 'layers_per_ipu does not define the correct number of layers' \
   "$brigade" config validate "$fix/bert-large-ipu" --layers 12
 expect_fail validate-matmul 1 'matmul_proportion=[0.1, 0.15, 0.15] should use the same number of IPUs as ipus_per_replica=4' \

@@ -26,6 +26,13 @@ extern "C" {
  * n_layers == BRG_LAYERS_UNSPECIFIED the list is copied unchanged. */
 brg_status brg_ipu_config_expand_layers(const brg_ipu_config *cfg, int n_layers, brg_ipu_list *out);
 
+/* The one judgement of an IPU left without work, shared by `config validate --layers`, `plan` and
+ * `train` so they refuse the same configs with the same words: the error for `ipu` of the
+ * expanded per-IPU layer counts, naming the attribute, its value and the counts. (A pipeline
+ * stage must run something; upstream would leave that IPU idle.) */
+brg_status brg_ipu_config_empty_ipu_error(const brg_ipu_config *cfg, const brg_ipu_list *counts, int n_layers,
+                                          int ipu);
+
 /* The IPU of every layer (upstream's get_layer_ipu): `count` entries written to layer_ipu,
  * which has room for `cap`. */
 brg_status brg_ipu_config_get_layer_ipu(const brg_ipu_config *cfg, int n_layers, int *layer_ipu, int cap,

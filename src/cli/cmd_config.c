@@ -41,7 +41,9 @@ static brg_status show(const brg_ipu_config *cfg, const char *mode) {
     return BRG_OK;
 }
 
-/* With a layer count, the wildcard expansion that waits for a model is checked too. */
+/* With a layer count, the wildcard expansion that waits for a model is checked too, and that
+ * every IPU gets work: the embeddings go to the first IPU and the head to the last, as for the
+ * models brigade has, so an IPU in between needs a layer (plan and train say the same). */
 static brg_status validate(brg_ipu_config *cfg, const char *ref, const char *mode, int64_t layers) {
     for (int m = BRG_IPU_MODE_TRAINING; m <= BRG_IPU_MODE_INFERENCE; m++) {
         if (mode && strcmp(mode, brg_ipu_mode_name((brg_ipu_mode)m)) != 0) continue;
@@ -51,6 +53,8 @@ static brg_status validate(brg_ipu_config *cfg, const char *ref, const char *mod
             if (layers > BRG_IPU_LIST_MAX * 4096LL)
                 return brg_error(BRG_ERR_INVALID_ARG, "--layers %lld is too many", (long long)layers);
             BRG_TRY(brg_ipu_config_expand_layers(cfg, (int)layers, &l));
+            for (int ipu = 1; ipu + 1 < l.n; ipu++)
+                if (l.v[ipu] == 0) return brg_ipu_config_empty_ipu_error(cfg, &l, (int)layers, ipu);
         }
     }
     printf("%s: valid\n", ref);

@@ -106,6 +106,20 @@ brg_status brg_ipu_config_get_layer_ipu(const brg_ipu_config *cfg, int n_layers,
     return BRG_OK;
 }
 
+brg_status brg_ipu_config_empty_ipu_error(const brg_ipu_config *cfg, const brg_ipu_list *counts, int n_layers,
+                                          int ipu) {
+    brg_ipu_config *c = (brg_ipu_config *)cfg; /* read only */
+    names nm;
+    mode_names(cfg->mode, &nm);
+    char given[512], placed[512];
+    py_repr_list(cfg_layers(c, cfg->mode), given, sizeof given);
+    py_repr_list(counts, placed, sizeof placed);
+    return brg_error(BRG_ERR_INVALID_ARG,
+                     "%s=%s places %s layers on the %d IPUs of this %d-layer model, which leaves IPU %d with no "
+                     "block to run: give every IPU a layer, or use fewer IPUs (%s)",
+                     nm.lpi, given, placed, counts->n, n_layers, ipu, nm.ipr);
+}
+
 void brg_placement_free(brg_placement *p) {
     if (!p) return;
     free(p->block_device);

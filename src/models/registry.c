@@ -251,6 +251,19 @@ static brg_status place_blocks(const brg_model *m, brg_placement *p) {
     return BRG_OK;
 }
 
+/* An IPU with no block would be a pipeline stage with nothing to run. */
+static brg_status check_every_device_used(const brg_model *m, const brg_ipu_config *c, const brg_placement *p) {
+    for (int d = 0; d < p->n_devices; d++) {
+        bool used = false;
+        for (int b = 0; b < m->n_blocks && !used; b++) used = p->block_device[b] == d;
+        if (used) continue;
+        brg_ipu_list counts;
+        BRG_TRY(brg_ipu_config_expand_layers(c, p->n_layers, &counts));
+        return brg_ipu_config_empty_ipu_error(c, &counts, p->n_layers, d);
+    }
+    return BRG_OK;
+}
+
 brg_status brg_model_parallelize(const brg_model *m, const brg_ipu_config *cfg, brg_ipu_mode mode,
                                  brg_placement *out) {
     if (cfg->execute_encoder_on_cpu_for_generation)
@@ -271,6 +284,7 @@ brg_status brg_model_parallelize(const brg_model *m, const brg_ipu_config *cfg, 
         if (st == BRG_OK && count != p.n_layers)
             st = brg_error(BRG_ERR_INTERNAL, "placed %d of %d layers", count, p.n_layers);
         if (st == BRG_OK) st = place_blocks(m, &p);
+        if (st == BRG_OK) st = check_every_device_used(m, c, &p);
     }
     free(c);
     if (st != BRG_OK) brg_placement_free(&p);
