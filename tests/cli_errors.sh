@@ -70,4 +70,9 @@ expect_fail corrupted any "model.safetensors" "$brigade" forward --model "$tmp/g
 expect_fail bad-inputs-file any "in-trunc" bash -c "head -c 20 '$tmp/in.st' > '$tmp/in-trunc.st'; '$brigade' forward --model '$m' --inputs '$tmp/in-trunc.st' --output '$tmp/o.st'"
 [[ -e $tmp/o.st ]] && bad "output written on failure" || ok
 
+# The version and the kernels in use; help for one command; an unknown one in help is an error.
+expect_out version "brigade 0.1.0 (gemm: " "$brigade" --version
+expect_out help-cmd "usage: brigade train" "$brigade" help train
+expect_fail help-unknown 2 "unknown command 'bogus'" "$brigade" help bogus
+
 finish

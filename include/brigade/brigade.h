@@ -23,5 +23,6 @@
 #include "brigade/bert.h"
 #include "brigade/vit.h"
 #include "brigade/tokenizer.h"
+#include "brigade/version.h"
 
 #endif

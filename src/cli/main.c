@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "brigade/version.h"
 #include "commands.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 typedef struct command {
     const char *name;
@@ -25,7 +28,28 @@ static void usage(FILE *out) {
     fprintf(out, "usage: brigade <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(out, "\nbrigade <command> --help describes each command's options.\n");
+    fprintf(out, "\nbrigade <command> --help (or brigade help <command>) describes each command's options;\n"
+                 "brigade --version prints the version and the kernels this CPU gets.\n");
+}
+
+static const command *find(const char *name) {
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(name, commands[i].name) == 0) return &commands[i];
+    return NULL;
+}
+
+static int unknown(const char *name) {
+    fprintf(stderr, "brigade: unknown command '%s' (commands:", name);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fprintf(stderr, " %s", commands[i].name);
+    fprintf(stderr, "; see brigade --help)\n");
+    return 2;
+}
+
+/* The version, and which kernels run here: what a bug report needs. */
+static int version(void) {
+    printf("brigade %s (gemm: %s, element-wise: %s)\n", brg_version(), brg_gemm_backend(),
+           brg_isa_name(brg_simd_isa()));
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -33,14 +57,17 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) return version();
+    if (strcmp(argv[1], "help") == 0 && argc >= 3) { /* brigade help CMD = brigade CMD --help */
+        const command *c = find(argv[2]);
+        if (!c) return unknown(argv[2]);
+        char *args[] = {argv[0], argv[2], "--help", NULL};
+        return c->run(3, args);
+    }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc, argv);
-    fprintf(stderr, "brigade: unknown command '%s' (commands:", argv[1]);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) fprintf(stderr, " %s", commands[i].name);
-    fprintf(stderr, "; see brigade --help)\n");
-    return 2;
+    const command *c = find(argv[1]);
+    return c ? c->run(argc, argv) : unknown(argv[1]);
 }
