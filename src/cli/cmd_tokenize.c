@@ -1,6 +1,5 @@
 /* brigade tokenize / detokenize: a model folder's tokenizer over lines of text, one JSON line
  * out per line in (the Python `tokenizers` results: ids, tokens, code point offsets). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +9,7 @@
 #include "brigade/tokenizer.h"
 #include "commands.h"
 #include "io/json.h"
+#include "lines.h"
 
 /* A JSON string literal (UTF-8 kept, control characters escaped as Python's json does). */
 static void put_json_string(FILE *out, const char *s) {
@@ -53,29 +53,6 @@ static void put_encoding(FILE *out, const brg_encoding *e) {
     fputs("}\n", out);
 }
 
-/* One line without its "\n" (and a "\r" before it); NULL at the end of input. */
-static char *read_line(FILE *in, size_t *len) {
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, in);
-    if (n < 0) {
-        free(line);
-        return NULL;
-    }
-    if (n && line[n - 1] == '\n') n--;
-    if (n && line[n - 1] == '\r') n--;
-    line[n] = 0;
-    *len = (size_t)n;
-    return line;
-}
-
-static FILE *open_input(const char *command, const char *path) {
-    if (!path) return stdin;
-    FILE *f = fopen(path, "rb");
-    if (!f) fprintf(stderr, "brigade %s: cannot open %s: %s\n", command, path, strerror(errno));
-    return f;
-}
-
 static brg_status setup_truncation(brg_tokenizer *tok, int64_t max_length, bool truncation) {
     if (!truncation) return BRG_OK;
     brg_truncation t = {.enabled = true, .max_length = (size_t)max_length, .strategy = BRG_TRUNC_LONGEST_FIRST};
@@ -109,14 +86,14 @@ int cmd_tokenize(int argc, char **argv) {
         brg_tokenizer_free(tok);
         return cli_fail("tokenize");
     }
-    FILE *in = open_input("tokenize", input);
+    FILE *in = cli_open_input("tokenize", input);
     if (!in) {
         brg_tokenizer_free(tok);
         return 1;
     }
     brg_status st = BRG_OK;
     size_t len, line_no = 0;
-    for (char *line; st == BRG_OK && (line = read_line(in, &len));) {
+    for (char *line; st == BRG_OK && (line = cli_read_line(in, &len));) {
         line_no++;
         brg_encoding e;
         st = brg_tokenizer_encode(tok, line, len, !no_special, &e);
@@ -175,14 +152,14 @@ int cmd_detokenize(int argc, char **argv) {
     if (!args_parse("detokenize", argc, argv, 2, specs, n)) return 2;
     brg_tokenizer *tok = NULL;
     if (brg_tokenizer_load(model, &tok) != BRG_OK) return cli_fail("detokenize");
-    FILE *in = open_input("detokenize", input);
+    FILE *in = cli_open_input("detokenize", input);
     if (!in) {
         brg_tokenizer_free(tok);
         return 1;
     }
     brg_status st = BRG_OK;
     size_t len, line_no = 0;
-    for (char *line; st == BRG_OK && (line = read_line(in, &len));) {
+    for (char *line; st == BRG_OK && (line = cli_read_line(in, &len));) {
         line_no++;
         int32_t *ids = NULL;
         size_t k = 0;

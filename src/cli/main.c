@@ -22,6 +22,7 @@ static const command commands[] = {
     {"generate", cmd_generate, "continue a prompt greedily"},
     {"tokenize", cmd_tokenize, "tokenize lines of text with a model folder's tokenizer (JSON lines)"},
     {"detokenize", cmd_detokenize, "decode lines of token ids back to text"},
+    {"embed", cmd_embed, "sentence embeddings of lines of text (sentence-transformers folders)"},
 };
 
 static void usage(FILE *out) {

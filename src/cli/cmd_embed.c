@@ -1,0 +1,168 @@
+/* brigade embed: sentence embeddings for lines of text, from a sentence-transformers folder (or
+ * any folder with an encoder model and its tokenizer): tokenize a batch of lines, run the model,
+ * pool its last_hidden_state and normalise as the folder's modules say, one JSON line out per
+ * line in: {"embedding": [...]}. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "args.h"
+#include "brigade/brigade.h"
+#include "brigade/registry.h"
+#include "brigade/sentence_embedding.h"
+#include "brigade/tokenizer.h"
+#include "commands.h"
+#include "lines.h"
+
+typedef struct embedder {
+    brg_model *model;
+    brg_tokenizer *tok;
+    brg_sentence_config cfg;
+    brg_arena *arena;
+} embedder;
+
+/* A batch of tokenized lines, padded to the longest (padding is masked out of attention and of
+ * the pooling, so its ids do not matter). */
+typedef struct batch {
+    brg_encoding enc[64];
+    int n;
+    int64_t T;
+} batch;
+
+static void batch_clear(batch *b) {
+    for (int i = 0; i < b->n; i++) brg_encoding_free(&b->enc[i]);
+    b->n = 0;
+    b->T = 0;
+}
+
+static brg_status setup(embedder *e, const char *dir) {
+    BRG_TRY(brg_sentence_config_load(dir, &e->cfg));
+    BRG_TRY(brg_tokenizer_load(dir, &e->tok));
+    BRG_TRY(brg_model_load(dir, &e->model));
+    int64_t max_len = e->cfg.max_seq_length > 0 ? e->cfg.max_seq_length : e->model->max_positions;
+    if (max_len > e->model->max_positions) max_len = e->model->max_positions;
+    /* sentence-transformers: truncation to max_seq_length, padding to the batch's longest. */
+    brg_truncation t = {.enabled = true, .max_length = (size_t)max_len, .strategy = BRG_TRUNC_LONGEST_FIRST};
+    BRG_TRY(brg_tokenizer_set_truncation(e->tok, &t));
+    brg_padding none = {.enabled = false};
+    BRG_TRY(brg_tokenizer_set_padding(e->tok, &none));
+    return brg_arena_create("embed", 0, &e->arena);
+}
+
+static brg_status new_input(embedder *e, const batch *b, brg_dtype dtype, const char *name, brg_tensor **out) {
+    const int64_t shape[2] = {b->n, b->T};
+    BRG_TRY(brg_tensor_new(e->arena, dtype, 2, shape, name, out));
+    memset((*out)->data, 0, (size_t)(b->n * b->T) * (dtype == BRG_DTYPE_I32 ? sizeof(int32_t) : sizeof(float)));
+    return BRG_OK;
+}
+
+static brg_status fill_inputs(embedder *e, const batch *b, brg_bundle *in) {
+    BRG_TRY(new_input(e, b, BRG_DTYPE_I32, "input_ids", &in->input_ids));
+    BRG_TRY(new_input(e, b, BRG_DTYPE_F32, "attention_mask", &in->attention_mask));
+    BRG_TRY(new_input(e, b, BRG_DTYPE_I32, "token_type_ids", &in->token_type_ids));
+    int32_t *ids = in->input_ids->data, *types = in->token_type_ids->data;
+    float *mask = in->attention_mask->data;
+    for (int r = 0; r < b->n; r++)
+        for (size_t t = 0; t < b->enc[r].n; t++) {
+            ids[r * b->T + (int64_t)t] = b->enc[r].ids[t];
+            types[r * b->T + (int64_t)t] = b->enc[r].type_ids[t];
+            mask[r * b->T + (int64_t)t] = 1.0f;
+        }
+    return BRG_OK;
+}
+
+static const brg_tensor *hidden_of(const brg_named_tensor *outs, int n) {
+    for (int i = 0; i < n; i++)
+        if (strcmp(outs[i].name, "last_hidden_state") == 0) return outs[i].tensor;
+    return NULL;
+}
+
+static void put_embedding(const float *v, int64_t C) {
+    fputs("{\"embedding\": [", stdout);
+    for (int64_t c = 0; c < C; c++) printf(c ? ", %.9g" : "%.9g", (double)v[c]);
+    fputs("]}\n", stdout);
+}
+
+/* The model on the batch, pooled, printed. */
+static brg_status embed_batch(embedder *e, const batch *b) {
+    size_t mark = brg_arena_mark(e->arena);
+    brg_bundle in = {0};
+    brg_tape *tape = NULL;
+    brg_status st = fill_inputs(e, b, &in);
+    if (st == BRG_OK) st = brg_tape_create(e->arena, &tape);
+    if (st == BRG_OK) {
+        brg_tape_set_grad_enabled(tape, false);
+        st = brg_model_forward(e->model, tape, &in);
+    }
+    brg_named_tensor outs[8];
+    int n = 0;
+    if (st == BRG_OK) st = brg_model_outputs(e->model, &in, in.logits, e->arena, outs, 8, &n);
+    const brg_tensor *h = st == BRG_OK ? hidden_of(outs, n) : NULL;
+    if (st == BRG_OK && (!h || h->ndim != 3))
+        st = brg_error(BRG_ERR_UNSUPPORTED, "%s gives no last_hidden_state to pool (a BertModel folder is what embed takes)",
+                       e->model->ops->architecture);
+    float *pooled = st == BRG_OK ? malloc((size_t)(b->n * h->shape[2]) * sizeof *pooled) : NULL;
+    if (st == BRG_OK && !pooled) st = brg_error(BRG_ERR_OOM, "no memory for the embeddings");
+    if (st == BRG_OK)
+        st = brg_sentence_pool(&e->cfg, h->data, in.attention_mask->data, b->n, b->T, h->shape[2], pooled);
+    for (int r = 0; st == BRG_OK && r < b->n; r++) put_embedding(pooled + r * h->shape[2], h->shape[2]);
+    free(pooled);
+    if (tape) brg_tape_destroy(tape);
+    brg_arena_reset(e->arena, mark);
+    return st;
+}
+
+static brg_status run(embedder *e, FILE *in, int64_t batch_size) {
+    static batch b;
+    brg_status st = BRG_OK;
+    size_t len;
+    int64_t line_no = 0;
+    for (char *line; st == BRG_OK && (line = cli_read_line(in, &len));) {
+        line_no++;
+        st = brg_tokenizer_encode(e->tok, line, len, true, &b.enc[b.n]);
+        free(line);
+        if (st != BRG_OK) {
+            st = brg_error_wrap(st, "line %lld", (long long)line_no);
+            break;
+        }
+        if ((int64_t)b.enc[b.n].n > b.T) b.T = (int64_t)b.enc[b.n].n;
+        if (++b.n == batch_size) {
+            st = embed_batch(e, &b);
+            batch_clear(&b);
+        }
+    }
+    if (st == BRG_OK && b.n) st = embed_batch(e, &b);
+    batch_clear(&b);
+    return st;
+}
+
+int cmd_embed(int argc, char **argv) {
+    const char *model = NULL, *input = NULL;
+    int64_t batch_size = 16;
+    arg_spec specs[] = {
+        {"model", ARG_STRING, &model, true, "sentence-transformers folder (or an encoder folder with its tokenizer)", false},
+        {"input", ARG_STRING, &input, false, "UTF-8 text file, one sentence per line (default: stdin)", false},
+        {"batch-size", ARG_INT, &batch_size, false, "lines per forward pass, 1 to 64 (default 16)", false},
+    };
+    int n = (int)(sizeof specs / sizeof specs[0]);
+    if (args_wants_help(argc, argv, 2)) {
+        args_usage("embed", "Sentence embeddings of lines of text; writes one {\"embedding\": [...]} JSON line per line.",
+                   specs, n);
+        return 0;
+    }
+    if (!args_parse("embed", argc, argv, 2, specs, n)) return 2;
+    if (batch_size < 1 || batch_size > 64) {
+        fprintf(stderr, "brigade embed: --batch-size %lld is not in [1, 64]\n", (long long)batch_size);
+        return 2;
+    }
+    FILE *in = cli_open_input("embed", input);
+    if (!in) return 1;
+    embedder e = {0};
+    brg_status st = setup(&e, model);
+    if (st == BRG_OK) st = run(&e, in, batch_size);
+    if (in != stdin) fclose(in);
+    brg_arena_destroy(e.arena);
+    brg_model_destroy(e.model);
+    brg_tokenizer_free(e.tok);
+    return st == BRG_OK ? 0 : cli_fail("embed");
+}

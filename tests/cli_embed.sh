@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# brigade embed on small sentence-transformers folders (mean + Normalize, CLS, max + Normalize,
+# mean * sqrt(len)): the embeddings of each fixture's sentences equal those sentence-transformers'
+# pooling gives (tools/embed_fixtures.py), to 1e-5, whatever the batch size; bad input is one line.
+set -uo pipefail
+brigade=$1
+source "$(dirname "$0")/shell_util.sh"
+fix=$(dirname "$0")/fixtures
+
+# Largest |a - b| over two files of {"embedding": [...]} lines; "lines" when their shapes differ.
+max_diff() {
+  awk 'function nums(s) { sub(/^[^[]*\[/, "", s); sub(/\].*$/, "", s); return s }
+       FNR == NR { a[FNR] = nums($0); n = FNR; next }
+       { $0 = nums($0); m = FNR
+         k = split(a[FNR], x, ","); if (split($0, y, ",") != k) { bad = 1 }
+         for (i = 1; i <= k; i++) { d = x[i] - y[i]; if (d < 0) d = -d; if (d > worst) worst = d } }
+       END { if (bad || n != m) print "lines"; else printf "%.3g\n", worst }' "$1" "$2"
+}
+
+for name in embed_mean embed_cls embed_max embed_sqrt; do
+  for bs in 1 4 16; do
+    "$brigade" embed --model "$fix/$name" --input "$fix/$name/sentences.txt" --batch-size $bs >"$tmp/$name.jsonl" 2>"$tmp/err" ||
+      { bad "$name (batch $bs): $(cat "$tmp/err")"; continue; }
+    d=$(max_diff "$fix/$name/expected.jsonl" "$tmp/$name.jsonl")
+    [[ $d != lines ]] && awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }' && ok || bad "$name (batch $bs): max difference $d"
+  done
+done
+# Normalised embeddings have unit length.
+awk '{ sub(/^[^[]*\[/, ""); sub(/\].*$/, ""); k = split($0, x, ","); s = 0; for (i = 1; i <= k; i++) s += x[i] * x[i]
+       if (s < 0.99999 || s > 1.00001) exit 1 }' "$tmp/embed_mean.jsonl" && ok || bad "embed_mean: not unit length"
+# stdin works the same as --input.
+"$brigade" embed --model "$fix/embed_mean" <"$fix/embed_mean/sentences.txt" | cmp -s - "$tmp/embed_mean.jsonl" && ok ||
+  bad "stdin and --input differ"
+
+printf 'fine\n\xff\xfe bad bytes\n' >"$tmp/bad.txt"
+expect_fail bad-utf8 1 "line 2" "$brigade" embed --model "$fix/embed_mean" --input "$tmp/bad.txt"
+expect_fail batch-size 2 "--batch-size 0 is not in [1, 64]" "$brigade" embed --model "$fix/embed_mean" --batch-size 0
+expect_fail no-tokenizer 1 "tokenizer" "$brigade" embed --model "$fix/bert_base" --input "$fix/embed_mean/sentences.txt"
+mkdir -p "$tmp/twopool"
+cp -r "$fix/embed_mean/." "$tmp/twopool/"
+sed -i 's/"pooling_mode_cls_token": false/"pooling_mode_cls_token": true/' "$tmp/twopool/1_Pooling/config.json"
+expect_fail two-modes 1 "2 pooling modes are on" "$brigade" embed --model "$tmp/twopool" --input "$fix/embed_mean/sentences.txt"
+# A head model gives logits, not hidden states, to pool.
+mkdir -p "$tmp/head"
+cp -r "$fix/embed_mean/." "$tmp/head/"
+sed -i 's/"BertModel"/"BertForSequenceClassification"/' "$tmp/head/config.json"
+# (loading it reports the newly initialised head first, as from_pretrained does)
+err=$("$brigade" embed --model "$tmp/head" --input "$fix/embed_mean/sentences.txt" 2>&1 >/dev/null)
+(($? == 1)) && [[ $(tail -1 <<<"$err") == *"gives no last_hidden_state to pool"* ]] && ok || bad "not-encoder: $err"
+
+finish
