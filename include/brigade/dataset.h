@@ -32,6 +32,15 @@ brg_status brg_dataset_from_rows(const int32_t *ids, const float *mask, const in
                                  int64_t seq_len, brg_dataset **out);
 void brg_dataset_free(brg_dataset *d);
 
+/* Text for a causal LM through its tokenizer, as transformers' run_clm.py prepares it: each line
+ * of a .txt file (or the "text" of each line of a .jsonl file) tokenized as the tokenizer does by
+ * default, all ids concatenated and cut into rows of seq_len (the tail that does not fill a row
+ * dropped); labels are the ids. Ids past vocab_size, bad UTF-8 and bad JSON lines are errors
+ * naming the line. */
+typedef struct brg_tokenizer brg_tokenizer;
+brg_status brg_dataset_load_text_tokens(const char *path, const brg_tokenizer *tok, int64_t vocab_size,
+                                        int64_t seq_len, brg_dataset **out);
+
 /* A dataset brigade generates itself ("reverse": reverse a word of 3-6 letters, byte-level,
  * vocabulary >= 256, rows of at least 14 tokens, loss on the answer only). */
 brg_status brg_dataset_builtin(const char *name, int64_t rows, int64_t seq_len, uint64_t seed, brg_dataset **out);

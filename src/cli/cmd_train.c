@@ -13,6 +13,7 @@
 #include "brigade/brigade.h"
 #include "brigade/generate.h"
 #include "brigade/registry.h"
+#include "brigade/tokenizer.h"
 #include "brigade/trainer.h"
 #include "commands.h"
 #include "io/json.h"
@@ -41,14 +42,40 @@ static brg_status load_ipu_config(const train_flags *f, brg_ipu_config *cfg) {
 }
 
 /* "builtin:NAME" is a dataset brigade generates; anything else a file. */
-static brg_status load_data(const char *ref, const brg_model *m, int64_t seq_len, int64_t rows, uint64_t seed,
+static bool is_safetensors(const char *path) {
+    const size_t n = strlen(path);
+    return n >= 12 && strcmp(path + n - 12, ".safetensors") == 0;
+}
+
+/* Text goes through the model folder's tokenizer when it has one (never as bytes then): packed
+ * into rows for a causal LM, as run_clm.py does. Other objectives need more than packing (masking,
+ * labels), which text files do not give here yet. Without a tokenizer, text is bytes. */
+static brg_status load_text(const char *ref, const char *model_dir, const brg_model *m, int64_t seq_len,
                             brg_dataset **out) {
+    brg_tokenizer *tok = NULL;
+    if (brg_tokenizer_load(model_dir, &tok) != BRG_OK) {
+        brg_clear_error();
+        return brg_dataset_load(ref, m, seq_len, out);
+    }
+    brg_status st = m->ops->labels_from_inputs
+                        ? brg_dataset_load_text_tokens(ref, tok, m->vocab_size, seq_len, out)
+                        : brg_error(BRG_ERR_UNSUPPORTED,
+                                    "%s: text data for %s needs labels or masking that brigade does not build from "
+                                    "text yet: give a safetensors file of its inputs and labels",
+                                    ref, m->ops->architecture);
+    brg_tokenizer_free(tok);
+    return st;
+}
+
+static brg_status load_data(const char *ref, const char *model_dir, const brg_model *m, int64_t seq_len, int64_t rows,
+                            uint64_t seed, brg_dataset **out) {
     if (strncmp(ref, "builtin:", 8) == 0) {
         if (m->vocab_size < 256)
             return brg_error(BRG_ERR_INVALID_ARG, "built-in datasets are byte-level: the model needs vocab_size >= 256");
         return brg_dataset_builtin(ref + 8, rows, seq_len, seed, out);
     }
-    return brg_dataset_load(ref, m, seq_len, out);
+    if (is_safetensors(ref)) return brg_dataset_load(ref, m, seq_len, out);
+    return load_text(ref, model_dir, m, seq_len, out);
 }
 
 static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,
@@ -250,8 +277,9 @@ static brg_status run(const train_flags *f) {
     if (st == BRG_OK && !f->quiet) brg_placement_print(stdout, m, &pl);
     if (st == BRG_OK) st = fill_options(f, &cfg, &pl, &o);
     int64_t seq = f->seq_len > 0 ? f->seq_len : m ? m->max_positions : 0;
-    if (st == BRG_OK) st = load_data(f->data, m, seq, f->rows, o.seed, &data);
-    if (st == BRG_OK && f->eval_data) st = load_data(f->eval_data, m, seq, f->rows / 8 + 1, o.seed + 1, &eval);
+    if (st == BRG_OK) st = load_data(f->data, f->model, m, seq, f->rows, o.seed, &data);
+    if (st == BRG_OK && f->eval_data)
+        st = load_data(f->eval_data, f->model, m, seq, f->rows / 8 + 1, o.seed + 1, &eval);
     if (st == BRG_OK) {
         o.eval_data = eval;
         o.stop = &stop_signal;
