@@ -186,6 +186,10 @@ cp "$(dirname "$0")/fixtures/tokenizers/gpt2_bpe/tokenizer.json" "$tmp/tokm/"
 for i in $(seq 1 40); do echo "Line $i of a small corpus: brigade trains on tokenized text, caf\u00e9 and all."; done >"$tmp/corpus.txt"
 expect_ok text-tokenized "$brigade" train --model "$tmp/tokm" --data "$tmp/corpus.txt" --sequence-length 8 --steps 2 \
   --micro-batch-size 2 --output "$tmp/tokout" --quiet
+[[ -f $tmp/tokout/tokenizer.json ]] && ok || bad "the trained folder lost its tokenizer: $(ls "$tmp/tokout")"
+# generate encodes and decodes through it: the prompt comes back as text, not as '?' bytes.
+out=$("$brigade" generate --model "$tmp/tokout" --prompt "Line 12 of" --max-new-tokens 4 2>&1) && [[ $out == "Line 12 of"* ]] &&
+  ok || bad "generate through the tokenizer: '$out'"
 printf 'ok\n\xff\n' >"$tmp/badtext.txt"
 expect_fail text-bad-utf8 1 "line 2" "$brigade" train --model "$tmp/tokm" --data "$tmp/badtext.txt" --sequence-length 1 \
   --steps 1 --output "$tmp/tokbad" --quiet

@@ -60,6 +60,10 @@ typedef struct brg_padding {
  * (GPT-2 byte-level BPE). The truncation and padding stored in tokenizer.json are applied by
  * encode, as the Python `tokenizers.Tokenizer` does. */
 brg_status brg_tokenizer_load(const char *path, brg_tokenizer **out);
+/* Copies the tokenizer files of a model folder (tokenizer.json, tokenizer_config.json,
+ * special_tokens_map.json, vocab.txt, vocab.json, merges.txt, spiece.model, added_tokens.json:
+ * those present) into another, each atomically; *copied counts them. */
+brg_status brg_tokenizer_copy_files(const char *from_dir, const char *to_dir, int *copied);
 void brg_tokenizer_free(brg_tokenizer *tok);
 
 /* Encodes `len` bytes of UTF-8 (invalid UTF-8 is BRG_ERR_INVALID_ARG naming the byte offset).

@@ -287,6 +287,9 @@ static brg_status run(const train_flags *f) {
         st = brg_train(m, data, &o, &r);
     }
     if (st == BRG_OK) st = brg_ipu_config_save_pretrained(&cfg, f->output);
+    /* The trained folder keeps its tokenizer, so generate, tokenize and embed work on it. */
+    int copied = 0;
+    if (st == BRG_OK) st = brg_tokenizer_copy_files(f->model, f->output, &copied);
     if (st == BRG_OK && !f->quiet) print_samples(m, f->data);
     brg_placement_free(&pl);
     brg_dataset_free(data);
