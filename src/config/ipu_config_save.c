@@ -8,6 +8,7 @@
 
 #include "config/ipu_config_internal.h"
 #include "io/atomic_file.h"
+#include "io/dirs.h"
 #include "io/json.h"
 
 static brg_status dump(const cJSON *root, char **out) {
@@ -84,29 +85,11 @@ brg_status brg_ipu_config_write_file(const brg_ipu_config *cfg, const char *path
     return st;
 }
 
-/* mkdir -p */
-static brg_status make_dirs(const char *dir) {
-    char path[4096];
-    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path)
-        return brg_error(BRG_ERR_INVALID_ARG, "folder name too long: %s", dir);
-    for (char *p = path + 1;; p++) {
-        bool end = *p == '\0';
-        if (*p == '/' || end) {
-            *p = '\0';
-            if (mkdir(path, 0777) != 0 && errno != EEXIST)
-                return brg_error(BRG_ERR_IO, "cannot create folder %s: %s", path, strerror(errno));
-            if (end) break;
-            *p = '/';
-        }
-    }
-    struct stat sb;
-    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        return brg_error(BRG_ERR_INVALID_ARG, "Provided path (%s) should be a directory, not a file", dir);
-    return BRG_OK;
-}
-
 brg_status brg_ipu_config_save_pretrained(const brg_ipu_config *cfg, const char *dir) {
-    BRG_TRY(make_dirs(dir));
+    brg_status made = brg_dirs_create(dir);
+    if (made == BRG_ERR_INVALID_ARG) /* upstream's words */
+        return brg_error(BRG_ERR_INVALID_ARG, "Provided path (%s) should be a directory, not a file", dir);
+    BRG_TRY(made);
     char path[4200];
     snprintf(path, sizeof path, "%s/ipu_config.json", dir);
     return brg_ipu_config_write_file(cfg, path);

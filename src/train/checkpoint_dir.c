@@ -18,6 +18,7 @@
 
 #include "brigade/safetensors.h"
 #include "core/str.h"
+#include "io/dirs.h"
 #include "io/json.h"
 
 #define PREFIX "checkpoint-"
@@ -77,29 +78,6 @@ static void fsync_path(const char *path, int flags) {
     close(fd);
 }
 
-/* mkdir -p */
-static brg_status make_dirs(const char *dir) {
-    char *p = strdup(dir);
-    if (!p) return brg_error(BRG_ERR_OOM, "no memory for %s", dir);
-    brg_status st = BRG_OK;
-    for (char *s = p + 1;; s++) {
-        const bool end = *s == '\0';
-        if (*s != '/' && !end) continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            st = brg_error(BRG_ERR_IO, "cannot create the folder %s: %s", p, strerror(errno));
-            break;
-        }
-        if (end) break;
-        *s = '/';
-    }
-    struct stat sb;
-    if (st == BRG_OK && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
-        st = brg_error(BRG_ERR_IO, "%s exists and is not a folder", dir);
-    free(p);
-    return st;
-}
-
 static void remove_stale_temporaries(const char *out) {
     DIR *d = opendir(out);
     if (!d) return;
@@ -116,7 +94,7 @@ static void remove_stale_temporaries(const char *out) {
 
 brg_status brg_ckpt_dir_begin(const char *out, int64_t step, char **tmp) {
     *tmp = NULL;
-    BRG_TRY(make_dirs(out));
+    BRG_TRY(brg_dirs_create(out));
     remove_stale_temporaries(out);
     char *path = brg_str_printf("%s/" PREFIX "%lld.tmp.%ld", out, (long long)step, (long)getpid());
     if (!path) return brg_error(BRG_ERR_OOM, "no memory for a checkpoint path under %s", out);

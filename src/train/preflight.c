@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/str.h"
+#include "io/dirs.h"
 #include "trainer_internal.h"
 
 /* The writability probe (a killed run may leave one behind). */
@@ -43,25 +44,6 @@ static char *foreign_entry(const char *dir) {
         if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && !ours(e->d_name)) found = strdup(e->d_name);
     closedir(d);
     return found;
-}
-
-static brg_status make_dirs(const char *dir) {
-    char *p = strdup(dir);
-    if (!p) return brg_error(BRG_ERR_OOM, "no memory for %s", dir);
-    brg_status st = BRG_OK;
-    for (char *s = p + 1;; s++) {
-        const bool end = *s == '\0';
-        if (*s != '/' && !end) continue;
-        *s = '\0';
-        if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-            st = brg_error(BRG_ERR_IO, "cannot create the output folder %s: %s", p, strerror(errno));
-            break;
-        }
-        if (end) break;
-        *s = '/';
-    }
-    free(p);
-    return st;
 }
 
 static brg_status check_writable(const char *dir) {
@@ -103,7 +85,7 @@ brg_status trainer_check_output(trainer *t) {
     struct stat sb;
     if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
         return brg_error(BRG_ERR_INVALID_ARG, "the output %s exists and is not a folder", dir);
-    BRG_TRY(make_dirs(dir));
+    BRG_TRY(brg_dirs_create(dir));
     char *other = t->opts.overwrite_output ? NULL : foreign_entry(dir);
     if (other) {
         brg_status st = brg_error(BRG_ERR_INVALID_ARG,
