@@ -1,7 +1,9 @@
 /* The runtime: a model placed on devices (replica x stage), each a worker thread with its own
  * arena holding its stage's parameters, gradients and activations. One call runs an optimizer
  * step's micro-batches through the pipeline schedule and leaves every device with the gradient
- * summed over all micro-batches, replicas and devices that hold a copy of the same parameter. */
+ * summed over all micro-batches, replicas and devices that hold a copy of the same parameter.
+ * Devices exchange data only through a transport (messages by value, collectives), never by
+ * reading each other's memory; the host's side of an exchange is device 0's. */
 #ifndef BRIGADE_RUNTIME_H
 #define BRIGADE_RUNTIME_H
 
@@ -10,6 +12,7 @@
 #include <stdint.h>
 
 #include "brigade/model.h"
+#include "brigade/safetensors.h"
 #include "brigade/schedule.h"
 
 #ifdef __cplusplus
@@ -66,7 +69,9 @@ brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const 
                              float **logits, float *losses);
 
 /* Per-device hooks for what follows the gradients (optimizer steps, zeroing): `fn` runs on every
- * device's own thread, in parallel; the first failure is returned. */
+ * device's own thread, in parallel. A device that fails aborts the others' waits on the
+ * transport; the status and message of the one that failed first are returned, prefixed with
+ * "device N (replica R, stage S): ". */
 typedef brg_status (*brg_device_fn)(brg_device *dev, void *arg);
 brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg);
 
@@ -92,10 +97,22 @@ brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor);
 brg_status brg_runtime_zero_grads(brg_runtime *rt);
 
 /* Copies the weights back into the model given at creation (replica 0; the owner's copy of a
- * tied parameter), e.g. before saving. */
-void brg_runtime_sync_to_model(brg_runtime *rt);
-/* Copies the model's weights onto every device (e.g. after loading a checkpoint). */
-void brg_runtime_sync_from_model(brg_runtime *rt);
+ * tied parameter), e.g. before saving: each owner sends its copies to device 0, which writes
+ * them into the model. */
+brg_status brg_runtime_sync_to_model(brg_runtime *rt);
+/* Copies the model's weights onto every device (e.g. after loading a checkpoint): device 0
+ * broadcasts them. */
+brg_status brg_runtime_sync_from_model(brg_runtime *rt);
+
+/* What device `dev` contributes to brg_runtime_gather, called on its own thread: up to `cap`
+ * named tensors of its own into list[0..cap) (list NULL and cap 0 the first time); returns how
+ * many it has, and is called again with room for them all. */
+typedef int (*brg_gather_fn)(brg_device *dev, void *arg, brg_named_tensor *list, int cap);
+/* Collects every device's tensors (as `fn` lists them) onto the host through the transport, in
+ * device order: copies, names included, allocated in `host`, listed in (*out)[0..*n) (also in
+ * `host`; destroying it frees them). */
+brg_status brg_runtime_gather(brg_runtime *rt, brg_gather_fn fn, void *arg, brg_arena *host, brg_named_tensor **out,
+                              size_t *n);
 
 typedef struct brg_device_stats {
     double busy_seconds;  /* computing, not waiting on channels */

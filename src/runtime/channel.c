@@ -1,50 +1,62 @@
 #include "channel.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-brg_status channel_init(channel *c, int capacity, const volatile bool *abort) {
-    c->ring = calloc((size_t)capacity, sizeof *c->ring);
-    if (!c->ring) return brg_error(BRG_ERR_OOM, "cannot allocate a channel");
+brg_status channel_init(channel *c, int capacity, const atomic_bool *abort) {
+    c->msgs = calloc((size_t)capacity, sizeof *c->msgs);
+    if (!c->msgs) return brg_error(BRG_ERR_OOM, "cannot allocate a channel");
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->changed, NULL);
     c->capacity = capacity;
-    c->head = c->count = 0;
+    c->count = 0;
     c->abort = abort;
     return BRG_OK;
 }
 
 void channel_destroy(channel *c) {
-    if (!c->ring) return;
+    if (!c->msgs) return;
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->changed);
-    free(c->ring);
-    c->ring = NULL;
-}
-
-static brg_status aborted(channel *c) {
-    pthread_mutex_unlock(&c->lock);
-    return brg_error(BRG_ERR_INTERNAL, "stopped because another device failed");
+    free(c->msgs);
+    c->msgs = NULL;
 }
 
 brg_status channel_send(channel *c, channel_msg msg) {
     pthread_mutex_lock(&c->lock);
-    while (c->count == c->capacity && !*c->abort) pthread_cond_wait(&c->changed, &c->lock);
-    if (*c->abort) return aborted(c);
-    c->ring[(c->head + c->count) % c->capacity] = msg;
-    c->count++;
+    if (c->count == c->capacity) {
+        int cap = 2 * c->capacity;
+        channel_msg *grown = realloc(c->msgs, (size_t)cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&c->lock);
+            return brg_error(BRG_ERR_OOM, "cannot grow a channel to %d messages", cap);
+        }
+        c->msgs = grown;
+        c->capacity = cap;
+    }
+    c->msgs[c->count++] = msg;
     pthread_cond_broadcast(&c->changed);
     pthread_mutex_unlock(&c->lock);
     return BRG_OK;
 }
 
-brg_status channel_recv(channel *c, channel_msg *msg) {
+static int find(const channel *c, int from, int tag) {
+    for (int i = 0; i < c->count; i++)
+        if (c->msgs[i].from == from && c->msgs[i].tag == tag) return i;
+    return -1;
+}
+
+brg_status channel_recv(channel *c, int from, int tag, channel_msg *msg) {
     pthread_mutex_lock(&c->lock);
-    while (c->count == 0 && !*c->abort) pthread_cond_wait(&c->changed, &c->lock);
-    if (*c->abort) return aborted(c);
-    *msg = c->ring[c->head];
-    c->head = (c->head + 1) % c->capacity;
+    int i;
+    while ((i = find(c, from, tag)) < 0 && !atomic_load(c->abort)) pthread_cond_wait(&c->changed, &c->lock);
+    if (atomic_load(c->abort)) {
+        pthread_mutex_unlock(&c->lock);
+        return BRG_ERR_INTERNAL;
+    }
+    *msg = c->msgs[i];
+    memmove(&c->msgs[i], &c->msgs[i + 1], (size_t)(c->count - i - 1) * sizeof *c->msgs);
     c->count--;
-    pthread_cond_broadcast(&c->changed);
     pthread_mutex_unlock(&c->lock);
     return BRG_OK;
 }
@@ -55,8 +67,9 @@ void channel_wake(channel *c) {
     pthread_mutex_unlock(&c->lock);
 }
 
-void channel_reset(channel *c) {
+void channel_reset(channel *c, void (*drop)(void *ctx, void *payload), void *ctx) {
     pthread_mutex_lock(&c->lock);
-    c->head = c->count = 0;
+    for (int i = 0; i < c->count; i++) drop(ctx, c->msgs[i].payload);
+    c->count = 0;
     pthread_mutex_unlock(&c->lock);
 }

@@ -2,23 +2,24 @@
  *
  * Memory: each micro-batch's activations live in one of the device's slot arenas (mb mod
  * slots), reset when the slot is taken by a later micro-batch, so 1F1B holds at most
- * stages - stage micro-batches at once. A stage hands the next one its carried tensors (hidden
- * states and, for encoder-decoder models, the encoder's output) as pointers into its slot; the
- * receiver copies them at once, as a transfer between real devices would. Going back, the
- * receiver adds its input gradients straight into the sender's output gradient buffers (which
- * the sender allocated before sending) and then signals: nothing of the receiver's slot is
- * referenced once its backward is done, and the sender's slot lives until its own backward. */
+ * stages - stage micro-batches at once. Stages exchange messages through the transport, by value:
+ * a stage sends the next one its carried tensors (hidden states and, for encoder-decoder models,
+ * the encoder's output), which the receiver copies into its slot; going back, the receiver sends
+ * the gradients of those copies, which the sender adds into its outputs' gradient buffers. No
+ * device reads or writes another's memory. Tags are (micro-batch, direction). */
 #include <string.h>
 
 #include "runtime_internal.h"
 
 enum { CARRIED = 2 };
 
-static channel *fwd_link(brg_runtime *rt, int replica, int stage) {
-    return &rt->fwd[replica * (rt->opts.stages - 1) + stage];
-}
-static channel *bwd_link(brg_runtime *rt, int replica, int stage) {
-    return &rt->bwd[replica * (rt->opts.stages - 1) + stage];
+/* What travels between stages, by name: slot k of the carried tensors. */
+static const char *const CARRIED_NAMES[CARRIED] = {"hidden", "encoder_hidden"};
+
+static int carried_slot(const char *name) {
+    for (int k = 0; k < CARRIED; k++)
+        if (strcmp(name, CARRIED_NAMES[k]) == 0) return k;
+    return -1;
 }
 
 static uint64_t mix(uint64_t x) {
@@ -52,19 +53,19 @@ static brg_status copy_in(brg_device *dev, int mb, const brg_tensor *src, brg_te
 }
 
 static brg_status receive_inputs(brg_device *dev, int mb, brg_bundle *b) {
-    brg_runtime *rt = dev->rt;
-    channel_msg msg;
-    BRG_TRY(channel_recv(fwd_link(rt, dev->replica, dev->stage - 1), &msg));
-    if (msg.micro_batch != mb)
-        return brg_error(BRG_ERR_INTERNAL, "stage %d expected micro-batch %d, received %d", dev->stage, mb,
-                         msg.micro_batch);
-    brg_bundle *from = msg.payload;
-    for (int k = 0; k < CARRIED; k++) {
-        dev->upstream[mb * CARRIED + k] = *carried(from, k);
-        BRG_TRY(copy_in(dev, mb, *carried(from, k), &dev->inputs[mb * CARRIED + k]));
-        *carried(b, k) = dev->inputs[mb * CARRIED + k];
+    transport *t = dev->rt->transport;
+    transport_msg msg;
+    BRG_TRY(t->recv(t, dev->id, dev->id - 1, transport_tag(mb, TRANSPORT_FORWARD), &msg));
+    brg_status st = BRG_OK;
+    for (int k = 0; k < CARRIED; k++) dev->inputs[mb * CARRIED + k] = NULL;
+    for (int i = 0; st == BRG_OK && i < msg.n; i++) {
+        int k = carried_slot(msg.items[i].name);
+        if (k < 0) st = brg_error(BRG_ERR_INTERNAL, "stage %d received an unknown tensor %s", dev->stage, msg.items[i].name);
+        else st = copy_in(dev, mb, msg.items[i].tensor, &dev->inputs[mb * CARRIED + k]);
     }
-    return BRG_OK;
+    t->release(t, dev->id, &msg);
+    for (int k = 0; k < CARRIED; k++) *carried(b, k) = dev->inputs[mb * CARRIED + k];
+    return st;
 }
 
 static void start_bundle(brg_device *dev, int mb, brg_bundle *b) {
@@ -197,13 +198,17 @@ static brg_status forward_step(brg_device *dev, int mb) {
             memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
         return BRG_OK;
     }
+    brg_named_tensor items[CARRIED];
+    int n = 0;
     for (int k = 0; k < CARRIED; k++) {
         brg_tensor *o = *carried(b, k);
         dev->outputs[mb * CARRIED + k] = o;
-        /* The next stage adds the gradient of what it receives into this buffer. */
-        if (o && o->requires_grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), o));
+        if (!o) continue;
+        /* The gradient the next stage sends back is added into this buffer. */
+        if (o->requires_grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), o));
+        items[n++] = (brg_named_tensor){CARRIED_NAMES[k], o};
     }
-    return channel_send(fwd_link(rt, dev->replica, dev->stage), (channel_msg){mb, b});
+    return rt->transport->send(rt->transport, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_FORWARD), items, n);
 }
 
 static void add_into(brg_tensor *dst, const float *g) {
@@ -211,15 +216,39 @@ static void add_into(brg_tensor *dst, const float *g) {
     for (int64_t i = 0; i < n; i++) dst->grad[i] += g[i];
 }
 
-/* Adds the gradients of this stage's carried inputs into the stage before's output gradient
- * buffers, then tells it they are there. */
+/* Sends the gradients of this stage's carried inputs back to the stage before. */
 static brg_status send_input_grads(brg_device *dev, int mb) {
+    brg_named_tensor items[CARRIED];
+    brg_tensor grads[CARRIED];
+    int n = 0;
     for (int k = 0; k < CARRIED; k++) {
         const brg_tensor *in = dev->inputs[mb * CARRIED + k];
-        brg_tensor *up = dev->upstream[mb * CARRIED + k];
-        if (in && in->grad && up && up->grad) add_into(up, in->grad);
+        if (!in || !in->grad) continue;
+        grads[n] = brg_tensor_wrap(BRG_DTYPE_F32, in->ndim, in->shape, in->grad);
+        items[n] = (brg_named_tensor){CARRIED_NAMES[k], &grads[n]};
+        n++;
     }
-    return channel_send(bwd_link(dev->rt, dev->replica, dev->stage - 1), (channel_msg){mb, NULL});
+    transport *t = dev->rt->transport;
+    return t->send(t, dev->id, dev->id - 1, transport_tag(mb, TRANSPORT_BACKWARD), items, n);
+}
+
+/* Adds the gradients the next stage sent for this stage's carried outputs into their buffers. */
+static brg_status receive_output_grads(brg_device *dev, int mb) {
+    transport *t = dev->rt->transport;
+    transport_msg msg;
+    BRG_TRY(t->recv(t, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_BACKWARD), &msg));
+    brg_status st = BRG_OK;
+    for (int i = 0; st == BRG_OK && i < msg.n; i++) {
+        int k = carried_slot(msg.items[i].name);
+        brg_tensor *out = k < 0 ? NULL : dev->outputs[mb * CARRIED + k];
+        const brg_tensor *g = msg.items[i].tensor;
+        if (k < 0 || (out && (!brg_tensor_same_shape(out, g) || g->dtype != BRG_DTYPE_F32)))
+            st = brg_error(BRG_ERR_INTERNAL, "stage %d received a gradient for %s that does not match what it sent",
+                           dev->stage, msg.items[i].name);
+        else if (out && out->grad) add_into(out, g->data);
+    }
+    t->release(t, dev->id, &msg);
+    return st;
 }
 
 static brg_status add_grad(brg_device *dev, int mb, brg_tensor *t, const float *g) {
@@ -281,12 +310,9 @@ static brg_status backward_step(brg_device *dev, int mb) {
         if (!out[0] || !out[0]->requires_grad) goto done; /* nothing to learn from: no counted labels */
         BRG_TRY(add_grad(dev, mb, out[0], &one));
     } else {
-        channel_msg msg;
-        BRG_TRY(channel_recv(bwd_link(rt, dev->replica, dev->stage), &msg));
-        if (msg.micro_batch != mb)
-            return brg_error(BRG_ERR_INTERNAL, "stage %d expected the gradient of micro-batch %d, received %d",
-                             dev->stage, mb, msg.micro_batch);
-        t0 = runtime_now(); /* the next stage has added into out[k]->grad already */
+        /* Counted as waiting, as when the next stage added it in itself. */
+        BRG_TRY(receive_output_grads(dev, mb));
+        t0 = runtime_now();
     }
     BRG_TRY(backward_blocks(dev, mb));
 done:
@@ -295,10 +321,8 @@ done:
     return BRG_OK;
 }
 
-brg_status executor_run_device(brg_device *dev, void *arg) {
-    (void)arg;
+static brg_status run_steps(brg_device *dev) {
     const brg_schedule *s = &dev->rt->schedule;
-    dev->run_mark = brg_arena_mark(dev->arena);
     for (int i = 0; i < s->length[dev->stage]; i++) {
         brg_schedule_step step = s->steps[dev->stage][i];
         if (step.pass == BRG_PASS_FORWARD) BRG_TRY(forward_step(dev, step.micro_batch));
@@ -307,7 +331,22 @@ brg_status executor_run_device(brg_device *dev, void *arg) {
     /* Gradients whose zeroing is still pending got nothing from this run: they are zero. */
     for (int p = 0; dev->rt->opts.training && p < dev->view.n_params; p++)
         if (dev->holds[p]) brg_tensor_settle_grad(dev->view.params[p].tensor);
+    return BRG_OK;
+}
+
+/* Whatever happened, the device drops the run's activations itself: nothing of them is needed
+ * once its last backward has sent its gradients on, since every message was a copy. */
+brg_status executor_run_device(brg_device *dev, void *arg) {
+    (void)arg;
+    dev->run_mark = brg_arena_mark(dev->arena);
+    brg_status st = run_steps(dev);
     size_t act = brg_arena_peak(dev->arena) > dev->run_mark ? brg_arena_peak(dev->arena) - dev->run_mark : 0;
     if (act > dev->activation_peak) dev->activation_peak = act;
-    return BRG_OK;
+    for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
+    for (int s = 0; s < dev->n_slots; s++) {
+        brg_arena_reset(dev->slots[s], 0);
+        dev->slot_busy[s] = false;
+    }
+    brg_arena_reset(dev->arena, dev->run_mark);
+    return st;
 }

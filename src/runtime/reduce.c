@@ -1,6 +1,7 @@
 /* Gradients across devices: every copy of a parameter (its replicas, and a tied weight's
- * copies on different stages) ends up with the sum over all copies, added in device order so
- * the result never depends on thread timing. */
+ * copies on different stages) ends up with the sum over all copies, added in device order by
+ * the transport's all-reduce so the result never depends on thread timing; norms, scaling and
+ * zeroing on each device's own copies; the run itself. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,33 +9,12 @@
 #include "kernels/simd.h"
 #include "runtime_internal.h"
 
-/* Parameter p is reduced by device p mod n: the devices split the work, and each parameter's
- * sum still runs over its copies in device order. */
-static void reduce_param(brg_runtime *rt, int p) {
-    float *acc = NULL;
-    int64_t n = brg_tensor_numel(rt->model->params[p].tensor);
-    for (int d = 0; d < rt->n_devices; d++) {
-        brg_device *dev = &rt->devices[d];
-        if (!dev->holds[p]) continue;
-        float *g = dev->view.params[p].tensor->grad;
-        if (!acc) {
-            acc = g;
-            continue;
-        }
-        for (int64_t i = 0; i < n; i++) acc[i] += g[i];
-    }
-    for (int d = 0; acc && d < rt->n_devices; d++) {
-        brg_device *dev = &rt->devices[d];
-        float *g = dev->holds[p] ? dev->view.params[p].tensor->grad : NULL;
-        if (g && g != acc) memcpy(g, acc, (size_t)n * sizeof *g);
-    }
-}
-
+/* One collective per device over its flat gradient span: the transport adds each parameter's
+ * copies in device order. */
 static brg_status reduce_job(brg_device *dev, void *arg) {
     (void)arg;
-    brg_runtime *rt = dev->rt;
-    for (int p = dev->id; p < rt->model->n_params; p += rt->n_devices) reduce_param(rt, p);
-    return BRG_OK;
+    transport *t = dev->rt->transport;
+    return t->all_reduce(t, dev->id, dev->grad_span, dev->segs, dev->n_segs);
 }
 
 brg_status reduce_gradients(brg_runtime *rt) { return brg_runtime_each_device(rt, reduce_job, NULL); }
@@ -98,28 +78,6 @@ brg_status brg_runtime_zero_grads(brg_runtime *rt) {
     return brg_runtime_each_device(rt, grad_job, &op);
 }
 
-/* The owner's copy: replica 0, on the stage of the block that owns the parameter. */
-static brg_tensor *owner_copy(const brg_runtime *rt, int p) {
-    int stage = rt->block_stage[rt->model->params[p].block];
-    return rt->devices[stage].view.params[p].tensor;
-}
-
-void brg_runtime_sync_to_model(brg_runtime *rt) {
-    for (int p = 0; p < rt->model->n_params; p++) {
-        brg_tensor *dst = rt->model->params[p].tensor;
-        memcpy(dst->data, owner_copy(rt, p)->data, brg_tensor_nbytes(dst));
-    }
-}
-
-void brg_runtime_sync_from_model(brg_runtime *rt) {
-    for (int d = 0; d < rt->n_devices; d++)
-        for (int p = 0; p < rt->model->n_params; p++)
-            if (rt->devices[d].holds[p]) {
-                brg_tensor *dst = rt->devices[d].view.params[p].tensor;
-                memcpy(dst->data, rt->model->params[p].tensor->data, brg_tensor_nbytes(dst));
-            }
-}
-
 brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
                              float **logits, float *losses) {
     if (rt->opts.training) return brg_error(BRG_ERR_INVALID_ARG, "brg_runtime_infer needs a runtime made for inference");
@@ -139,14 +97,5 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     brg_status st = brg_runtime_each_device(rt, executor_run_device, NULL);
     rt->schedule_seconds += runtime_now() - t0;
     if (st == BRG_OK && rt->opts.training) st = reduce_gradients(rt);
-    for (int d = 0; d < rt->n_devices; d++) {
-        brg_device *dev = &rt->devices[d];
-        for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
-        for (int s = 0; s < dev->n_slots; s++) {
-            brg_arena_reset(dev->slots[s], 0);
-            dev->slot_busy[s] = false;
-        }
-        brg_arena_reset(dev->arena, dev->run_mark);
-    }
     return st;
 }

@@ -33,6 +33,34 @@ static brg_status check_placement(const brg_model *m, const brg_runtime_options 
     return BRG_OK;
 }
 
+static size_t grad_bytes(const brg_tensor *t) {
+    size_t n = (size_t)brg_tensor_numel(t) * sizeof(float);
+    return (n + BRG_ARENA_ALIGN - 1) & ~(size_t)(BRG_ARENA_ALIGN - 1);
+}
+
+/* Training: the held parameters' gradients side by side in one span (each aligned as an arena
+ * allocation of its own would be), which the transport reduces in one collective. */
+static brg_status make_grad_span(brg_device *dev, const brg_model *m) {
+    size_t bytes = 0;
+    int held = 0;
+    for (int p = 0; p < m->n_params; p++)
+        if (dev->holds[p]) bytes += grad_bytes(dev->view.params[p].tensor), held++;
+    dev->segs = calloc((size_t)(held ? held : 1), sizeof *dev->segs);
+    if (!dev->segs) return brg_error(BRG_ERR_OOM, "cannot allocate device %d", dev->id);
+    dev->grad_span = brg_arena_alloc(dev->arena, bytes, "gradients");
+    if (!dev->grad_span) return BRG_ERR_OOM;
+    size_t at = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        if (!dev->holds[p]) continue;
+        brg_tensor *t = dev->view.params[p].tensor;
+        t->grad = (float *)((char *)dev->grad_span + at);
+        t->requires_grad = true;
+        dev->segs[dev->n_segs++] = (transport_segment){p, at / sizeof(float), (size_t)brg_tensor_numel(t)};
+        at += grad_bytes(t);
+    }
+    return BRG_OK;
+}
+
 /* The device's copy of every parameter its blocks read (a tied weight gets a copy on each
  * stage that reads it). */
 static brg_status make_view(brg_device *dev, const brg_model *m) {
@@ -49,13 +77,9 @@ static brg_status make_view(brg_device *dev, const brg_model *m) {
         brg_tensor *t;
         BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));
         memcpy(t->data, src->data, brg_tensor_nbytes(src));
-        if (dev->rt->opts.training) {
-            BRG_TRY(brg_tensor_ensure_grad(dev->arena, t));
-            t->requires_grad = true;
-        }
         dev->view.params[p].tensor = t;
     }
-    return BRG_OK;
+    return dev->rt->opts.training ? make_grad_span(dev, m) : BRG_OK;
 }
 
 static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
@@ -80,13 +104,12 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
     dev->inputs = calloc((size_t)M * 2, sizeof *dev->inputs);
     dev->outputs = calloc((size_t)M * 2, sizeof *dev->outputs);
-    dev->upstream = calloc((size_t)M * 2, sizeof *dev->upstream);
     /* Training: as many activation slots as micro-batches can be in flight on this stage (1F1B:
      * stages - stage), so memory is reused across micro-batches; inference keeps each. */
     dev->n_slots = o->training ? brg_schedule_max_in_flight(&rt->schedule, dev->stage) : M;
     dev->slots = calloc((size_t)dev->n_slots, sizeof *dev->slots);
     dev->slot_busy = calloc((size_t)dev->n_slots, sizeof *dev->slot_busy);
-    if (!dev->tapes || !dev->ckpts || !dev->bundles || !dev->inputs || !dev->outputs || !dev->upstream ||
+    if (!dev->tapes || !dev->ckpts || !dev->bundles || !dev->inputs || !dev->outputs ||
         !dev->slots || !dev->slot_busy)
         return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
     for (int s = 0; s < dev->n_slots; s++) BRG_TRY(brg_arena_create_child(dev->arena, name, &dev->slots[s]));
@@ -136,12 +159,8 @@ static void *device_main(void *p) {
         dev->status = job(dev, arg);
         if (dev->status != BRG_OK) {
             snprintf(dev->error, sizeof dev->error, "%s", brg_last_error());
-            rt->abort = true;
-            int links = rt->opts.replicas * (rt->opts.stages - 1);
-            for (int i = 0; i < links; i++) {
-                channel_wake(&rt->fwd[i]);
-                channel_wake(&rt->bwd[i]);
-            }
+            /* Every device waiting on the transport gives up; the first to abort is the cause. */
+            rt->transport->abort(rt->transport, dev->id, dev->status, dev->error);
         }
         pthread_mutex_lock(&rt->lock);
         if (--rt->pending == 0) pthread_cond_signal(&rt->done);
@@ -149,18 +168,16 @@ static void *device_main(void *p) {
     }
 }
 
+/* The device that failed first (the transport knows: the others stopped because of it). */
 static brg_status first_failure(brg_runtime *rt) {
-    /* A device that only stopped because another failed reports that; prefer the cause. */
-    brg_device *worst = NULL;
-    for (int i = 0; i < rt->n_devices; i++) {
-        brg_device *d = &rt->devices[i];
-        if (d->status == BRG_OK) continue;
-        bool follower = strstr(d->error, "another device failed") != NULL;
-        if (!worst || (!follower && strstr(worst->error, "another device failed"))) worst = d;
-    }
-    if (!worst) return BRG_OK;
-    return brg_error(worst->status, "device %d (replica %d, stage %d): %s", worst->id, worst->replica, worst->stage,
-                     worst->error);
+    int who = -1;
+    const char *why = NULL;
+    brg_status st = rt->transport->failure(rt->transport, &who, &why);
+    if (st == BRG_OK) return BRG_OK;
+    const brg_device *d = &rt->devices[who];
+    st = brg_error(st, "device %d (replica %d, stage %d): %s", d->id, d->replica, d->stage, why);
+    rt->transport->reset(rt->transport); /* no device is inside it now */
+    return st;
 }
 
 brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg) {
@@ -168,35 +185,11 @@ brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg)
     rt->job = fn;
     rt->job_arg = arg;
     rt->pending = rt->n_devices;
-    rt->abort = false;
     rt->generation++;
     pthread_cond_broadcast(&rt->go);
     while (rt->pending > 0) pthread_cond_wait(&rt->done, &rt->lock);
     pthread_mutex_unlock(&rt->lock);
-    brg_status st = first_failure(rt);
-    if (rt->abort) {
-        int links = rt->opts.replicas * (rt->opts.stages - 1);
-        for (int i = 0; i < links; i++) {
-            channel_reset(&rt->fwd[i]);
-            channel_reset(&rt->bwd[i]);
-        }
-        rt->abort = false;
-    }
-    return st;
-}
-
-static brg_status init_channels(brg_runtime *rt) {
-    int links = rt->opts.replicas * (rt->opts.stages - 1);
-    if (links == 0) return BRG_OK;
-    rt->fwd = calloc((size_t)links, sizeof *rt->fwd);
-    rt->bwd = calloc((size_t)links, sizeof *rt->bwd);
-    if (!rt->fwd || !rt->bwd) return brg_error(BRG_ERR_OOM, "cannot allocate channels");
-    /* Room for a whole step's messages: a sender never waits on a slow receiver. */
-    for (int i = 0; i < links; i++) {
-        BRG_TRY(channel_init(&rt->fwd[i], rt->opts.micro_batches, &rt->abort));
-        BRG_TRY(channel_init(&rt->bwd[i], rt->opts.micro_batches, &rt->abort));
-    }
-    return BRG_OK;
+    return first_failure(rt);
 }
 
 static brg_status start_threads(brg_runtime *rt) {
@@ -210,7 +203,7 @@ static brg_status start_threads(brg_runtime *rt) {
     return BRG_OK;
 }
 
-static brg_status create(brg_runtime *rt) {
+static brg_status create(brg_runtime *rt, transport_factory make_transport) {
     const brg_runtime_options *o = &rt->opts;
     int n = rt->model->n_blocks;
     rt->block_stage = malloc((size_t)n * sizeof *rt->block_stage);
@@ -219,15 +212,16 @@ static brg_status create(brg_runtime *rt) {
     rt->opts.block_stage = rt->block_stage;
     brg_schedule_kind kind = o->training ? o->schedule : BRG_SCHEDULE_INFERENCE;
     BRG_TRY(brg_schedule_build(kind, o->stages, o->micro_batches, &rt->schedule));
-    BRG_TRY(init_channels(rt));
     rt->n_devices = o->replicas * o->stages;
+    BRG_TRY(make_transport(rt->n_devices, &rt->transport));
     rt->devices = calloc((size_t)rt->n_devices, sizeof *rt->devices);
     if (!rt->devices) return brg_error(BRG_ERR_OOM, "cannot allocate devices");
     for (int i = 0; i < rt->n_devices; i++) BRG_TRY(init_device(rt, &rt->devices[i], i));
     return start_threads(rt);
 }
 
-brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts, brg_runtime **out) {
+brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts, transport_factory make_transport,
+                               brg_runtime **out) {
     BRG_TRY(check_placement(model, opts));
     brg_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
@@ -237,13 +231,17 @@ brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts,
     pthread_cond_init(&rt->go, NULL);
     pthread_cond_init(&rt->done, NULL);
     brg_gemm_set_threads(1);
-    brg_status st = create(rt);
+    brg_status st = create(rt, make_transport);
     if (st != BRG_OK) {
         brg_runtime_destroy(rt);
         return st;
     }
     *out = rt;
     return BRG_OK;
+}
+
+brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts, brg_runtime **out) {
+    return runtime_create_over(model, opts, transport_threads_create, out);
 }
 
 static void free_device(brg_device *d) {
@@ -254,7 +252,7 @@ static void free_device(brg_device *d) {
     free(d->bundles);
     free(d->inputs);
     free(d->outputs);
-    free(d->upstream);
+    free(d->segs);
     for (int s = 0; d->slots && s < d->n_slots; s++) brg_arena_destroy(d->slots[s]);
     free(d->slots);
     free(d->slot_busy);
@@ -274,11 +272,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
         brg_gemm_team_destroy(rt->devices[i].team);
         free_device(&rt->devices[i]);
     }
-    int links = rt->opts.replicas * (rt->opts.stages - 1);
-    for (int i = 0; rt->fwd && i < links; i++) channel_destroy(&rt->fwd[i]);
-    for (int i = 0; rt->bwd && i < links; i++) channel_destroy(&rt->bwd[i]);
-    free(rt->fwd);
-    free(rt->bwd);
+    if (rt->transport) rt->transport->destroy(rt->transport);
     free(rt->devices);
     free(rt->block_stage);
     brg_schedule_free(&rt->schedule);

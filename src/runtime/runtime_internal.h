@@ -1,5 +1,6 @@
-/* Runtime internals shared by runtime.c (devices, threads), executor.c (the schedule) and
- * reduce.c (gradients across copies). */
+/* Runtime internals shared by runtime.c (devices, threads), executor.c (the schedule),
+ * reduce.c (gradients across copies) and exchange.c (parameters and state between the host and
+ * the devices). Devices exchange data only through rt->transport. */
 #ifndef BRIGADE_RUNTIME_INTERNAL_H
 #define BRIGADE_RUNTIME_INTERNAL_H
 
@@ -7,7 +8,7 @@
 
 #include "brigade/runtime.h"
 #include "brigade/tape.h"
-#include "channel.h"
+#include "transport.h"
 
 /* A recomputed block keeps only copies of its carried inputs; `prev` are the tensors they were
  * copied from (whose gradients the block's backward feeds) and `out` what it handed on. */
@@ -27,14 +28,15 @@ struct brg_device {
     size_t persistent_peak; /* bytes held before any activation: parameters, gradients, state */
     brg_model view;        /* the model with this device's parameter copies */
     bool *holds;           /* [n_params] */
+    float *grad_span;      /* training: every held parameter's gradient, one flat span */
+    transport_segment *segs; /* where each held parameter's gradient lies in it, by parameter */
+    int n_segs;
     brg_tape **tapes;      /* one per (micro-batch, block of the stage): [mb * n_stage_blocks + i] */
     int n_tapes;
     struct checkpoint *ckpts; /* recomputed layers' saved inputs, same indexing as tapes */
     brg_bundle *bundles;   /* [micro_batches] */
     brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
     brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */
-    brg_tensor **upstream; /* [micro_batches][2]: the stage before's carried outputs, whose gradient
-                            * buffers this stage adds its input gradients into */
     pthread_t thread;
     bool thread_started;
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
@@ -50,11 +52,9 @@ struct brg_runtime {
     int *block_stage;
     int n_devices;
     brg_device *devices;
-    channel *fwd; /* [replica * (stages - 1) + s]: stage s -> s + 1 */
-    channel *bwd; /* [replica * (stages - 1) + s]: stage s + 1 -> s */
+    transport *transport;
     brg_schedule schedule;
     double schedule_seconds;
-    volatile bool abort;
     /* job dispatch */
     pthread_mutex_t lock;
     pthread_cond_t go, done;
@@ -77,5 +77,9 @@ brg_status executor_run_device(brg_device *dev, void *arg);
 brg_status reduce_gradients(brg_runtime *rt);
 
 double runtime_now(void);
+
+/* brg_runtime_create over a transport of the caller's choice (tests: the serialising one). */
+brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts, transport_factory make_transport,
+                               brg_runtime **out);
 
 #endif

@@ -1,5 +1,6 @@
 /* Evaluation: the mean loss of a dataset under the current weights, forward only, on one host
- * device over the model's master copy (synced from the devices first). */
+ * device over the model's master copy (gathered from the devices through the runtime's
+ * transport first). */
 #include <math.h>
 #include <string.h>
 
@@ -21,7 +22,7 @@ static brg_status eval_batch(brg_model *m, brg_tape *tape, const brg_dataset *d,
 brg_status trainer_evaluate(trainer *t, double *mean_loss) {
     const brg_dataset *d = t->opts.eval_data;
     brg_model *m = t->model;
-    brg_runtime_sync_to_model(t->rt);
+    BRG_TRY(brg_runtime_sync_to_model(t->rt));
     brg_loss_items denominators = brg_model_count_loss_items(m, &d->columns);
     *mean_loss = NAN;
     if (denominators.labels <= 0) return BRG_OK;

@@ -40,35 +40,56 @@ static bool is_owner_copy(const trainer *t, int device, int param) {
     return info.replica == 0 && t->block_stage[t->model->params[param].block] == info.stage;
 }
 
-static brg_status save_optimizer(trainer *t, const char *dir) {
-    int devices = brg_runtime_device_count(t->rt), total = 0;
-    for (int d = 0; d < devices; d++) total += brg_optimizer_state_count(t->optimizers[d]);
-    brg_named_tensor *list = calloc((size_t)(total ? total : 1), sizeof *list);
-    brg_tensor *views = calloc((size_t)(total ? total : 1), sizeof *views);
-    if (!list || !views) {
-        free(list), free(views);
-        return brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
-    }
-    size_t n = 0;
-    for (int d = 0; d < devices; d++) {
-        brg_optimizer *opt = t->optimizers[d];
-        for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
-            const char *name = brg_optimizer_state_name(opt, i);
-            int p = state_param(t->model, name);
-            if (p < 0 || !is_owner_copy(t, d, p)) continue;
+/* What each device contributes to the optimizer file: the state of its owner copies, as flat
+ * views (headers in views[device]). */
+typedef struct state_gather {
+    trainer *t;
+    brg_tensor **views; /* [devices][state count] */
+} state_gather;
+
+static int list_state(brg_device *dev, void *arg, brg_named_tensor *list, int cap) {
+    state_gather *g = arg;
+    brg_device_info info;
+    brg_device_get_info(dev, &info);
+    brg_optimizer *opt = g->t->optimizers[info.id];
+    int n = 0;
+    for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
+        const char *name = brg_optimizer_state_name(opt, i);
+        int p = state_param(g->t->model, name);
+        if (p < 0 || !is_owner_copy(g->t, info.id, p)) continue;
+        if (n < cap) {
             int64_t numel = brg_optimizer_state_numel(opt, i);
-            views[n] = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
-            list[n] = (brg_named_tensor){name, &views[n]};
-            n++;
+            g->views[info.id][n] = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
+            list[n] = (brg_named_tensor){name, &g->views[info.id][n]};
         }
+        n++;
     }
+    return n;
+}
+
+/* The owners' state, gathered onto the host through the runtime, then written. */
+static brg_status save_optimizer(trainer *t, const char *dir) {
+    int devices = brg_runtime_device_count(t->rt);
+    state_gather g = {t, calloc((size_t)devices, sizeof *g.views)};
+    brg_status st = g.views ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
+    for (int d = 0; st == BRG_OK && d < devices; d++) {
+        int count = brg_optimizer_state_count(t->optimizers[d]);
+        g.views[d] = calloc((size_t)(count ? count : 1), sizeof **g.views);
+        if (!g.views[d]) st = brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
+    }
+    brg_arena *host = NULL;
+    if (st == BRG_OK) st = brg_arena_create("checkpoint", 0, &host);
+    brg_named_tensor *list = NULL;
+    size_t n = 0;
+    if (st == BRG_OK) st = brg_runtime_gather(t->rt, list_state, &g, host, &list, &n);
     char step[32], path[4096];
     snprintf(step, sizeof step, "%lld", (long long)brg_optimizer_get_step(t->optimizers[0]));
     brg_metadata_entry meta[2] = {{"optimizer", brg_optimizer_kind_name(t->opts.optimizer.kind)}, {"step", step}};
-    brg_status st = path_in(path, sizeof path, dir, OPTIMIZER_FILE);
+    if (st == BRG_OK) st = path_in(path, sizeof path, dir, OPTIMIZER_FILE);
     if (st == BRG_OK) st = brg_safetensors_write(path, list, n, meta, 2);
-    free(list);
-    free(views);
+    for (int d = 0; g.views && d < devices; d++) free(g.views[d]);
+    free(g.views);
+    if (host) brg_arena_destroy(host);
     return st;
 }
 
@@ -88,7 +109,7 @@ static brg_status save_state(trainer *t, const char *dir) {
 }
 
 brg_status trainer_save(trainer *t, const char *dir) {
-    brg_runtime_sync_to_model(t->rt);
+    BRG_TRY(brg_runtime_sync_to_model(t->rt));
     BRG_TRY(brg_model_save(t->model, dir));
     BRG_TRY(save_optimizer(t, dir));
     return save_state(t, dir);
@@ -102,8 +123,7 @@ static brg_status load_weights(trainer *t, const char *dir) {
     brg_status st = brg_model_load_weights(t->model, ckpt, NULL, NULL);
     brg_checkpoint_close(ckpt);
     BRG_TRY(st);
-    brg_runtime_sync_from_model(t->rt);
-    return BRG_OK;
+    return brg_runtime_sync_from_model(t->rt);
 }
 
 static brg_status restore_device_state(brg_optimizer *opt, const brg_safetensors *f, int64_t step) {
@@ -124,6 +144,20 @@ static brg_status restore_device_state(brg_optimizer *opt, const brg_safetensors
     return brg_optimizer_set_step(opt, step);
 }
 
+/* Each device restores its own optimizer's state from the file, on its own thread. */
+typedef struct state_restore {
+    trainer *t;
+    const brg_safetensors *file;
+    int64_t step;
+} state_restore;
+
+static brg_status restore_job(brg_device *dev, void *arg) {
+    const state_restore *r = arg;
+    brg_device_info info;
+    brg_device_get_info(dev, &info);
+    return restore_device_state(r->t->optimizers[info.id], r->file, r->step);
+}
+
 static brg_status load_optimizer(trainer *t, const char *dir) {
     char path[4096];
     BRG_TRY(path_in(path, sizeof path, dir, OPTIMIZER_FILE));
@@ -134,8 +168,8 @@ static brg_status load_optimizer(trainer *t, const char *dir) {
     if (!kind || !step || strcmp(kind, brg_optimizer_kind_name(t->opts.optimizer.kind)) != 0)
         st = brg_error(BRG_ERR_FORMAT, "%s holds %s state, this run uses %s", path, kind ? kind : "unknown",
                        brg_optimizer_kind_name(t->opts.optimizer.kind));
-    for (int d = 0; st == BRG_OK && d < brg_runtime_device_count(t->rt); d++)
-        st = restore_device_state(t->optimizers[d], f, strtoll(step, NULL, 10));
+    state_restore r = {t, f, step ? strtoll(step, NULL, 10) : 0};
+    if (st == BRG_OK) st = brg_runtime_each_device(t->rt, restore_job, &r);
     brg_safetensors_close(f);
     return st == BRG_OK ? st : brg_error_wrap(st, "resuming from %s", dir);
 }

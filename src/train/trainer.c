@@ -412,7 +412,10 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
     brg_status st = setup(&t);
     if (st == BRG_OK) st = loop(&t, &r);
     /* A refused or interrupted step left the devices' weights as the last applied step did. */
-    if (st == BRG_OK || st == BRG_ERR_DIVERGED || st == BRG_ERR_INTERRUPTED) brg_runtime_sync_to_model(t.rt);
+    if (st == BRG_OK || st == BRG_ERR_DIVERGED || st == BRG_ERR_INTERRUPTED) {
+        brg_status synced = brg_runtime_sync_to_model(t.rt);
+        if (st == BRG_OK) st = synced;
+    }
     teardown(&t);
     if (result) *result = r;
     return st;

@@ -1,0 +1,332 @@
+/* The threads transport: devices are threads of one process. A bundle is copied into a message
+ * buffer (kept in a pool and reused, so steady-state steps allocate nothing) that travels
+ * through the receiver's mailbox (channel.c); collectives meet at a rendezvous and each device
+ * then does its share of the work on the others' published spans, the one place where one
+ * device's thread reads another's memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "brigade/model.h"
+#include "channel.h"
+#include "transport.h"
+
+enum { ALIGN = 64 };
+/* Buffers above this go back to the host rather than into the pool (checkpoint gathers). */
+#define POOL_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct msgbuf {
+    struct msgbuf *next; /* in the pool */
+    int cap_items, n;
+    size_t cap_bytes;
+    brg_named_tensor *items;
+    brg_tensor *tensors;
+    char (*names)[BRG_NAME_MAX];
+    unsigned char *data;
+} msgbuf;
+
+typedef struct threads_transport {
+    transport base;
+    channel *mail; /* [n_devices] */
+    atomic_bool aborted;
+    pthread_mutex_t lock; /* the pool, the rendezvous and the failure */
+    pthread_cond_t met;
+    msgbuf *pool;
+    int arrived;
+    unsigned long generation;
+    /* what each device published for the current collective */
+    float **spans;
+    const transport_segment **segs;
+    int *n_segs;
+    brg_tensor *const *bcast;
+    int bcast_n;
+    /* the first failure */
+    int fail_device;
+    brg_status fail_status;
+    char fail_message[1024];
+} threads_transport;
+
+static threads_transport *impl(transport *t) { return (threads_transport *)t; }
+
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+static brg_status stopped(threads_transport *tt) {
+    pthread_mutex_lock(&tt->lock);
+    brg_status st = tt->fail_status;
+    int who = tt->fail_device;
+    pthread_mutex_unlock(&tt->lock);
+    return brg_error(st, "stopped because device %d failed", who);
+}
+
+/* ---- message buffers ---- */
+
+static void buf_free(msgbuf *b) {
+    if (!b) return;
+    free(b->items);
+    free(b->tensors);
+    free(b->names);
+    free(b->data);
+    free(b);
+}
+
+static msgbuf *buf_new(int items, size_t bytes) {
+    msgbuf *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->cap_items = items > 4 ? items : 4;
+    b->cap_bytes = bytes > ALIGN ? bytes : ALIGN;
+    b->items = calloc((size_t)b->cap_items, sizeof *b->items);
+    b->tensors = calloc((size_t)b->cap_items, sizeof *b->tensors);
+    b->names = calloc((size_t)b->cap_items, sizeof *b->names);
+    b->data = aligned_alloc(ALIGN, b->cap_bytes);
+    if (!b->items || !b->tensors || !b->names || !b->data) {
+        buf_free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* The first pooled buffer with room, else a new one. */
+static msgbuf *buf_take(threads_transport *tt, int items, size_t bytes) {
+    pthread_mutex_lock(&tt->lock);
+    for (msgbuf **p = &tt->pool; *p; p = &(*p)->next)
+        if ((*p)->cap_items >= items && (*p)->cap_bytes >= bytes) {
+            msgbuf *b = *p;
+            *p = b->next;
+            pthread_mutex_unlock(&tt->lock);
+            return b;
+        }
+    pthread_mutex_unlock(&tt->lock);
+    return buf_new(items, bytes);
+}
+
+static void buf_give(threads_transport *tt, msgbuf *b) {
+    if (b->cap_bytes > POOL_MAX_BYTES) {
+        buf_free(b);
+        return;
+    }
+    pthread_mutex_lock(&tt->lock);
+    b->next = tt->pool;
+    tt->pool = b;
+    pthread_mutex_unlock(&tt->lock);
+}
+
+/* ---- point to point ---- */
+
+static brg_status th_send(transport *t, int device, int to, int tag, const brg_named_tensor *items, int n) {
+    threads_transport *tt = impl(t);
+    if (atomic_load(&tt->aborted)) return stopped(tt);
+    if (to < 0 || to >= t->n_devices || to == device)
+        return brg_error(BRG_ERR_INTERNAL, "device %d sends to device %d of %d", device, to, t->n_devices);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        if (!brg_tensor_is_contiguous(items[i].tensor))
+            return brg_error(BRG_ERR_INTERNAL, "device %d sends %s, which is not contiguous", device, items[i].name);
+        if (strlen(items[i].name) >= BRG_NAME_MAX)
+            return brg_error(BRG_ERR_INTERNAL, "device %d sends a tensor whose name is too long: %s", device,
+                             items[i].name);
+        bytes += align_up(brg_tensor_nbytes(items[i].tensor));
+    }
+    msgbuf *b = buf_take(tt, n, bytes);
+    if (!b) return brg_error(BRG_ERR_OOM, "cannot allocate a message of %zu bytes from device %d", bytes, device);
+    size_t at = 0;
+    for (int i = 0; i < n; i++) {
+        const brg_tensor *src = items[i].tensor;
+        memcpy(b->data + at, src->data, brg_tensor_nbytes(src));
+        b->tensors[i] = brg_tensor_wrap(src->dtype, src->ndim, src->shape, b->data + at);
+        snprintf(b->names[i], BRG_NAME_MAX, "%s", items[i].name);
+        b->tensors[i].name = b->names[i];
+        b->items[i] = (brg_named_tensor){b->names[i], &b->tensors[i]};
+        at += align_up(brg_tensor_nbytes(src));
+    }
+    b->n = n;
+    brg_status st = channel_send(&tt->mail[to], (channel_msg){device, tag, b});
+    if (st != BRG_OK) buf_give(tt, b);
+    return st;
+}
+
+static brg_status th_recv(transport *t, int device, int from, int tag, transport_msg *out) {
+    threads_transport *tt = impl(t);
+    channel_msg m;
+    if (channel_recv(&tt->mail[device], from, tag, &m) != BRG_OK) return stopped(tt);
+    msgbuf *b = m.payload;
+    *out = (transport_msg){b->n, b->items, b};
+    return BRG_OK;
+}
+
+static void th_release(transport *t, int device, transport_msg *msg) {
+    (void)device;
+    if (msg->impl) buf_give(impl(t), msg->impl);
+    *msg = (transport_msg){0, NULL, NULL};
+}
+
+/* ---- collectives ---- */
+
+/* Returns once all devices have arrived (BRG_OK), or once a device aborted. */
+static brg_status rendezvous(threads_transport *tt) {
+    pthread_mutex_lock(&tt->lock);
+    unsigned long gen = tt->generation;
+    if (!atomic_load(&tt->aborted) && ++tt->arrived == tt->base.n_devices) {
+        tt->arrived = 0;
+        tt->generation++;
+        pthread_cond_broadcast(&tt->met);
+    }
+    while (tt->generation == gen && !atomic_load(&tt->aborted)) pthread_cond_wait(&tt->met, &tt->lock);
+    bool met = tt->generation != gen;
+    pthread_mutex_unlock(&tt->lock);
+    return met ? BRG_OK : stopped(tt);
+}
+
+static const transport_segment *find_segment(const transport_segment *segs, int n, int key) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (segs[mid].key == key) return &segs[mid];
+        if (segs[mid].key < key) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return NULL;
+}
+
+/* Sums key k over its holders in device order into the first holder's segment, then copies the
+ * sum to the other holders. */
+static void reduce_key(threads_transport *tt, int key) {
+    float *acc = NULL;
+    size_t count = 0;
+    for (int d = 0; d < tt->base.n_devices; d++) {
+        const transport_segment *s = find_segment(tt->segs[d], tt->n_segs[d], key);
+        if (!s) continue;
+        float *g = tt->spans[d] + s->offset;
+        if (!acc) {
+            acc = g, count = s->count;
+            continue;
+        }
+        BRG_ASSERT(s->count == count);
+        for (size_t i = 0; i < count; i++) acc[i] += g[i];
+    }
+    for (int d = 0; acc && d < tt->base.n_devices; d++) {
+        const transport_segment *s = find_segment(tt->segs[d], tt->n_segs[d], key);
+        float *g = s ? tt->spans[d] + s->offset : NULL;
+        if (g && g != acc) memcpy(g, acc, count * sizeof *g);
+    }
+}
+
+/* Device d reduces keys d, d + n, d + 2n, ...: the devices split the work, and each key's sum
+ * still runs over its holders in device order. */
+static brg_status th_all_reduce(transport *t, int device, float *span, const transport_segment *segs, int n_segs) {
+    threads_transport *tt = impl(t);
+    for (int i = 1; i < n_segs; i++) BRG_ASSERT(segs[i - 1].key < segs[i].key);
+    tt->spans[device] = span;
+    tt->segs[device] = segs;
+    tt->n_segs[device] = n_segs;
+    BRG_TRY(rendezvous(tt));
+    int max_key = -1;
+    for (int d = 0; d < t->n_devices; d++)
+        if (tt->n_segs[d] > 0 && tt->segs[d][tt->n_segs[d] - 1].key > max_key) max_key = tt->segs[d][tt->n_segs[d] - 1].key;
+    for (int k = device; k <= max_key; k += t->n_devices) reduce_key(tt, k);
+    return rendezvous(tt); /* nobody reads or changes a span before every share is done */
+}
+
+static brg_status th_broadcast(transport *t, int device, int root, brg_tensor *const *tensors, int n) {
+    threads_transport *tt = impl(t);
+    if (device == root) tt->bcast = tensors, tt->bcast_n = n;
+    BRG_TRY(rendezvous(tt));
+    brg_status st = BRG_OK;
+    if (device != root && tt->bcast_n != n)
+        st = brg_error(BRG_ERR_INTERNAL, "device %d expects %d tensors from device %d, which sends %d", device, n,
+                       root, tt->bcast_n);
+    for (int i = 0; st == BRG_OK && device != root && i < n; i++)
+        if (tensors[i]) st = brg_tensor_copy(tensors[i], tt->bcast[i]);
+    brg_status met = rendezvous(tt); /* the root's tensors stay until every copy is made */
+    return st != BRG_OK ? st : met;
+}
+
+static brg_status th_barrier(transport *t, int device) {
+    (void)device;
+    return rendezvous(impl(t));
+}
+
+/* ---- failures ---- */
+
+static void th_abort(transport *t, int device, brg_status status, const char *message) {
+    threads_transport *tt = impl(t);
+    pthread_mutex_lock(&tt->lock);
+    bool first = !atomic_load(&tt->aborted);
+    if (first) {
+        tt->fail_device = device;
+        tt->fail_status = status != BRG_OK ? status : BRG_ERR_INTERNAL;
+        snprintf(tt->fail_message, sizeof tt->fail_message, "%s", message ? message : "");
+        atomic_store(&tt->aborted, true);
+        pthread_cond_broadcast(&tt->met);
+    }
+    pthread_mutex_unlock(&tt->lock);
+    for (int d = 0; first && d < t->n_devices; d++) channel_wake(&tt->mail[d]);
+}
+
+static brg_status th_failure(const transport *t, int *device, const char **message) {
+    threads_transport *tt = (threads_transport *)t;
+    pthread_mutex_lock(&tt->lock);
+    brg_status st = atomic_load(&tt->aborted) ? tt->fail_status : BRG_OK;
+    if (st != BRG_OK) *device = tt->fail_device, *message = tt->fail_message;
+    pthread_mutex_unlock(&tt->lock);
+    return st;
+}
+
+static void drop(void *ctx, void *payload) { buf_give(ctx, payload); }
+
+static void th_reset(transport *t) {
+    threads_transport *tt = impl(t);
+    for (int d = 0; d < t->n_devices; d++) channel_reset(&tt->mail[d], drop, tt);
+    pthread_mutex_lock(&tt->lock);
+    tt->arrived = 0;
+    tt->fail_device = -1;
+    tt->fail_status = BRG_OK;
+    tt->fail_message[0] = '\0';
+    atomic_store(&tt->aborted, false);
+    pthread_mutex_unlock(&tt->lock);
+}
+
+static void th_destroy(transport *t) {
+    if (!t) return;
+    threads_transport *tt = impl(t);
+    for (int d = 0; tt->mail && d < t->n_devices; d++) {
+        if (!tt->mail[d].msgs) continue; /* creation failed before it */
+        channel_reset(&tt->mail[d], drop, tt);
+        channel_destroy(&tt->mail[d]);
+    }
+    while (tt->pool) {
+        msgbuf *b = tt->pool;
+        tt->pool = b->next;
+        buf_free(b);
+    }
+    pthread_mutex_destroy(&tt->lock);
+    pthread_cond_destroy(&tt->met);
+    free(tt->mail);
+    free(tt->spans);
+    free(tt->segs);
+    free(tt->n_segs);
+    free(tt);
+}
+
+brg_status transport_threads_create(int n_devices, transport **out) {
+    threads_transport *tt = calloc(1, sizeof *tt);
+    if (!tt) return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
+    tt->base = (transport){n_devices, th_send, th_recv, th_release, th_all_reduce, th_broadcast,
+                           th_barrier, th_abort, th_failure, th_reset, th_destroy};
+    pthread_mutex_init(&tt->lock, NULL);
+    pthread_cond_init(&tt->met, NULL);
+    atomic_init(&tt->aborted, false);
+    tt->fail_device = -1;
+    tt->mail = calloc((size_t)n_devices, sizeof *tt->mail);
+    tt->spans = calloc((size_t)n_devices, sizeof *tt->spans);
+    tt->segs = calloc((size_t)n_devices, sizeof *tt->segs);
+    tt->n_segs = calloc((size_t)n_devices, sizeof *tt->n_segs);
+    brg_status st = tt->mail && tt->spans && tt->segs && tt->n_segs
+                        ? BRG_OK
+                        : brg_error(BRG_ERR_OOM, "cannot allocate the transport of %d devices", n_devices);
+    for (int d = 0; st == BRG_OK && d < n_devices; d++) st = channel_init(&tt->mail[d], 16, &tt->aborted);
+    if (st != BRG_OK) {
+        th_destroy(&tt->base);
+        return st;
+    }
+    *out = &tt->base;
+    return BRG_OK;
+}
