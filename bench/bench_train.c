@@ -1,9 +1,14 @@
-/* brigade_bench: training and inference throughput of GPT-2 on this machine, against the
- * machine's own measured fp32 FMA peak.
+/* brigade_bench: training and inference throughput of GPT-2, BERT-base, ViT-base and T5-small on
+ * this machine, against the machine's own measured fp32 FMA peak.
  *
- *   brigade_bench [--model small|tiny|all] [--mode train|infer|all] [--bt 4x64|8x128|all]
- *                 [--config NAME[,NAME...]|all] [--steps N] [--warmup N] [--peak-only] [--no-peak]
- *                 [--peak1 GFLOPS --peak2 GFLOPS] [--verbose]
+ *   brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|all]
+ *                 [--bt 4x64|8x128|default|all] [--config NAME[,NAME...]|all] [--steps N] [--warmup N]
+ *                 [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]
+ *
+ * Models: GPT-2 small and tiny at B x T 4x64 and 8x128; at one shape each, called "default":
+ * bert-base (BertForSequenceClassification, 2 labels, B = 4 sequences of 128 tokens), vit-base
+ * (ViTForImageClassification, 224x224 patch 16, 1000 labels, B = 2 images of 196 patches + [CLS])
+ * and t5-small (T5ForConditionalGeneration, B = 4 pairs of 128 source and 32 target tokens).
  *
  * Configurations (a device is one thread unless it has intra-op threads):
  *   1dev      one device, micro-batch B, one micro-batch per step
@@ -14,23 +19,35 @@
  *   pipe2bal  as pipe2, with the split `brigade plan --balance-by compute` proposes: it evens the
  *             stages' FLOPs, and the LM head (vocab x width) weighs as much as several layers, so
  *             GPT-2 small splits 9/3 instead of 6/6
- * FLOPs per token: 6 N + 6 L C T in training (forward + backward + AdamW, N = parameters), a
- * third of that for inference. The share of peak divides by the peak of the cores in use.
+ * FLOPs (training; a third of it for inference): see flops_per_row. GPT-2: 6 N + 6 L C T per token
+ * (N = parameters, tied embeddings once; llm.c's formula). The others count the products each token
+ * meets: 6 N_layers per token plus 12 L C T per token for bidirectional attention (BERT, ViT with
+ * T = 197, T5's encoder and cross-attention), 6 L C T for causal (T5's decoder), and T5's tied LM
+ * head (6 V C per target token). "Tokens" are 128 per BERT row, 197 per image, 128 + 32 per T5 pair.
+ * The share of peak divides by the peak of the cores in use.
  *
  * Besides the human-readable lines, every measurement prints one "RESULT key=value ..." line;
- * bench/run.sh collects those. Timings exclude model creation and the warm-up steps. */
+ * bench/run.sh collects those. peak_rss_mb is the process's peak resident set so far (getrusage):
+ * rss=fresh marks the first measurement of a process, whose peak is that workload's alone (run one
+ * model, mode, shape and configuration per process to get it for a given workload), rss=cumulative
+ * the later ones. Timings exclude model creation and the warm-up steps. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <immintrin.h>
 
+#include "brigade/bert.h"
 #include "brigade/brigade.h"
+#include "brigade/dataset.h"
 #include "brigade/gpt2.h"
 #include "brigade/runtime.h"
+#include "brigade/t5.h"
 #include "brigade/trainer.h"
+#include "brigade/vit.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/kernels.h"
 
@@ -113,22 +130,33 @@ static double measure_peak(int threads, bool avx512) {
 
 /* ---- workloads ---------------------------------------------------------------------------- */
 
-typedef struct model_spec {
-    const char *name;
-    int64_t layers, heads, width, vocab, positions;
-} model_spec;
-
-static const model_spec MODELS[] = {
-    {"small", 12, 12, 768, 50257, 1024}, /* GPT-2 small, 124M */
-    {"tiny", 4, 4, 256, 8192, 256},      /* overhead-dominated: what is not GEMM shows */
-};
+typedef enum arch { ARCH_GPT2 = 0, ARCH_BERT, ARCH_VIT, ARCH_T5 } arch;
 
 typedef struct shape_spec {
     const char *name;
-    int64_t batch, seq;
+    int64_t batch, seq; /* seq: tokens per row (ViT: patches + [CLS]; T5: source tokens) */
+    int64_t target;     /* T5: target tokens per row; 0 otherwise */
 } shape_spec;
 
-static const shape_spec SHAPES[] = {{"4x64", 4, 64}, {"8x128", 8, 128}};
+typedef struct model_spec {
+    const char *name, *title;
+    arch arch;
+    int64_t layers, heads, width, vocab, positions; /* GPT-2's sizes; the others use their defaults */
+    shape_spec shape; /* the one shape ("default") of the non-GPT-2 models */
+} model_spec;
+
+static const model_spec MODELS[] = {
+    {"small", "GPT-2 small", ARCH_GPT2, 12, 12, 768, 50257, 1024, {0}}, /* 124M */
+    {"tiny", "GPT-2 tiny", ARCH_GPT2, 4, 4, 256, 8192, 256, {0}},      /* overhead-dominated */
+    {"bert-base", "BertForSequenceClassification (bert-base, 2 labels)", ARCH_BERT, 0, 0, 0, 0, 0,
+     {"default", 4, 128, 0}},
+    {"vit-base", "ViTForImageClassification (vit-base, 224x224, patch 16, 1000 labels)", ARCH_VIT, 0, 0, 0, 0, 0,
+     {"default", 2, 197, 0}},
+    {"t5-small", "T5ForConditionalGeneration (t5-small, 128 -> 32 tokens)", ARCH_T5, 0, 0, 0, 0, 0,
+     {"default", 4, 128, 32}},
+};
+
+static const shape_spec GPT2_SHAPES[] = {{"4x64", 4, 64, 0}, {"8x128", 8, 128, 0}};
 
 /* In the order they run: the memory-hungry pipelines last. */
 typedef enum config {
@@ -146,10 +174,12 @@ typedef struct settings {
     int steps, warmup; /* 0: the defaults below */
     bool verbose;        /* the trainer's progress and per-device summary on stderr */
     double peak1, peak2; /* GFLOP/s of 1 and 2 cores; 0 when not measured */
+    const char *env_tag; /* NULL, or the env= field of the RESULT lines (run.sh marks its RSS runs) */
+    int measured;        /* measurements this process has reported (the first one's RSS is its own) */
 } settings;
 
 typedef struct measurement {
-    double ms_per_step, tokens_per_s, gflops, pipe_eff, ideal;
+    double ms_per_step, rows_per_s, tokens_per_s, gflops, pipe_eff, ideal;
     int steps;
 } measurement;
 
@@ -158,22 +188,93 @@ static int cores_of(config c) { return c == CONFIG_1DEV ? 1 : 2; }
 static int intra_threads_of(config c) { return c == CONFIG_1DEV_2T ? 2 : 1; }
 static bool pipelined(config c) { return c == CONFIG_PIPE2 || c == CONFIG_PIPE2_BALANCED; }
 
-/* Heavy runs get fewer steps so `make bench` stays within minutes. */
+/* Heavy runs get fewer steps so `make bench` stays within minutes (bench_torch.py takes as many). */
 static int default_steps(const model_spec *m, const shape_spec *s, config c, bool train) {
     if (strcmp(m->name, "tiny") == 0) return 5;
+    if (m->arch != ARCH_GPT2) return train ? 1 : 2;
     if (!train) return pipelined(c) ? (s->batch * s->seq >= 1024 ? 1 : 2) : 4;
     if (pipelined(c)) return s->batch * s->seq >= 1024 ? 1 : 2;
     return 2;
 }
 
-static brg_status make_model(const model_spec *ms, brg_model **out) {
-    brg_gpt2_config c;
-    brg_gpt2_config_default(&c);
-    c.n_layer = ms->layers, c.n_head = ms->heads, c.n_embd = ms->width;
-    c.vocab_size = ms->vocab, c.n_positions = ms->positions;
-    BRG_TRY(brg_gpt2_create(&c, out));
+/* What the FLOP count needs: layers (T5: of each stack), attention width (heads x head size),
+ * model width and vocabulary. */
+typedef struct model_dims {
+    int64_t layers, decoder_layers, attn, width, vocab;
+} model_dims;
+
+/* Random weights as transformers initialises them; configurations as transformers' defaults for
+ * these models (bench/bench_torch.py builds the same ones). */
+static brg_status make_model(const model_spec *ms, brg_model **out, model_dims *d) {
+    switch (ms->arch) {
+    case ARCH_BERT: {
+        brg_bert_config c;
+        brg_bert_config_default(&c, BRG_BERT_SEQUENCE_CLASSIFICATION);
+        c.num_labels = 2;
+        *d = (model_dims){c.num_hidden_layers, 0, c.hidden_size, c.hidden_size, c.vocab_size};
+        BRG_TRY(brg_bert_create(&c, out));
+        brg_bert_init_weights(*out, 1234);
+        return BRG_OK;
+    }
+    case ARCH_VIT: {
+        brg_vit_config c;
+        brg_vit_config_default(&c);
+        c.num_labels = 1000;
+        *d = (model_dims){c.num_hidden_layers, 0, c.hidden_size, c.hidden_size, 0};
+        BRG_TRY(brg_vit_create(&c, out));
+        break;
+    }
+    case ARCH_T5: {
+        brg_t5_config c;
+        brg_t5_config_default(&c);
+        c.decoder_start_token_id = 0; /* as t5-small's config.json and T5Config */
+        *d = (model_dims){c.num_layers, c.num_decoder_layers, c.num_heads * c.d_kv, c.d_model, c.vocab_size};
+        BRG_TRY(brg_t5_create(&c, out));
+        break;
+    }
+    case ARCH_GPT2: {
+        brg_gpt2_config c;
+        brg_gpt2_config_default(&c);
+        c.n_layer = ms->layers, c.n_head = ms->heads, c.n_embd = ms->width;
+        c.vocab_size = ms->vocab, c.n_positions = ms->positions;
+        *d = (model_dims){ms->layers, 0, ms->width, ms->width, ms->vocab};
+        BRG_TRY(brg_gpt2_create(&c, out));
+        break;
+    }
+    }
     brg_model_init_weights(*out, 1234);
     return BRG_OK;
+}
+
+/* Parameters owned by the layer blocks in [first, last). */
+static double layer_params(const brg_model *m, int first, int last) {
+    double n = 0;
+    for (int p = 0; p < m->n_params; p++) {
+        const int b = m->params[p].block;
+        if (b >= first && b < last && m->blocks[b].kind == BRG_BLOCK_LAYER)
+            n += (double)brg_tensor_numel(m->params[p].tensor);
+    }
+    return n;
+}
+
+/* Training FLOPs of one row (sequence, image or T5 pair); see the comment at the top. */
+static double flops_per_row(const model_spec *ms, const shape_spec *s, const brg_model *m, const model_dims *d) {
+    const double T = (double)s->seq, L = (double)d->layers, A = (double)d->attn;
+    switch (ms->arch) {
+    case ARCH_GPT2:
+        return (6.0 * (double)brg_model_num_parameters(m) + 6.0 * L * A * T) * T;
+    case ARCH_BERT:
+    case ARCH_VIT:
+        return 6.0 * layer_params(m, 0, m->n_blocks) * T + 12.0 * L * A * T * T;
+    case ARCH_T5: {
+        const int dec = brg_t5_first_decoder_block(m);
+        const double Td = (double)s->target, Ld = (double)d->decoder_layers;
+        return 6.0 * (layer_params(m, 0, dec) * T + layer_params(m, dec, m->n_blocks) * Td +
+                      (double)(d->vocab * d->width) * Td) +
+               12.0 * L * A * T * T + 6.0 * Ld * A * Td * Td + 12.0 * Ld * A * Td * T;
+    }
+    }
+    return 0;
 }
 
 /* The first layer of stage 1 that `brigade plan --balance-by compute` proposes: the split that
@@ -236,6 +337,75 @@ static uint64_t rng_next(uint64_t *s) {
     return *s >> 33;
 }
 
+static brg_status random_ids(brg_arena *a, int64_t rows, int64_t cols, int64_t below, const char *name, uint64_t *seed,
+                             brg_tensor **out) {
+    const int64_t shape[2] = {rows, cols};
+    BRG_TRY(brg_tensor_new(a, BRG_DTYPE_I32, cols > 0 ? 2 : 1, shape, name, out));
+    int32_t *v = (*out)->data;
+    for (int64_t i = 0; i < brg_tensor_numel(*out); i++) v[i] = (int32_t)(rng_next(seed) % (uint64_t)below);
+    return BRG_OK;
+}
+
+/* `rows` random rows of the model's inputs: token ids and labels (GPT-2: labels are the ids),
+ * pixels in [-1, 1) for ViT. T5 gets its labels in training and the decoder inputs (the
+ * labels shifted right, as transformers derives them) in inference, which has no labels. */
+static brg_status fill_columns(const model_spec *ms, const shape_spec *s, const brg_model *m, bool train,
+                               brg_dataset *d) {
+    brg_bundle *c = &d->columns;
+    uint64_t seed = 42;
+    switch (ms->arch) {
+    case ARCH_GPT2:
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
+        if (!train) return BRG_OK;
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, c->input_ids->shape, "labels", &c->labels));
+        memcpy(c->labels->data, c->input_ids->data, brg_tensor_nbytes(c->input_ids));
+        return BRG_OK;
+    case ARCH_BERT:
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
+        return train ? random_ids(d->arena, d->rows, 0, 2, "labels", &seed, &c->labels) : BRG_OK;
+    case ARCH_VIT: {
+        const int64_t shape[4] = {d->rows, 3, 224, 224};
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_F32, 4, shape, "pixel_values", &c->pixel_values));
+        float *px = c->pixel_values->data;
+        for (int64_t i = 0; i < brg_tensor_numel(c->pixel_values); i++)
+            px[i] = (float)rng_next(&seed) / 2147483648.0f * 2.0f - 1.0f;
+        return train ? random_ids(d->arena, d->rows, 0, 1000, "labels", &seed, &c->labels) : BRG_OK;
+    }
+    case ARCH_T5: {
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
+        brg_tensor *labels;
+        BRG_TRY(random_ids(d->arena, d->rows, s->target, m->vocab_size, "labels", &seed, &labels));
+        if (train) {
+            c->labels = labels;
+            return BRG_OK;
+        }
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, labels->shape, "decoder_input_ids", &c->decoder_input_ids));
+        const int32_t *l = labels->data;
+        int32_t *dec = c->decoder_input_ids->data;
+        for (int64_t r = 0; r < d->rows; r++)
+            for (int64_t j = 0; j < s->target; j++) dec[r * s->target + j] = j == 0 ? 0 : l[r * s->target + j - 1];
+        return BRG_OK;
+    }
+    }
+    return BRG_OK;
+}
+
+static brg_status make_data(const model_spec *ms, const shape_spec *s, const brg_model *m, bool train, int64_t rows,
+                            brg_dataset **out) {
+    brg_dataset *d = calloc(1, sizeof *d);
+    if (!d) return brg_error(BRG_ERR_OOM, "cannot allocate the benchmark data");
+    brg_status st = brg_arena_create("bench data", 0, &d->arena);
+    d->rows = rows;
+    d->seq_len = ms->arch == ARCH_VIT ? 0 : s->seq;
+    if (st == BRG_OK) st = fill_columns(ms, s, m, train, d);
+    if (st != BRG_OK) {
+        brg_dataset_free(d);
+        return st;
+    }
+    *out = d;
+    return BRG_OK;
+}
+
 typedef struct step_clock {
     double *t;
     int64_t n;
@@ -252,17 +422,14 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
     const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
     const int total = warmup + steps;
     const int64_t rows = s->batch * accum * reps * total;
-    int32_t *ids = malloc((size_t)(rows * s->seq) * sizeof *ids);
     double *t = calloc((size_t)total, sizeof *t);
     int *stage = pipelined(c) ? two_stage_split(m, s, c == CONFIG_PIPE2_BALANCED) : NULL;
-    if (!ids || !t || (pipelined(c) && !stage)) {
-        free(ids), free(t), free(stage);
+    if (!t || (pipelined(c) && !stage)) {
+        free(t), free(stage);
         return brg_error(BRG_ERR_OOM, "cannot allocate the benchmark data");
     }
-    uint64_t seed = 42;
-    for (int64_t i = 0; i < rows * s->seq; i++) ids[i] = (int32_t)(rng_next(&seed) % (uint64_t)m->vocab_size);
     brg_dataset *d = NULL;
-    brg_status st = brg_dataset_from_rows(ids, NULL, NULL, rows, s->seq, &d);
+    brg_status st = make_data(ms, s, m, true, rows, &d);
     brg_train_options o;
     brg_train_options_default(&o);
     o.replicas = reps, o.stages = devices_of(c) / reps, o.accumulation = accum, o.block_stage = stage;
@@ -279,33 +446,43 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
     if (st == BRG_OK) {
         double start = warmup > 0 ? t[warmup - 1] : t0;
         out->ms_per_step = (t[total - 1] - start) / steps * 1e3;
-        out->tokens_per_s = (double)(s->batch * accum * reps * s->seq) / (out->ms_per_step * 1e-3);
+        out->rows_per_s = (double)(s->batch * accum * reps) / (out->ms_per_step * 1e-3);
         out->pipe_eff = r.pipeline_efficiency;
         out->ideal = r.ideal_efficiency;
         out->steps = steps;
     }
     brg_dataset_free(d);
-    free(ids), free(t), free(stage);
+    free(t), free(stage);
     return st;
+}
+
+static double busy_seconds(brg_runtime *rt) {
+    double busy = 0;
+    for (int d = 0; rt && d < brg_runtime_device_count(rt); d++) {
+        brg_device_stats ds;
+        brg_runtime_device_stats(rt, d, &ds);
+        busy += ds.busy_seconds;
+    }
+    return busy;
 }
 
 static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
                               measurement *out) {
     const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
     const int slots = reps * accum;
-    brg_arena *arena = NULL;
-    BRG_TRY(brg_arena_create("bench inputs", BRG_ARENA_UNLIMITED, &arena));
+    brg_dataset *d = NULL;
+    BRG_TRY(make_data(ms, s, m, false, slots * s->batch, &d));
     brg_micro_batch *mbs = calloc((size_t)slots, sizeof *mbs);
+    brg_tensor(*views)[BRG_BUNDLE_INPUTS] = calloc((size_t)slots, sizeof *views);
     float **sinks = calloc((size_t)slots, sizeof *sinks); /* NULL: logits stay on the device */
     float *losses = calloc((size_t)slots, sizeof *losses);
     int *stage = pipelined(c) ? two_stage_split(m, s, c == CONFIG_PIPE2_BALANCED) : NULL;
-    brg_status st = mbs && sinks && losses && (!pipelined(c) || stage) ? BRG_OK : BRG_ERR_OOM;
-    uint64_t seed = 42;
-    const int64_t shape[2] = {s->batch, s->seq};
+    brg_status st = mbs && views && sinks && losses && (!pipelined(c) || stage) ? BRG_OK : BRG_ERR_OOM;
     for (int i = 0; st == BRG_OK && i < slots; i++) {
-        st = brg_tensor_new(arena, BRG_DTYPE_I32, 2, shape, "input_ids", &mbs[i].input_ids);
-        for (int64_t j = 0; st == BRG_OK && j < s->batch * s->seq; j++)
-            ((int32_t *)mbs[i].input_ids->data)[j] = (int32_t)(rng_next(&seed) % (uint64_t)m->vocab_size);
+        brg_bundle b;
+        brg_dataset_rows(d, i * s->batch, s->batch, views[i], &b);
+        mbs[i] = (brg_micro_batch){.input_ids = b.input_ids, .pixel_values = b.pixel_values,
+                                   .decoder_input_ids = b.decoder_input_ids};
     }
     brg_runtime *rt = NULL;
     brg_runtime_options ro = {.replicas = reps, .stages = devices_of(c) / reps, .block_stage = stage,
@@ -316,49 +493,50 @@ static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_sp
     if (st == BRG_OK) st = brg_runtime_create(m, &ro, &rt);
     for (int i = 0; st == BRG_OK && i < warmup; i++) st = brg_runtime_infer(rt, mbs, 0, sinks, losses);
     const int devices = rt ? brg_runtime_device_count(rt) : 0;
-    double busy0 = 0, busy1 = 0;
-    for (int d = 0; d < devices; d++) {
-        brg_device_stats ds;
-        brg_runtime_device_stats(rt, d, &ds);
-        busy0 += ds.busy_seconds;
-    }
+    const double busy0 = busy_seconds(rt);
     double t = now();
     for (int i = 0; st == BRG_OK && i < steps; i++) st = brg_runtime_infer(rt, mbs, 0, sinks, losses);
     t = now() - t;
-    for (int d = 0; d < devices; d++) {
-        brg_device_stats ds;
-        brg_runtime_device_stats(rt, d, &ds);
-        busy1 += ds.busy_seconds;
-    }
+    const double busy1 = busy_seconds(rt);
     if (st == BRG_OK) {
         out->ms_per_step = t / steps * 1e3;
-        out->tokens_per_s = (double)(slots * s->batch * s->seq) / (t / steps);
+        out->rows_per_s = (double)(slots * s->batch) / (t / steps);
         out->pipe_eff = devices > 0 && t > 0 ? (busy1 - busy0) / (devices * t) : 0;
         out->ideal = pipelined(c) ? (double)accum / (accum + 1) : 1.0;
         out->steps = steps;
     }
     brg_runtime_destroy(rt);
-    brg_arena_destroy(arena);
-    free(mbs), free(sinks), free(losses), free(stage);
+    brg_dataset_free(d);
+    free(mbs), free(views), free(sinks), free(losses), free(stage);
     return st;
 }
 
+/* The peak resident set of this process so far, MiB (Linux reports ru_maxrss in KiB). */
+static double peak_rss_mb(void) {
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss / 1024.0 : 0.0;
+}
+
 static void report(const model_spec *ms, const shape_spec *s, bool train, config c, const char *label,
-                   const brg_model *m, measurement *r, const settings *set) {
+                   const brg_model *m, const model_dims *dims, measurement *r, settings *set) {
     const double N = (double)brg_model_num_parameters(m);
-    const double per_token = (6.0 * N + 6.0 * (double)(ms->layers * ms->width * s->seq)) / (train ? 1.0 : 3.0);
-    r->gflops = per_token * r->tokens_per_s * 1e-9;
+    r->tokens_per_s = r->rows_per_s * (double)(s->seq + s->target);
+    r->gflops = flops_per_row(ms, s, m, dims) / (train ? 1.0 : 3.0) * r->rows_per_s * 1e-9;
     const double peak = cores_of(c) == 1 ? set->peak1 : set->peak2;
     const double share = peak > 0 ? r->gflops / peak : 0;
-    printf("  %-5s %-5s %-6s %-15s %9.1f ms/step  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of %d-core peak"
-           "  pipeline %5.1f%% (ideal %5.1f%%)\n",
+    const double rss = peak_rss_mb();
+    printf("  %-9s %-5s %-7s %-15s %9.1f ms/step  %9.0f tokens/s  %7.1f GFLOP/s  %5.1f%% of %d-core peak"
+           "  pipeline %5.1f%% (ideal %5.1f%%)  peak RSS %.0f MiB%s\n",
            ms->name, train ? "train" : "infer", s->name, label, r->ms_per_step, r->tokens_per_s, r->gflops,
-           100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal);
+           100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
-           "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s\n",
+           "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
+           "peak_rss_mb=%.1f rss=%s%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
-           r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend());
+           r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(), rss,
+           set->measured ? "cumulative" : "fresh", set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
+    set->measured++;
 }
 
 /* `want` is "all" or a comma-separated list of names. */
@@ -371,14 +549,89 @@ static bool pick(const char *want, const char *name) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: brigade_bench [--model small|tiny|all] [--mode train|infer|all] [--bt 4x64|8x128|all]\n"
-                    "                     [--config 1dev,1dev2t,rep2,pipe2,pipe2bal|all] [--steps N] [--warmup N]\n"
-                    "                     [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--verbose]\n");
+    fprintf(stderr, "usage: brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|all]\n"
+                    "                     [--bt 4x64|8x128|default|all] [--config 1dev,1dev2t,rep2,pipe2,pipe2bal|all]\n"
+                    "                     [--steps N] [--warmup N] [--peak-only] [--no-peak]\n"
+                    "                     [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]\n");
     return 2;
 }
 
+typedef struct selection {
+    const char *model, *mode, *bt, *cfg;
+} selection;
+
+/* One configuration of one workload; returns false when it failed (the error is printed). */
+static bool bench_one(brg_model *m, const model_spec *ms, const model_dims *dims, const shape_spec *s, bool train,
+                      config c, settings *set) {
+    const int steps = set->steps > 0 ? set->steps : default_steps(ms, s, c, train);
+    const int warmup = set->warmup > 0 ? set->warmup : 1;
+    measurement r = {0};
+    char label[32];
+    snprintf(label, sizeof label, "%s", CONFIG_NAMES[c]);
+    brg_status st = train ? bench_train(m, ms, s, c, warmup, steps, set->verbose, false, &r)
+                          : bench_infer(m, ms, s, c, warmup, steps, &r);
+    if (st == BRG_ERR_OOM && train) {
+        /* Out of memory: the same step with activations recomputed from each layer's input
+         * (more FLOPs than the formula counts). */
+        printf("  %s %s %s: %s; again with recompute\n", ms->name, s->name, CONFIG_NAMES[c], brg_last_error());
+        snprintf(label, sizeof label, "%s+recompute", CONFIG_NAMES[c]);
+        st = bench_train(m, ms, s, c, warmup, steps, set->verbose, true, &r);
+    }
+    if (st != BRG_OK) {
+        fprintf(stderr, "brigade_bench: %s %s %s %s: %s\n", ms->name, train ? "train" : "infer", s->name, label,
+                brg_last_error());
+        return false;
+    }
+    report(ms, s, train, c, label, m, dims, &r, set);
+    return true;
+}
+
+/* Every selected mode, shape and configuration of one model; returns the number that failed. */
+static int bench_model(const model_spec *ms, const selection *sel, settings *set) {
+    brg_model *m = NULL;
+    model_dims dims;
+    if (make_model(ms, &m, &dims) != BRG_OK) {
+        fprintf(stderr, "brigade_bench: %s: %s\n", ms->name, brg_last_error());
+        return 1;
+    }
+    if (ms->arch == ARCH_GPT2)
+        printf("GPT-2 %s: %d layers, %d heads, width %d, vocab %d: %lld parameters\n", ms->name, (int)ms->layers,
+               (int)ms->heads, (int)ms->width, (int)ms->vocab, (long long)brg_model_num_parameters(m));
+    else
+        printf("%s: %s, B = %lld: %lld parameters\n", ms->name, ms->title, (long long)ms->shape.batch,
+               (long long)brg_model_num_parameters(m));
+    const shape_spec *shapes = ms->arch == ARCH_GPT2 ? GPT2_SHAPES : &ms->shape;
+    const size_t n_shapes = ms->arch == ARCH_GPT2 ? sizeof GPT2_SHAPES / sizeof GPT2_SHAPES[0] : 1;
+    int failures = 0;
+    for (int train = 1; train >= 0; train--) {
+        if (!pick(sel->mode, train ? "train" : "infer")) continue;
+        for (size_t si = 0; si < n_shapes; si++) {
+            if (!pick(sel->bt, shapes[si].name)) continue;
+            for (int c = 0; c < CONFIG_COUNT; c++)
+                if (pick(sel->cfg, CONFIG_NAMES[c]) && !bench_one(m, ms, &dims, &shapes[si], train, (config)c, set))
+                    failures++;
+        }
+    }
+    brg_model_destroy(m);
+    return failures;
+}
+
+static void measure_peaks(settings *set) {
+    __builtin_cpu_init();
+    const bool avx512 = brg_gemm_avx512_supported();
+    if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+        printf("no AVX2/FMA: the FMA peak is not measured\n");
+        return;
+    }
+    set->peak1 = measure_peak(1, avx512);
+    set->peak2 = measure_peak(2, avx512);
+    printf("fp32 FMA peak (%s loop): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n", avx512 ? "AVX-512" : "AVX2",
+           set->peak1, set->peak2);
+    printf("RESULT impl=peak isa=%s peak1=%.3f peak2=%.3f\n", avx512 ? "avx512" : "avx2", set->peak1, set->peak2);
+}
+
 int main(int argc, char **argv) {
-    const char *model = "all", *mode = "all", *bt = "all", *cfg = "all";
+    selection sel = {"all", "all", "all", "all"};
     settings set = {0};
     bool peak_only = false, no_peak = false;
     for (int i = 1; i < argc; i++) {
@@ -387,79 +640,26 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--verbose") == 0) set.verbose = true;
         else if (strcmp(a, "--no-peak") == 0) no_peak = true;
         else if (!v) return usage();
-        else if (strcmp(a, "--model") == 0) model = v, i++;
-        else if (strcmp(a, "--mode") == 0) mode = v, i++;
-        else if (strcmp(a, "--bt") == 0) bt = v, i++;
-        else if (strcmp(a, "--config") == 0) cfg = v, i++;
+        else if (strcmp(a, "--model") == 0) sel.model = v, i++;
+        else if (strcmp(a, "--mode") == 0) sel.mode = v, i++;
+        else if (strcmp(a, "--bt") == 0) sel.bt = v, i++;
+        else if (strcmp(a, "--config") == 0) sel.cfg = v, i++;
         else if (strcmp(a, "--steps") == 0) set.steps = atoi(v), i++;
         else if (strcmp(a, "--warmup") == 0) set.warmup = atoi(v), i++;
         else if (strcmp(a, "--peak1") == 0) set.peak1 = atof(v), i++;
         else if (strcmp(a, "--peak2") == 0) set.peak2 = atof(v), i++;
+        else if (strcmp(a, "--env-tag") == 0) set.env_tag = v, i++;
         else return usage();
     }
     brg_gemm_set_threads(1);
     device_budget(1); /* fixes the memory budget before anything is allocated */
     printf("brigade_bench: brg_gemm backend %s (OpenBLAS core %s, OPENBLAS_CORETYPE=%s)\n", brg_gemm_backend(),
            openblas_get_corename(), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
-    if (!no_peak && set.peak1 == 0) {
-        __builtin_cpu_init();
-        const bool avx512 = brg_gemm_avx512_supported();
-        if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
-            printf("no AVX2/FMA: the FMA peak is not measured\n");
-        } else {
-            set.peak1 = measure_peak(1, avx512);
-            set.peak2 = measure_peak(2, avx512);
-            printf("fp32 FMA peak (%s loop): 1 thread %.1f GFLOP/s, 2 threads %.1f GFLOP/s\n",
-                   avx512 ? "AVX-512" : "AVX2", set.peak1, set.peak2);
-            printf("RESULT impl=peak isa=%s peak1=%.3f peak2=%.3f\n", avx512 ? "avx512" : "avx2", set.peak1, set.peak2);
-        }
-    }
+    if (!no_peak && set.peak1 == 0) measure_peaks(&set);
     if (peak_only) return 0;
 
     int failures = 0;
-    for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++) {
-        const model_spec *ms = &MODELS[mi];
-        if (!pick(model, ms->name)) continue;
-        brg_model *m = NULL;
-        if (make_model(ms, &m) != BRG_OK) {
-            fprintf(stderr, "brigade_bench: %s: %s\n", ms->name, brg_last_error());
-            return 1;
-        }
-        printf("GPT-2 %s: %d layers, %d heads, width %d, vocab %d: %lld parameters\n", ms->name, (int)ms->layers,
-               (int)ms->heads, (int)ms->width, (int)ms->vocab, (long long)brg_model_num_parameters(m));
-        for (int train = 1; train >= 0; train--) {
-            if (!pick(mode, train ? "train" : "infer")) continue;
-            for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
-                const shape_spec *s = &SHAPES[si];
-                if (!pick(bt, s->name)) continue;
-                for (int c = 0; c < CONFIG_COUNT; c++) {
-                    if (!pick(cfg, CONFIG_NAMES[c])) continue;
-                    const int steps = set.steps > 0 ? set.steps : default_steps(ms, s, (config)c, train);
-                    const int warmup = set.warmup > 0 ? set.warmup : 1;
-                    measurement r = {0};
-                    char label[32];
-                    snprintf(label, sizeof label, "%s", CONFIG_NAMES[c]);
-                    brg_status st = train ? bench_train(m, ms, s, (config)c, warmup, steps, set.verbose, false, &r)
-                                          : bench_infer(m, ms, s, (config)c, warmup, steps, &r);
-                    if (st == BRG_ERR_OOM && train) {
-                        /* Out of memory: the same step with activations recomputed from each
-                         * layer's input (more FLOPs than the 6N formula counts). */
-                        printf("  %s %s %s: %s; again with recompute\n", ms->name, s->name, CONFIG_NAMES[c],
-                               brg_last_error());
-                        snprintf(label, sizeof label, "%s+recompute", CONFIG_NAMES[c]);
-                        st = bench_train(m, ms, s, (config)c, warmup, steps, set.verbose, true, &r);
-                    }
-                    if (st != BRG_OK) {
-                        fprintf(stderr, "brigade_bench: %s %s %s %s: %s\n", ms->name, train ? "train" : "infer",
-                                s->name, label, brg_last_error());
-                        failures++;
-                        continue;
-                    }
-                    report(ms, s, train, (config)c, label, m, &r, &set);
-                }
-            }
-        }
-        brg_model_destroy(m);
-    }
+    for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++)
+        if (pick(sel.model, MODELS[mi].name)) failures += bench_model(&MODELS[mi], &sel, &set);
     return failures ? 1 : 0;
 }

@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# `make bench`: brigade against PyTorch on GPT-2 training and inference, on this machine.
+# `make bench`: brigade against PyTorch on GPT-2, BERT-base, ViT-base and T5-small training and
+# inference, on this machine.
 #
 #   bash bench/run.sh BUILD_DIR
 #
 # Measures the fp32 FMA peak (three times), then runs brigade_bench and bench/bench_torch.py on the
 # same workloads in BENCH_ROUNDS rounds (default 3): in each round every workload runs brigade then
 # PyTorch back to back, so load from other users of a shared machine hits both alike, and the
-# report judges the median of the per-round ratios. Then the peak three times more (the report
-# takes the highest of all six), PyTorch once more with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
-# (in that command only), and the GEMM microbenchmark. bench/report.py prints the table, the
-# brigade/PyTorch ratios and one PASS/FAIL line per goal, and writes bench/results.md.
+# report judges the median of the per-round ratios. PyTorch runs eager with the default and the
+# fused AdamW, and torch.compile (at 2 threads; each compile costs tens of seconds on 2 cores).
+# Then the peak RSS of GPT-2 small training 4x64, one workload per process (brigade 1dev, PyTorch
+# t2, t2-fused, t2-compile), the peak three times more (the report takes the highest of all six),
+# PyTorch once more with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (in that command only), and
+# the GEMM microbenchmark. bench/report.py prints the table, the brigade/PyTorch ratios and one
+# PASS/FAIL line per goal, and writes bench/results.md.
 #
-# Environment: BENCH_ROUNDS=N rounds; BENCH_GEMM=0 skips the GEMM microbenchmark;
+# Environment: BENCH_ROUNDS=N rounds; BENCH_MODELS="small tiny bert-base vit-base t5-small" (the
+# default) selects models; BENCH_TORCH_COMPILE_THREADS=1,2 compiles at both thread counts (default
+# 2); BENCH_RSS=0 skips the RSS runs (BENCH_RSS=1 runs them even when BENCH_MODELS leaves out
+# small); BENCH_GEMM=0 skips the GEMM microbenchmark;
 # BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset.
 set -euo pipefail
 
@@ -54,30 +61,56 @@ peak1=$(sed -n 's/^RESULT impl=peak .*peak1=\([0-9.]*\).*/\1/p' "$log" | sort -g
 peak2=$(sed -n 's/^RESULT impl=peak .*peak2=\([0-9.]*\).*/\1/p' "$log" | sort -g | tail -1)
 peaks=(--peak1 "${peak1:-0}" --peak2 "${peak2:-0}")
 
+models=${BENCH_MODELS:-small tiny bert-base vit-base t5-small}
+compile_threads=${BENCH_TORCH_COMPILE_THREADS:-2}
 : >"$log.rounds"
 for round in $(seq 1 "$rounds"); do
-    for model in small tiny; do
+    for model in $models; do
+        bts="4x64 8x128"
+        # torch.compile costs tens of seconds a workload; the tiny model is in no goal.
+        variants=eager,fused,compile
+        case $model in
+            small | tiny) ;;
+            *) bts=default ;;
+        esac
+        [ "$model" = tiny ] && variants=eager,fused
         for mode in train infer; do
-            for bt in 4x64 8x128; do
+            for bt in $bts; do
                 # Both pipeline splits run for GPT-2 small training (the goal judges the balanced one);
-                # elsewhere the 6/6 split is shown at 4x64 only, to keep the run within minutes.
+                # elsewhere the 6/6 split is shown at 4x64 only, to keep the run within minutes. BERT,
+                # ViT and T5 run without pipelines.
                 configs=all
                 [ "$bt" = 8x128 ] && [ "$model/$mode" != small/train ] && configs=1dev,1dev2t,rep2,pipe2bal
-                say "== round $round/$rounds: $model $mode $bt: brigade, then PyTorch"
+                [ "$bt" = default ] && configs=1dev,1dev2t,rep2
+                say "== round $round/$rounds: $model $mode $bt: brigade, then PyTorch (at ${SECONDS} s)"
                 in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --config "$configs"
                 in_round "$round" "$py" "$root/bench/bench_torch.py" "${peaks[@]}" --model "$model" --mode "$mode" \
-                    --bt "$bt"
+                    --bt "$bt" --variants "$variants" --compile-threads "$compile_threads"
             done
         done
     done
 done
+
+# Peak RSS needs one workload per process: each run below is a fresh process (env=rss keeps these
+# rows out of the rounds' table and ratios).
+rss_default=0
+[[ " $models " == *" small "* ]] && rss_default=1
+if [ "${BENCH_RSS:-$rss_default}" != 0 ]; then
+    say "== peak RSS, GPT-2 small train 4x64, one workload per process: brigade 1dev, PyTorch t2, t2-fused, t2-compile"
+    in_round 1 "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train --bt 4x64 --config 1dev \
+        --env-tag rss
+    for one in t2 t2-fused t2-compile; do
+        in_round 1 "$py" "$root/bench/bench_torch.py" "${peaks[@]}" --model small --mode train --bt 4x64 --one "$one" \
+            --env-tag rss
+    done
+fi
 for _ in 1 2 3; do run "$build/brigade_bench" --peak-only; done
 
-if [ "${BENCH_TORCH_UNSET:-1}" != 0 ]; then
+if [ "${BENCH_TORCH_UNSET:-1}" != 0 ] && [[ " $models " == *" small "* ]]; then
     say "== PyTorch, GPT-2 small 4x64, with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset"
     in_round 1 env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$py" "$root/bench/bench_torch.py" "${peaks[@]}" \
-        --model small --bt 4x64 --env-tag openblas-unset
+        --model small --bt 4x64 --variants eager --env-tag openblas-unset
 fi
 
 if [ "${BENCH_GEMM:-1}" != 0 ]; then
@@ -87,6 +120,7 @@ if [ "${BENCH_GEMM:-1}" != 0 ]; then
     run env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/brigade_bench_gemm" --quick
 fi
 
+say "== all measurements done after ${SECONDS} s"
 # The log keeps what was shown; the round-tagged RESULT lines replace the untagged copies.
 grep -v '^RESULT impl=\(brigade\|torch\)' "$log" >"$log.report"
 cat "$log.rounds" >>"$log.report"
