@@ -227,6 +227,40 @@ static void test_checkpoint_folders(const brg_dataset *d) {
     brg_model_destroy(m);
 }
 
+static float lrs[16];
+static void record_lr(void *ctx, int64_t step, double loss, float lr) {
+    (void)ctx, (void)loss;
+    if (step >= 1 && step <= 16) lrs[step - 1] = lr;
+}
+
+/* A resumed run keeps the original run's LR schedule (a linear decay over its 4 steps has ended,
+ * so steps 5-8 run at lr 0) unless given a schedule length of its own. */
+static void test_resume_keeps_schedule(const brg_dataset *d) {
+    char out[1024], rm[1100];
+    snprintf(out, sizeof out, "%s/trainer-schedule", test_tmp_dir());
+    snprintf(rm, sizeof rm, "rm -rf '%s'", out);
+    for (int pass = 0; pass < 2; pass++) {
+        CHECK(system(rm) == 0);
+        run_out a = {0};
+        brg_train_options o;
+        base_options(&o, &a);
+        o.micro_batch = 2, o.steps = 4, o.output_dir = out;
+        train(&o, d, &a);
+        free_out(&a);
+        base_options(&o, &a);
+        o.micro_batch = 2, o.steps = 8, o.resume_dir = out;
+        o.on_step = record_lr;
+        if (pass == 1) o.lr_schedule.total_steps = 8;
+        memset(lrs, 0xff, sizeof lrs);
+        brg_model *m = tiny_gpt2();
+        CHECK_OK(brg_train(m, d, &o, NULL));
+        brg_model_destroy(m);
+        for (int s = 4; s < 8; s++)
+            CHECK_MSG(pass == 0 ? lrs[s] == 0.0f : lrs[s] > 0.0f, "pass %d: lr at step %d is %g", pass, s + 1,
+                      (double)lrs[s]);
+    }
+}
+
 static void test_budget_too_small(const brg_dataset *d) {
     brg_train_options o;
     run_out r = {0};
@@ -332,6 +366,7 @@ int main(void) {
     test_parallel_matches_single(d);
     test_resume_is_exact(d);
     test_checkpoint_folders(d);
+    test_resume_keeps_schedule(d);
     test_budget_too_small(d);
     test_divergence_stops(d, POISON_GRAD);
     test_divergence_stops(d, POISON_LOSS);

@@ -22,7 +22,8 @@
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule;
-    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads;
+    int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
+        schedule_steps;
     double epochs, lr, weight_decay, max_grad_norm;
     bool no_shuffle, quiet, pin, overwrite_output;
 } train_flags;
@@ -104,6 +105,7 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->optimizer.weight_decay = f->weight_decay;
     BRG_TRY(brg_lr_schedule_kind_parse(f->lr_schedule, &o->lr_schedule.kind));
     o->lr_schedule.warmup_steps = f->warmup;
+    o->lr_schedule.total_steps = f->schedule_steps; /* 0: the run's (or a resumed run's original) */
     o->max_grad_norm = (float)f->max_grad_norm;
     o->output_dir = f->output;
     o->save_every = f->save_every;
@@ -136,7 +138,7 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
     /* A 0 or negative count never means "off" or "default" when written out: it is a mistake. */
     const int_floor floors[] = {
         {"steps", f->steps, 1},           {"micro-batch-size", f->micro_batch, 1}, {"save-every", f->save_every, 1},
-        {"save-total-limit", f->save_total_limit, 1},
+        {"save-total-limit", f->save_total_limit, 1}, {"lr-schedule-steps", f->schedule_steps, 1},
         {"eval-every", f->eval_every, 1}, {"sequence-length", f->seq_len, 1},      {"rows", f->rows, 1},
         {"warmup-steps", f->warmup, 0},
     };
@@ -329,6 +331,8 @@ int cmd_train(int argc, char **argv) {
         {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per step", false},
         {"eval-data", ARG_STRING, &f.eval_data, false, "data to evaluate on", false},
         {"eval-every", ARG_INT, &f.eval_every, false, "evaluate every K steps (and at the end)", false},
+        {"lr-schedule-steps", ARG_INT, &f.schedule_steps, false,
+         "length of the LR schedule (default: --steps; on --resume, the original run's)", false},
         {"save-every", ARG_INT, &f.save_every, false, "write OUT/checkpoint-N every K steps (and at the end)", false},
         {"save-total-limit", ARG_INT, &f.save_total_limit, false, "keep only the newest K checkpoints", false},
         {"overwrite-output", ARG_FLAG, &f.overwrite_output, false, "write into an --output folder that holds other files", false},

@@ -98,6 +98,7 @@ static brg_status save_state(trainer *t, const char *dir) {
     if (!j) return brg_error(BRG_ERR_OOM, "cannot build %s", STATE_FILE);
     cJSON_AddNumberToObject(j, "global_step", (double)t->step);
     cJSON_AddNumberToObject(j, "max_steps", (double)t->total_steps);
+    cJSON_AddNumberToObject(j, "lr_schedule_steps", (double)t->opts.lr_schedule.total_steps);
     cJSON_AddNumberToObject(j, "rows_per_step", (double)t->order.rows_per_step);
     cJSON_AddNumberToObject(j, "seed", (double)t->opts.seed);
     cJSON_AddBoolToObject(j, "shuffle", t->opts.shuffle);
@@ -174,14 +175,32 @@ static brg_status load_optimizer(trainer *t, const char *dir) {
     return st == BRG_OK ? st : brg_error_wrap(st, "resuming from %s", dir);
 }
 
+/* A resumed run continues the original run's learning-rate schedule (a linear decay ends where
+ * it was planned to end) unless the caller gave a schedule length; resuming with more steps
+ * says so, since a schedule that already reached its end leaves the extra steps at its last lr. */
+static brg_status keep_schedule(trainer *t, int64_t original) {
+    if (t->schedule_given || original <= 0 || original == t->opts.lr_schedule.total_steps) return BRG_OK;
+    t->opts.lr_schedule.total_steps = original;
+    BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
+    if (t->opts.progress)
+        fprintf(t->opts.progress,
+                "note: the learning-rate schedule keeps the original run's %lld steps (this run goes to %lld); "
+                "give its length to change it (--lr-schedule-steps)\n",
+                (long long)original, (long long)t->total_steps);
+    return BRG_OK;
+}
+
 static brg_status load_state(trainer *t, const char *dir) {
     char path[4096];
     BRG_TRY(path_in(path, sizeof path, dir, STATE_FILE));
     cJSON *j;
     BRG_TRY(brg_json_load_file(path, 1 << 20, &j));
-    int64_t step = 0, rows = 0;
+    int64_t step = 0, rows = 0, max_steps = 0, schedule = 0;
     brg_status st = brg_json_get_int(j, STATE_FILE, "global_step", true, 0, &step);
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "rows_per_step", true, 0, &rows);
+    if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "max_steps", false, 0, &max_steps);
+    /* older checkpoints have no lr_schedule_steps: their schedule was the run's length */
+    if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "lr_schedule_steps", false, max_steps, &schedule);
     cJSON_Delete(j);
     BRG_TRY(st);
     if (rows != t->order.rows_per_step)
@@ -196,7 +215,7 @@ static brg_status load_state(trainer *t, const char *dir) {
                          "counting those already done",
                          path, (long long)step, (long long)t->total_steps);
     t->step = step;
-    return BRG_OK;
+    return keep_schedule(t, schedule);
 }
 
 brg_status trainer_resume(trainer *t, const char *dir) {

@@ -126,7 +126,8 @@ static brg_status setup(trainer *t) {
     BRG_TRY(brg_step_batch_init(&t->batch, t->data, o->replicas, o->accumulation, o->micro_batch));
     t->total_steps = o->steps ? o->steps : (int64_t)ceil(o->epochs * (double)t->order.steps_per_epoch);
     if (t->total_steps < 1) t->total_steps = 1;
-    if (t->opts.lr_schedule.total_steps == 0) t->opts.lr_schedule.total_steps = t->total_steps;
+    t->schedule_given = t->opts.lr_schedule.total_steps != 0;
+    if (!t->schedule_given) t->opts.lr_schedule.total_steps = t->total_steps;
     BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
     if (o->resume_dir) BRG_TRY(resume(t, o->resume_dir));
     if (o->log_path) {

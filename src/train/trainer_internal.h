@@ -15,6 +15,9 @@ typedef struct trainer {
     brg_step_batch batch;
     float *losses;
     int64_t total_steps, step;
+    /* opts.lr_schedule.total_steps was the caller's (else the run's length, or on resume the
+     * original run's schedule length) */
+    bool schedule_given;
     FILE *log;
     /* Devices' busy seconds and schedule wall seconds after the first step of the run: the
      * pipeline efficiency is counted from there on (see loop()). */
