@@ -26,6 +26,14 @@ for f in config.json model.safetensors optimizer.safetensors trainer_state.json 
 done
 grep -qE '"global_step":\s*6' "$tmp/out/checkpoint-6/trainer_state.json" && ok || bad "trainer_state: $(cat "$tmp/out/checkpoint-6/trainer_state.json")"
 ls "$tmp/out" | grep -q tmp && bad "a temporary was left: $(ls "$tmp/out")" || ok
+# Trainer-style records: each log line carries the epoch and, for a language model, the
+# perplexity; trainer_state.json keeps every logged step in log_history, as transformers does.
+grep -qE '"epoch": [0-9.e+-]+, "perplexity": [0-9.e+-]+\}$' "$tmp/log.jsonl" && ok || bad "epoch/perplexity: $(tail -1 "$tmp/log.jsonl")"
+(($(grep -o '"learning_rate"' "$tmp/out/checkpoint-6/trainer_state.json" | wc -l) == 6)) && ok ||
+  bad "log_history: $(cat "$tmp/out/checkpoint-6/trainer_state.json")"
+run_train --steps 6 --output "$tmp/every3" --log "$tmp/every3.jsonl" --logging-steps 3 --quiet >/dev/null 2>&1 || bad "logging-steps run"
+[[ $(grep -oE '^\{"step": [0-9]+' "$tmp/every3.jsonl" | tr -d '{"step: ' | tr '\n' ' ') == "3 6 " ]] && ok ||
+  bad "--logging-steps 3 logged: $(cat "$tmp/every3.jsonl")"
 
 # The trained folder is a model again: forward and generate run on it.
 bash "$(dirname "$0")/../scripts/make-inputs.sh" "$tmp/in.st" 1 8 256 labels
@@ -153,6 +161,9 @@ run_train --steps $((done_steps + 2)) --output "$tmp/sigint" --resume "$tmp/sigi
 grep -q "^trained 2 steps (from step $done_steps to $((done_steps + 2))) in " "$tmp/resumed.txt" && ok || bad "resumed summary: $(grep trained "$tmp/resumed.txt")"
 grep -qE "\"global_step\":\s*$((done_steps + 2))," "$tmp/sigint/checkpoint-$((done_steps + 2))/trainer_state.json" && ok ||
   bad "resumed state: $(ls "$tmp/sigint")"
+# The resumed run's history goes on from the checkpoint's.
+(($(grep -o '"learning_rate"' "$tmp/sigint/checkpoint-$((done_steps + 2))/trainer_state.json" | wc -l) == done_steps + 2)) && ok ||
+  bad "resumed log_history: $(grep -o '"learning_rate"' "$tmp/sigint/checkpoint-$((done_steps + 2))/trainer_state.json" | wc -l) entries"
 rc=$(signal_run TERM "$tmp/sigterm")
 ((rc == 143)) && [[ -n $(newest "$tmp/sigterm") ]] && ok || bad "SIGTERM: exit $rc, wanted 143 and a checkpoint: $(cat "$tmp/sigterm.err")"
 # A second signal stops at once: both arrive while the process is stopped, so the second finds

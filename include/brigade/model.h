@@ -97,6 +97,9 @@ typedef struct brg_model_ops {
     /* Causal LMs train on their inputs: labels default to input_ids (-100 where masked), as
      * transformers' DataCollatorForLanguageModeling(mlm=False) makes them. */
     bool labels_from_inputs;
+    /* The loss is a mean cross-entropy over tokens (language models, masked or causal, and
+     * seq2seq): the trainer reports its perplexity, exp(loss). */
+    bool token_loss;
     /* Heads whose logits' last dimension holds several named outputs (question answering:
      * start_logits, end_logits), NULL-terminated; NULL: one output called "logits". */
     const char *const *logits_names;

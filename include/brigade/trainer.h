@@ -50,6 +50,7 @@ typedef struct brg_train_options {
     bool overwrite_output;
     const brg_ipu_config *ipu_config; /* saved as ipu_config.json in every checkpoint; NULL: none */
     const char *log_path;   /* JSON lines; NULL: none */
+    int64_t logging_steps;  /* log and show progress every this many steps (and the last); 0: every step */
     /* continue from a checkpoint: a checkpoint folder, or an output_dir whose newest complete
      * checkpoint-N is taken */
     const char *resume_dir;

@@ -23,7 +23,7 @@ typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
-        schedule_steps;
+        schedule_steps, logging_steps;
     double epochs, lr, weight_decay, max_grad_norm;
     bool no_shuffle, quiet, pin, overwrite_output;
 } train_flags;
@@ -113,6 +113,7 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->overwrite_output = f->overwrite_output;
     o->ipu_config = cfg;
     o->log_path = f->log;
+    o->logging_steps = f->logging_steps;
     o->resume_dir = f->resume;
     o->eval_every = f->eval_every;
     o->progress = f->quiet ? NULL : stdout;
@@ -139,6 +140,7 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
     const int_floor floors[] = {
         {"steps", f->steps, 1},           {"micro-batch-size", f->micro_batch, 1}, {"save-every", f->save_every, 1},
         {"save-total-limit", f->save_total_limit, 1}, {"lr-schedule-steps", f->schedule_steps, 1},
+        {"logging-steps", f->logging_steps, 1},
         {"eval-every", f->eval_every, 1}, {"sequence-length", f->seq_len, 1},      {"rows", f->rows, 1},
         {"warmup-steps", f->warmup, 0},
     };
@@ -328,7 +330,8 @@ int cmd_train(int argc, char **argv) {
         {"weight-decay", ARG_DOUBLE, &f.weight_decay, false, "weight decay (decoupled for adamw), not on biases/LayerNorm (default 0)", false},
         {"max-grad-norm", ARG_DOUBLE, &f.max_grad_norm, false, "clip the global gradient norm (default: off)", false},
         {"seed", ARG_INT, &f.seed, false, "seed for shuffling and dropout (default: the IPUConfig's, else 42)", false},
-        {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per step", false},
+        {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per logged step", false},
+        {"logging-steps", ARG_INT, &f.logging_steps, false, "log and show progress every K steps (default 1)", false},
         {"eval-data", ARG_STRING, &f.eval_data, false, "data to evaluate on", false},
         {"eval-every", ARG_INT, &f.eval_every, false, "evaluate every K steps (and at the end)", false},
         {"lr-schedule-steps", ARG_INT, &f.schedule_steps, false,

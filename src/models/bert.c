@@ -209,7 +209,7 @@ static const char *const bert_pretraining_inputs[] = {"input_ids", "attention_ma
 
 /* In brg_bert_task order. */
 static const brg_model_ops bert_ops[] = {
-    BERT_OPS("BertForMaskedLM", bert_inputs, .logits_names = NULL),
+    BERT_OPS("BertForMaskedLM", bert_inputs, .logits_names = NULL, .token_loss = true),
     BERT_OPS("BertForSequenceClassification", bert_inputs, .logits_names = NULL),
     BERT_OPS("BertForQuestionAnswering", bert_qa_inputs, .logits_names = bert_qa_outputs),
     BERT_OPS("BertModel", bert_base_inputs, .outputs = bert_base_outputs),

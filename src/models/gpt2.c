@@ -333,7 +333,7 @@ static const char *const gpt2_base_inputs[] = {"input_ids", "attention_mask", NU
 
 /* In brg_gpt2_task order. */
 static const brg_model_ops gpt2_ops[] = {
-    GPT2_OPS("GPT2LMHeadModel", gpt2_inputs, .labels_from_inputs = true),
+    GPT2_OPS("GPT2LMHeadModel", gpt2_inputs, .labels_from_inputs = true, .token_loss = true),
     GPT2_OPS("GPT2Model", gpt2_base_inputs, .outputs = gpt2_base_outputs),
     GPT2_OPS("GPT2ForSequenceClassification", gpt2_inputs, .labels_from_inputs = false),
     GPT2_OPS("GPT2ForTokenClassification", gpt2_inputs, .labels_from_inputs = false),

@@ -308,6 +308,7 @@ static const brg_model_ops t5_ops = {
     .free_config = t5_free_config,
     .count_loss_items = t5_count_loss_items,
     .inputs = t5_inputs,
+    .token_loss = true,
 };
 
 /* ---- construction ---- */

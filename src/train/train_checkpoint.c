@@ -102,6 +102,10 @@ static brg_status save_state(trainer *t, const char *dir) {
     cJSON_AddNumberToObject(j, "rows_per_step", (double)t->order.rows_per_step);
     cJSON_AddNumberToObject(j, "seed", (double)t->opts.seed);
     cJSON_AddBoolToObject(j, "shuffle", t->opts.shuffle);
+    if (t->order.steps_per_epoch > 0)
+        cJSON_AddNumberToObject(j, "epoch", (double)t->step / (double)t->order.steps_per_epoch);
+    cJSON_AddItemToObject(j, "log_history",
+                          t->log_history ? cJSON_Duplicate(t->log_history, true) : cJSON_CreateArray());
     char path[4096];
     brg_status st = path_in(path, sizeof path, dir, STATE_FILE);
     if (st == BRG_OK) st = brg_json_write_file_atomic(path, j);
@@ -201,6 +205,12 @@ static brg_status load_state(trainer *t, const char *dir) {
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "max_steps", false, 0, &max_steps);
     /* older checkpoints have no lr_schedule_steps: their schedule was the run's length */
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "lr_schedule_steps", false, max_steps, &schedule);
+    /* The history goes on from the checkpoint's (a file without one starts afresh). */
+    const cJSON *history = cJSON_GetObjectItemCaseSensitive(j, "log_history");
+    if (st == BRG_OK && cJSON_IsArray(history)) {
+        cJSON_Delete(t->log_history);
+        t->log_history = cJSON_Duplicate(history, true);
+    }
     cJSON_Delete(j);
     BRG_TRY(st);
     if (rows != t->order.rows_per_step)

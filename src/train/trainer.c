@@ -139,6 +139,7 @@ static brg_status setup(trainer *t) {
 
 static void teardown(trainer *t) {
     if (t->log) fclose(t->log);
+    cJSON_Delete(t->log_history);
     for (int i = 0; t->optimizers && t->rt && i < brg_runtime_device_count(t->rt); i++)
         brg_optimizer_destroy(t->optimizers[i]);
     free(t->optimizers);
@@ -217,14 +218,45 @@ static void json_number(FILE *f, const char *key, double v, int digits) {
     else fprintf(f, ", \"%s\": null", key);
 }
 
+/* Epochs done after `step` steps, fractional (transformers' Trainer logs it so). */
+static double epoch_at(const trainer *t, int64_t step) {
+    return t->order.steps_per_epoch > 0 ? (double)step / (double)t->order.steps_per_epoch : 0.0;
+}
+
+/* exp(loss) for a token cross-entropy objective, NAN for any other (not reported then). */
+static double perplexity(const trainer *t, double loss) {
+    return t->model->ops->token_loss ? exp(loss) : NAN;
+}
+
+static void history_number(cJSON *e, const char *key, double v) {
+    if (isfinite(v)) cJSON_AddNumberToObject(e, key, v);
+    else cJSON_AddNullToObject(e, key);
+}
+
+/* The step in log_history, with transformers' key names. */
+static void remember(trainer *t, int64_t step, const step_info *s) {
+    if (!t->log_history) t->log_history = cJSON_CreateArray();
+    cJSON *e = t->log_history ? cJSON_CreateObject() : NULL;
+    if (!e) return; /* out of memory: the history is a record, not the run */
+    cJSON_AddNumberToObject(e, "step", (double)step);
+    cJSON_AddNumberToObject(e, "epoch", epoch_at(t, step));
+    history_number(e, "loss", s->loss);
+    history_number(e, "learning_rate", (double)s->lr);
+    history_number(e, "grad_norm", s->grad_norm);
+    cJSON_AddItemToArray(t->log_history, e);
+}
+
 /* `error` (a constant without quotes or backslashes) marks the step that stopped the run. */
 static void log_line(trainer *t, int64_t step, const step_info *s, double tokens_per_s, const char *error) {
+    remember(t, step, s);
     if (!t->log) return;
     fprintf(t->log, "{\"step\": %lld", (long long)step);
     json_number(t->log, "loss", s->loss, 9);
     json_number(t->log, "lr", (double)s->lr, 9);
     json_number(t->log, "grad_norm", s->grad_norm, 9);
     json_number(t->log, "tokens_per_s", tokens_per_s, 6);
+    json_number(t->log, "epoch", epoch_at(t, step), 6);
+    if (t->model->ops->token_loss) json_number(t->log, "perplexity", perplexity(t, s->loss), 9);
     if (error) fprintf(t->log, ", \"error\": \"%s\"", error);
     fputs("}\n", t->log);
     fflush(t->log);
@@ -237,8 +269,11 @@ static void progress_line(trainer *t, double loss, float lr, double tokens_per_s
     /* A log file or pipe gets about twenty lines, a terminal one line rewritten in place. */
     int64_t every = t->total_steps >= 20 ? t->total_steps / 20 : 1;
     if (!tty && t->step % every != 0 && t->step != t->total_steps) return;
-    fprintf(f, "%sstep %lld/%lld  loss %.4f  lr %.3g  %.0f tokens/s  ETA %.0fs%s", tty ? "\r" : "", (long long)t->step,
-            (long long)t->total_steps, loss, (double)lr, tokens_per_s, eta, tty ? "   " : "\n");
+    char ppl[40] = "";
+    if (t->model->ops->token_loss) snprintf(ppl, sizeof ppl, "  ppl %.4g", perplexity(t, loss));
+    fprintf(f, "%sstep %lld/%lld  epoch %.2f  loss %.4f%s  lr %.3g  %.0f tokens/s  ETA %.0fs%s", tty ? "\r" : "",
+            (long long)t->step, (long long)t->total_steps, epoch_at(t, t->step), loss, ppl, (double)lr, tokens_per_s,
+            eta, tty ? "   " : "\n");
     fflush(f);
 }
 
@@ -343,7 +378,8 @@ static void report_step(trainer *t, run_clock *c, const step_info *s, int64_t in
     if (o->on_step) o->on_step(o->on_step_ctx, t->step, s->loss, s->lr);
     double tps = tokens_per_second(c, elapsed);
     bool last_of_call = in_call == o->device_iterations - 1 || t->step == t->total_steps;
-    if (reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
+    const bool due = o->logging_steps <= 1 || t->step % o->logging_steps == 0 || t->step == t->total_steps;
+    if (due && reports(t, in_call, (int)(last_of_call ? in_call + 1 : o->device_iterations))) {
         step_info shown = *s;
         if (o->output_mode == BRG_OUTPUT_MODE_SUM) shown.loss = c->call_sum;
         log_line(t, t->step, &shown, tps, NULL);

@@ -2,6 +2,8 @@
 #ifndef BRIGADE_TRAINER_INTERNAL_H
 #define BRIGADE_TRAINER_INTERNAL_H
 
+#include <cJSON.h>
+
 #include "brigade/trainer.h"
 
 typedef struct trainer {
@@ -19,6 +21,9 @@ typedef struct trainer {
      * original run's schedule length) */
     bool schedule_given;
     FILE *log;
+    /* Every logged step as transformers' Trainer keeps it ({"step", "epoch", "loss",
+     * "learning_rate", "grad_norm"}), saved in trainer_state.json and restored on resume. */
+    cJSON *log_history;
     /* Devices' busy seconds and schedule wall seconds after the first step of the run: the
      * pipeline efficiency is counted from there on (see loop()). */
     double warm_busy, warm_schedule;
