@@ -111,6 +111,12 @@ expect_fail save-total-limit-0 any "--save-total-limit 0: give at least 1" run_t
 # Flags that make no sense are errors, before anything is written.
 expect_fail steps-and-epochs 1 "--steps and --epochs both say how long to train" run_train --steps 2 --epochs 1 --output "$tmp/x"
 expect_fail eval-every-alone 1 "--eval-every needs --eval-data" run_train --steps 2 --eval-every 1 --output "$tmp/x"
+# Evaluations: eval loss and, for a language model, its perplexity, in the log and the history.
+run_train --steps 4 --eval-data builtin:reverse --eval-every 2 --output "$tmp/evald" --log "$tmp/eval.jsonl" --quiet \
+  >/dev/null 2>&1 || bad "eval run"
+(($(grep -cE '^\{"step": [0-9]+, "eval_loss": [0-9.e+-]+, "eval_perplexity": [0-9.e+-]+\}$' "$tmp/eval.jsonl") == 2)) && ok ||
+  bad "eval lines: $(grep eval "$tmp/eval.jsonl")"
+grep -q '"eval_perplexity"' "$tmp/evald/checkpoint-4/trainer_state.json" && ok || bad "eval in log_history"
 expect_fail save-every-0 1 "--save-every 0: give at least 1" run_train --steps 2 --save-every 0 --output "$tmp/x"
 expect_fail save-every-neg 1 "--save-every -1: give at least 1" run_train --steps 2 --save-every -1 --output "$tmp/x"
 expect_fail seq-len-0 1 "--sequence-length 0: give at least 1" run_train --steps 2 --sequence-length 0 --output "$tmp/x"

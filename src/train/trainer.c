@@ -322,17 +322,35 @@ static void summary(trainer *t, brg_train_result *r, double tokens, int64_t firs
     }
 }
 
+/* An evaluation in log_history, as transformers records one (eval_loss, and its perplexity). */
+static void remember_eval(trainer *t, double loss) {
+    if (!t->log_history) t->log_history = cJSON_CreateArray();
+    cJSON *e = t->log_history ? cJSON_CreateObject() : NULL;
+    if (!e) return;
+    cJSON_AddNumberToObject(e, "step", (double)t->step);
+    cJSON_AddNumberToObject(e, "epoch", epoch_at(t, t->step));
+    history_number(e, "eval_loss", loss);
+    if (t->model->ops->token_loss) history_number(e, "eval_perplexity", perplexity(t, loss));
+    cJSON_AddItemToArray(t->log_history, e);
+}
+
 static brg_status evaluate(trainer *t, brg_train_result *r) {
     BRG_TRY(trainer_evaluate(t, &r->eval_loss));
+    remember_eval(t, r->eval_loss);
+    const bool lm = t->model->ops->token_loss;
     if (t->log) {
         fprintf(t->log, "{\"step\": %lld", (long long)t->step);
         json_number(t->log, "eval_loss", r->eval_loss, 9);
+        if (lm) json_number(t->log, "eval_perplexity", perplexity(t, r->eval_loss), 9);
         fputs("}\n", t->log);
         fflush(t->log);
     }
-    if (t->opts.progress)
-        fprintf(t->opts.progress, "%sstep %lld: eval loss %.4f\n", isatty(fileno(t->opts.progress)) ? "\n" : "",
-                (long long)t->step, r->eval_loss);
+    if (t->opts.progress) {
+        char ppl[48] = "";
+        if (lm) snprintf(ppl, sizeof ppl, ", perplexity %.4g", perplexity(t, r->eval_loss));
+        fprintf(t->opts.progress, "%sstep %lld: eval loss %.4f%s\n", isatty(fileno(t->opts.progress)) ? "\n" : "",
+                (long long)t->step, r->eval_loss, ppl);
+    }
     return BRG_OK;
 }
 
