@@ -84,6 +84,11 @@ static void test_bad_values(void) {
     expect_load_error("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": -1}}}", BRG_ERR_FORMAT,
                       "id out of range");
     expect_load_error("{\"model\": {\"type\": \"WordPiece\", \"vocab\": {\"a\": 1.5}}}", BRG_ERR_FORMAT, "'a'");
+    /* A huge id must not size the reverse table (the fuzzer's out-of-memory input). */
+    expect_load_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 2000000000}, \"merges\": []}}", BRG_ERR_FORMAT,
+                      "BPE vocabulary id 2000000000 is out of range");
+    expect_load_error("{\"model\": {\"type\": \"WordLevel\", \"vocab\": {\"a\": 16777216}, \"unk_token\": \"a\"}}",
+                      BRG_ERR_FORMAT, "WordLevel vocabulary id 16777216 is out of range");
     expect_load_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"ab\"]}}",
                       BRG_ERR_FORMAT, "merge 0 'ab' is not two tokens");
     expect_load_error("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b\"]}}",

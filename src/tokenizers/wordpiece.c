@@ -26,10 +26,17 @@ void tk_wordpiece_free(tk_wordpiece *w) {
 
 /* The reverse table points at the vocab's keys; where two tokens share an id the later one
  * wins, as Rust's HashMap inversion leaves one of them. */
+/* No tokenizer has this many tokens: a larger id is a broken file, and sizing the reverse table
+ * by it would ask for gigabytes (found by fuzz_tokenizer). */
+#define TK_MAX_ID ((1 << 24) - 1)
+
 brg_status tk_build_rev(const tk_vocab *v, char ***rev, size_t *n_rev, const char *what) {
     int32_t max = -1;
     for (size_t i = 0; i < v->cap; i++)
         if (v->keys[i] && v->vals[i] > max) max = v->vals[i];
+    if (max > TK_MAX_ID)
+        return brg_error(BRG_ERR_FORMAT, "tokenizer: %s vocabulary id %d is out of range (at most %d)", what, max,
+                         TK_MAX_ID);
     *n_rev = (size_t)(max + 1);
     *rev = calloc(*n_rev + 1, sizeof **rev);
     if (!*rev) return brg_error(BRG_ERR_OOM, "tokenizer: out of memory (%s)", what);
