@@ -30,6 +30,10 @@ expect_fail output-is-model 1 "is the --model folder" run_train --output "$tmp/m
 mkdir -p "$tmp/tiny" "$tmp/small"
 if mount -t tmpfs -o size=256k tmpfs "$tmp/tiny" 2>/dev/null; then
   expect_fail no-room 1 "free, and a checkpoint of this model takes about" run_train --output "$tmp/tiny"
+  # init on a full disk: a clear error and no folder left holding half a model.
+  expect_fail init-full 1 "No space left on device" "$brigade" init --arch gpt2 --layers 2 --hidden 128 --heads 2 \
+    --vocab 1024 --positions 16 --output "$tmp/tiny/new"
+  [[ -e $tmp/tiny/new ]] && bad "init left a partial folder: $(ls "$tmp/tiny/new")" || ok
   umount "$tmp/tiny"
   # Room for a few checkpoints, not for all of them: the run stops at the full disk with one line;
   # the checkpoints written before are whole and no temporary is left.

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "brigade/rng.h"
 #include "brigade/safetensors.h"
@@ -215,9 +216,30 @@ static brg_status ensure_dir(const char *dir) {
     return brg_error(BRG_ERR_IO, "cannot create directory %s: %s", dir, strerror(errno));
 }
 
+/* The weights go first and config.json (a few hundred bytes) last: a full disk stops the big
+ * write, which leaves the old file whole, before a new config.json could describe weights that
+ * were never written. A folder this call created is removed again when the save fails, so no
+ * folder is left holding half a model. */
+static brg_status save_weights(const brg_model *m, const char *dir);
+
 brg_status brg_model_save(const brg_model *m, const char *dir) {
+    struct stat before;
+    const bool existed = stat(dir, &before) == 0;
     BRG_TRY(ensure_dir(dir));
-    BRG_TRY(m->ops->save_config(m, dir));
+    brg_status st = save_weights(m, dir);
+    if (st == BRG_OK) st = m->ops->save_config(m, dir);
+    if (st != BRG_OK && !existed) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/model.safetensors", dir);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        unlink(path);
+        rmdir(dir); /* only if empty: anything else in it is not ours to remove */
+    }
+    return st;
+}
+
+static brg_status save_weights(const brg_model *m, const char *dir) {
     brg_named_tensor *list = calloc((size_t)m->n_params, sizeof *list);
     if (!list) return brg_error(BRG_ERR_OOM, "cannot allocate the tensor list");
     for (int i = 0; i < m->n_params; i++) list[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
