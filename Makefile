@@ -6,7 +6,7 @@ FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 VENV       ?= tools/.venv
 
-.PHONY: all deps build run test test-portable test-asan fuzz parity bench clean
+.PHONY: all deps build run test test-portable test-asan fuzz install parity bench clean
 
 all: build
 
@@ -46,6 +46,11 @@ fuzz:
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DBRIGADE_SANITIZE=ON -DBRIGADE_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
 	@bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# Headers, libbrigade.{so,a}, the brigade command, brigade.pc and brigadeConfig.cmake under PREFIX.
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 # Live comparison against transformers (creates the Python venv on first use).
 parity: build

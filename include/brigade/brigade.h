@@ -25,5 +25,10 @@
 #include "brigade/tokenizer.h"
 #include "brigade/sentence_embedding.h"
 #include "brigade/version.h"
+#include "brigade/dataset.h"
+#include "brigade/schedule.h"
+#include "brigade/runtime.h"
+#include "brigade/trainer.h"
+#include "brigade/generate.h"
 
 #endif
