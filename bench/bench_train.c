@@ -50,6 +50,7 @@
 #include "brigade/vit.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 /* Last: OpenBLAS's header pulls in <complex.h>, whose macro I clashes with parameter names. */
 #include <cblas.h>
@@ -531,9 +532,10 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
-           "peak_rss_mb=%.1f rss=%s%s%s\n",
+           "simd=%s peak_rss_mb=%.1f rss=%s%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
-           r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(), rss,
+           r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
+           brg_isa_name(brg_simd_isa()), rss,
            set->measured ? "cumulative" : "fresh", set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;

@@ -15,6 +15,7 @@ GOAL_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx
 
 def parse(path):
     rows, peaks, gemm_lines, gemm_backend = [], [], [], None
+    simd_level = [None]
     in_gemm = False
     with open(path) as f:
         for line in f:
@@ -27,6 +28,8 @@ def parse(path):
                     kv.setdefault("round", "1")
                     rows.append(kv)
                     gemm_backend = kv.get("gemm", gemm_backend)
+                    if "simd" in kv:
+                        simd_level[0] = kv["simd"]
             elif line.startswith("== GEMM"):
                 in_gemm = True
                 gemm_lines.append(line[3:])
@@ -34,7 +37,7 @@ def parse(path):
                 in_gemm = False
             elif in_gemm:
                 gemm_lines.append(line)
-    return rows, peaks, gemm_lines, gemm_backend
+    return rows, peaks, gemm_lines, (gemm_backend, simd_level[0])
 
 
 def best_peak(peaks):
@@ -292,7 +295,7 @@ def main():
     if peak:
         lines.append(f"Measured fp32 FMA peak ({peak['isa']} loop, highest of {peak['n']} measurements before and "
                      f"after the workloads): 1 core {fnum(peak['peak1'])} GFLOP/s, 2 cores {fnum(peak['peak2'])} "
-                     f"GFLOP/s. brg_gemm backend: {backend}.")
+                     f"GFLOP/s. Kernels that ran: GEMM {backend[0]}, element-wise {backend[1] or 'not reported'}.")
     lines.append("")
     n_rounds = len(rounds_of(rows)) if rows else 0
     lines.append(f"{n_rounds} round(s): in each, every workload ran brigade then PyTorch back to back; the table "

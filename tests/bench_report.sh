@@ -20,6 +20,7 @@ for cfg in 1dev pipe2bal; do
         bad "no RESULT line for $cfg"
 done
 python3 "$root/bench/report.py" "$tmp/run.log" "$tmp/run.md" >/dev/null 2>&1 || bad "report.py failed on a real run"
+grep -q 'simd=[a-z0-9]* ' "$tmp/run.log" && ok || bad "RESULT lines do not name the element-wise kernels"
 grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok || bad "no pipe2bal row in the table"
 [ "$(grep -c '^- FAIL: .*not measured' "$tmp/run.md")" -ge 3 ] && ok || bad "goals without GPT-2 small rows should be 'not measured'"
 
