@@ -9,6 +9,7 @@
 #include "io/json.h"
 #include "models/bert_internal.h"
 #include "models/encoder_common.h"
+#include "models/model_internal.h"
 
 /* In brg_bert_task order. */
 static const char *const architectures[] = {"BertForMaskedLM", "BertForSequenceClassification",
@@ -44,21 +45,10 @@ void brg_bert_config_default(brg_bert_config *c, brg_bert_task task) {
 }
 
 static brg_status parse_task(const cJSON *j, const char *ctx, brg_bert_task *task) {
-    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(j, "architectures");
-    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
-    *task = BRG_BERT_MASKED_LM;
-    if (!first) return BRG_OK;
-    if (!cJSON_IsString(first)) return brg_error(BRG_ERR_FORMAT, "%s: architectures[0] must be a string", ctx);
-    for (int t = 0; t < N_TASKS; t++)
-        if (strcmp(first->valuestring, architectures[t]) == 0) {
-            *task = (brg_bert_task)t;
-            return BRG_OK;
-        }
-    return brg_error(BRG_ERR_UNSUPPORTED,
-                     "%s: architecture '%s' is not supported (BertModel, BertForMaskedLM, "
-                     "BertForSequenceClassification, BertForQuestionAnswering, BertForTokenClassification, "
-                     "BertForMultipleChoice, BertForPreTraining)",
-                     ctx, first->valuestring);
+    int t;
+    BRG_TRY(model_parse_architecture(j, ctx, architectures, N_TASKS, &t));
+    *task = (brg_bert_task)t;
+    return BRG_OK;
 }
 
 /* Fields that change the computation in ways brigade does not implement. */

@@ -9,6 +9,7 @@
 
 #include "io/json.h"
 #include "models/encoder_common.h"
+#include "models/model_internal.h"
 #include "models/gpt2_internal.h"
 
 /* In brg_gpt2_task order. */
@@ -45,20 +46,10 @@ void brg_gpt2_config_default(brg_gpt2_config *c) {
 }
 
 static brg_status parse_task(const cJSON *j, const char *ctx, brg_gpt2_task *task) {
-    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(j, "architectures");
-    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
-    *task = BRG_GPT2_LM_HEAD;
-    if (!first) return BRG_OK;
-    if (!cJSON_IsString(first)) return brg_error(BRG_ERR_FORMAT, "%s: architectures[0] must be a string", ctx);
-    for (int t = 0; t < N_TASKS; t++)
-        if (strcmp(first->valuestring, architectures[t]) == 0) {
-            *task = (brg_gpt2_task)t;
-            return BRG_OK;
-        }
-    return brg_error(BRG_ERR_UNSUPPORTED,
-                     "%s: architecture '%s' is not supported (GPT2LMHeadModel, GPT2Model, "
-                     "GPT2ForSequenceClassification, GPT2ForTokenClassification)",
-                     ctx, first->valuestring);
+    int t;
+    BRG_TRY(model_parse_architecture(j, ctx, architectures, N_TASKS, &t));
+    *task = (brg_gpt2_task)t;
+    return BRG_OK;
 }
 
 static brg_status parse_optional_int(const cJSON *j, const char *ctx, const char *key, int64_t *out) {

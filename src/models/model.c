@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "brigade/rng.h"
+#include "models/model_internal.h"
 #include "brigade/safetensors.h"
 
 static brg_status grow(void **arr, int count, int *cap, size_t elem) {
@@ -155,7 +156,7 @@ static const char *checkpoint_name_for(const brg_checkpoint *ckpt, const char *n
     return NULL;
 }
 
-static brg_status load_param(brg_param *p, const brg_checkpoint *ckpt, const char *stored) {
+brg_status model_load_param(brg_param *p, const brg_checkpoint *ckpt, const char *stored) {
     brg_tensor src;
     BRG_TRY(brg_checkpoint_get(ckpt, stored, &src));
     if (!brg_tensor_same_shape(&src, p->tensor)) {
@@ -202,7 +203,7 @@ brg_status brg_model_load_weights(brg_model *m, const brg_checkpoint *ckpt, cons
         brg_param *p = &m->params[i];
         const char *stored = checkpoint_name_for(ckpt, p->name, base_prefix);
         if (!stored) return brg_error(BRG_ERR_FORMAT, "the checkpoint has no tensor '%s'", p->name);
-        BRG_TRY(load_param(p, ckpt, stored));
+        BRG_TRY(model_load_param(p, ckpt, stored));
     }
     return BRG_OK;
 }
@@ -286,4 +287,22 @@ brg_status brg_model_forward_blocks(brg_model *m, int first, int last, brg_tape 
 
 brg_status brg_model_forward(brg_model *m, brg_tape *tape, brg_bundle *bundle) {
     return brg_model_forward_blocks(m, 0, m->n_blocks - 1, tape, bundle);
+}
+
+brg_status model_parse_architecture(const cJSON *j, const char *ctx, const char *const *names, int n, int *index) {
+    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(j, "architectures");
+    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
+    *index = 0;
+    if (!first) return BRG_OK;
+    if (!cJSON_IsString(first)) return brg_error(BRG_ERR_FORMAT, "%s: architectures[0] must be a string", ctx);
+    char known[1024] = "";
+    for (int t = 0; t < n; t++) {
+        if (strcmp(first->valuestring, names[t]) == 0) {
+            *index = t;
+            return BRG_OK;
+        }
+        size_t used = strlen(known);
+        snprintf(known + used, sizeof known - used, "%s%s", t ? ", " : "", names[t]);
+    }
+    return brg_error(BRG_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (%s)", ctx, first->valuestring, known);
 }

@@ -7,6 +7,7 @@
 
 #include "brigade/model.h"
 #include "brigade/rng.h"
+#include "models/model_internal.h"
 
 static bool has_suffix(const char *s, const char *suffix) {
     size_t ls = strlen(s), lx = strlen(suffix);
@@ -60,19 +61,6 @@ static brg_status stored_name(const brg_checkpoint *ckpt, const char *name, cons
     memcpy(buf, c[found], sizeof c[found]);
     *out = buf;
     return BRG_OK;
-}
-
-static brg_status load_one(brg_param *p, const brg_checkpoint *ckpt, const char *stored) {
-    brg_tensor src;
-    BRG_TRY(brg_checkpoint_get(ckpt, stored, &src));
-    if (!brg_tensor_same_shape(&src, p->tensor)) {
-        char a[128], b[128];
-        return brg_error(BRG_ERR_FORMAT, "tensor %s has shape %s in the checkpoint, the config implies %s", stored,
-                         brg_shape_str(&src, a, sizeof a), brg_shape_str(p->tensor, b, sizeof b));
-    }
-    if (src.dtype != BRG_DTYPE_F32 && src.dtype != BRG_DTYPE_F16 && src.dtype != BRG_DTYPE_BF16)
-        return brg_error(BRG_ERR_FORMAT, "tensor %s is %s, expected a float type", stored, brg_dtype_name(src.dtype));
-    return brg_tensor_copy(p->tensor, &src);
 }
 
 /* One stderr line listing names, in the words transformers uses. */
@@ -153,7 +141,7 @@ brg_status brg_model_load_pretrained(brg_model *m, const brg_checkpoint *ckpt, c
         const char *stored = NULL;
         char buf[2 * BRG_NAME_MAX];
         st = stored_name(ckpt, m->params[i].name, o->base_prefix, buf, &stored);
-        if (st == BRG_OK && stored) st = load_one(&m->params[i], ckpt, stored);
+        if (st == BRG_OK && stored) st = model_load_param(&m->params[i], ckpt, stored);
         missing[i] = !stored;
     }
     if (st == BRG_OK) st = fill_missing(m, missing, source, o);
