@@ -32,6 +32,20 @@ awk '{ sub(/^[^[]*\[/, ""); sub(/\].*$/, ""); k = split($0, x, ","); s = 0; for 
 "$brigade" embed --model "$fix/embed_mean" <"$fix/embed_mean/sentences.txt" | cmp -s - "$tmp/embed_mean.jsonl" && ok ||
   bad "stdin and --input differ"
 
+# A plain model folder (no modules.json) is mean-pooled without normalising, as sentence-transformers
+# does with one: normalised here, it gives embed_mean's expected vectors.
+mkdir -p "$tmp/plain"
+cp "$fix/embed_mean/config.json" "$fix/embed_mean/model.safetensors" "$fix/embed_mean/tokenizer.json" "$tmp/plain/"
+cp "$fix/embed_mean/sentence_bert_config.json" "$tmp/plain/"
+"$brigade" embed --model "$tmp/plain" --input "$fix/embed_mean/sentences.txt" >"$tmp/plain.jsonl" || bad "plain folder"
+awk '{ sub(/^[^[]*\[/, ""); sub(/\].*$/, ""); k = split($0, x, ","); s = 0; for (i = 1; i <= k; i++) s += x[i] * x[i]
+       s = sqrt(s); line = "{\"embedding\": ["; for (i = 1; i <= k; i++) line = line (i > 1 ? ", " : "") x[i] / s
+       print line "]}" }' "$tmp/plain.jsonl" >"$tmp/plain-norm.jsonl"
+d=$(max_diff "$fix/embed_mean/expected.jsonl" "$tmp/plain-norm.jsonl")
+[[ $d != lines ]] && awk -v d="$d" 'BEGIN { exit !(d <= 1e-5) }' && ok || bad "plain folder: max difference $d after normalising"
+awk '{ sub(/^[^[]*\[/, ""); sub(/\].*$/, ""); k = split($0, x, ","); s = 0; for (i = 1; i <= k; i++) s += x[i] * x[i]
+       if (s > 0.99 && s < 1.01) exit 1 }' "$tmp/plain.jsonl" && ok || bad "plain folder: normalised without a Normalize module"
+
 printf 'fine\n\xff\xfe bad bytes\n' >"$tmp/bad.txt"
 expect_fail bad-utf8 1 "line 2" "$brigade" embed --model "$fix/embed_mean" --input "$tmp/bad.txt"
 expect_fail batch-size 2 "--batch-size 0 is not in [1, 64]" "$brigade" embed --model "$fix/embed_mean" --batch-size 0
@@ -40,6 +54,21 @@ mkdir -p "$tmp/twopool"
 cp -r "$fix/embed_mean/." "$tmp/twopool/"
 sed -i 's/"pooling_mode_cls_token": false/"pooling_mode_cls_token": true/' "$tmp/twopool/1_Pooling/config.json"
 expect_fail two-modes 1 "2 pooling modes are on" "$brigade" embed --model "$tmp/twopool" --input "$fix/embed_mean/sentences.txt"
+# Modules and modes brigade does not implement are named, never silently skipped.
+mkdir -p "$tmp/weighted" "$tmp/dense" "$tmp/nolist"
+cp -r "$fix/embed_mean/." "$tmp/weighted/"
+sed -i 's/"pooling_mode_mean_tokens": true/"pooling_mode_mean_tokens": false, "pooling_mode_weightedmean_tokens": true/' \
+  "$tmp/weighted/1_Pooling/config.json"
+expect_fail weighted-mean 1 "pooling_mode_weightedmean_tokens is not supported" "$brigade" embed --model "$tmp/weighted" \
+  --input "$fix/embed_mean/sentences.txt"
+cp -r "$fix/embed_mean/." "$tmp/dense/"
+sed -i 's/sentence_transformers.models.Normalize/sentence_transformers.models.Dense/' "$tmp/dense/modules.json"
+expect_fail dense-module 1 "module type sentence_transformers.models.Dense is not supported" "$brigade" embed \
+  --model "$tmp/dense" --input "$fix/embed_mean/sentences.txt"
+cp -r "$fix/embed_mean/." "$tmp/nolist/"
+echo '{"not": "a list"}' >"$tmp/nolist/modules.json"
+expect_fail modules-not-list 1 "expected a list of modules" "$brigade" embed --model "$tmp/nolist" \
+  --input "$fix/embed_mean/sentences.txt"
 # A head model gives logits, not hidden states, to pool.
 mkdir -p "$tmp/head"
 cp -r "$fix/embed_mean/." "$tmp/head/"

@@ -27,7 +27,7 @@ typedef struct brg_sentence_config {
 /* Reads DIR/modules.json (a Transformer module at the folder's root, then Pooling and optional
  * Normalize), DIR/<pooling path>/config.json and DIR/sentence_bert_config.json. A folder without
  * modules.json is a plain transformers model: mean pooling, no normalisation (what
- * sentence-transformers does with one). One pooling mode only; unknown module types are an
+ * sentence-transformers does with one); its sentence_bert_config.json is read if it has one. One pooling mode only; unknown module types are an
  * error naming them. */
 brg_status brg_sentence_config_load(const char *dir, brg_sentence_config *out);
 

@@ -77,10 +77,20 @@ static brg_status parse_module(const char *dir, const cJSON *m, brg_sentence_con
     return st;
 }
 
+/* sentence_bert_config.json's max_seq_length, when the folder has one. */
+static brg_status load_max_seq_length(const char *dir, brg_sentence_config *out) {
+    if (!exists_in(dir, "sentence_bert_config.json")) return BRG_OK;
+    cJSON *sb = NULL;
+    brg_status st = load_json_in(dir, "", "sentence_bert_config.json", &sb);
+    if (st == BRG_OK) st = brg_json_get_int(sb, "sentence_bert_config.json", "max_seq_length", false, 0, &out->max_seq_length);
+    cJSON_Delete(sb);
+    return st;
+}
+
 brg_status brg_sentence_config_load(const char *dir, brg_sentence_config *out) {
     memset(out, 0, sizeof *out);
     out->pooling = BRG_POOLING_MEAN;
-    if (!exists_in(dir, "modules.json")) return BRG_OK;
+    if (!exists_in(dir, "modules.json")) return load_max_seq_length(dir, out);
     cJSON *mods = NULL;
     BRG_TRY(load_json_in(dir, "", "modules.json", &mods));
     brg_status st = cJSON_IsArray(mods) ? BRG_OK : brg_error(BRG_ERR_FORMAT, "%s/modules.json: expected a list of modules", dir);
@@ -94,13 +104,7 @@ brg_status brg_sentence_config_load(const char *dir, brg_sentence_config *out) {
     cJSON_Delete(mods);
     if (st == BRG_OK && pooling != 1)
         st = brg_error(BRG_ERR_UNSUPPORTED, "%s/modules.json: %d Pooling modules; brigade needs exactly one", dir, pooling);
-    if (st == BRG_OK && exists_in(dir, "sentence_bert_config.json")) {
-        cJSON *sb = NULL;
-        st = load_json_in(dir, "", "sentence_bert_config.json", &sb);
-        if (st == BRG_OK) st = brg_json_get_int(sb, "sentence_bert_config.json", "max_seq_length", false, 0, &out->max_seq_length);
-        cJSON_Delete(sb);
-    }
-    return st;
+    return st == BRG_OK ? load_max_seq_length(dir, out) : st;
 }
 
 /* ---- pooling ---- */
