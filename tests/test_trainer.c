@@ -206,6 +206,16 @@ static void test_checkpoint_folders(const brg_dataset *d) {
     CHECK_MSG(system(find) != 0, "a temporary checkpoint folder was left in %s", out);
     CHECK_OK(brg_ckpt_dir_check(ckpt));
 
+    /* Resumed at its last step, a run saves that step's checkpoint again: the old folder is
+     * replaced whole, and what is left is complete. */
+    base_options(&o, &a);
+    o.micro_batch = 2, o.output_dir = out, o.resume_dir = out, o.save_total_limit = 2;
+    brg_model *again = tiny_gpt2();
+    CHECK_OK(brg_train(again, d, &o, NULL));
+    brg_model_destroy(again);
+    CHECK_OK(brg_ckpt_dir_check(ckpt));
+    CHECK_MSG(system(find) != 0, "a temporary or an old copy was left in %s", out);
+
     /* A mixed set: checkpoint-10's trainer state from checkpoint-9. */
     char cp[2300];
     snprintf(cp, sizeof cp, "cp '%s/checkpoint-9/trainer_state.json' '%s/trainer_state.json'", out, ckpt);
