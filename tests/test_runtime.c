@@ -196,6 +196,19 @@ static void check_recomputation(brg_model *m, const data *d, const result *singl
     free_result(m, &recomputed);
 }
 
+/* The host model holds no gradients of its own while devices train (they would double the
+ * memory of a run); brg_model_zero_grad gives every parameter a cleared one on request. */
+static void check_host_gradients_lazy(brg_model *m) {
+    for (int p = 0; p < m->n_params; p++) CHECK(m->params[p].tensor->grad == NULL);
+    brg_model *fresh = tiny_gpt2();
+    CHECK_OK(brg_model_zero_grad(fresh));
+    for (int p = 0; p < fresh->n_params; p++) {
+        const brg_tensor *t = fresh->params[p].tensor;
+        CHECK(t->grad != NULL && test_max_abs(t->grad, (long)brg_tensor_numel(t)) == 0.0);
+    }
+    brg_model_destroy(fresh);
+}
+
 int main(void) {
     brg_model *m = tiny_gpt2();
     data d;
@@ -218,6 +231,7 @@ int main(void) {
     check_inference(m, &d);
     check_zero_between_runs(m, &d, 1, ONE);
     check_zero_between_runs(m, &d, 2, TWO);
+    check_host_gradients_lazy(m);
     free_result(m, &single);
     brg_model_destroy(m);
     return test_finish();

@@ -193,7 +193,9 @@ brg_status brg_model_save(const brg_model *m, const char *dir);
 /* The model's count for a batch (zeros when it has no labels). */
 brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch);
 
-void brg_model_zero_grad(brg_model *m);
+/* Every parameter's gradient, allocated if no backward has made it yet, set to zero (host-side
+ * training; the runtime's devices keep their own gradients). */
+brg_status brg_model_zero_grad(brg_model *m);
 int64_t brg_model_num_parameters(const brg_model *m);
 
 /* Runs blocks [first, last] on the bundle. */

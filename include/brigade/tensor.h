@@ -39,8 +39,12 @@ typedef struct brg_tensor {
     int64_t stride[BRG_MAX_DIMS]; /* in elements */
     void *data;
     /* Gradient (F32, contiguous, same shape) for tensors that take part in backward; NULL until
-     * allocated. Parameters get theirs once; activations get theirs from the tape's arena. */
+     * allocated (by the first backward that reaches the tensor, or brg_tensor_ensure_grad). */
     float *grad;
+    /* Where that first backward allocates the gradient: a parameter's model arena, so that it
+     * outlives the tape (a model that only runs forward never pays for gradients); NULL: the
+     * tape's arena, as for activations. */
+    brg_arena *grad_arena;
     /* The gradient is zero but its buffer was not cleared (brg_runtime_zero_grads defers the
      * clearing): the first backward write overwrites it instead of adding, brg_tape_grad clears
      * it for the ops that add, and brg_tensor_settle_grad clears it if nothing wrote. */

@@ -63,7 +63,7 @@ void *brg_tape_record(brg_tape *tape, brg_backward_fn fn, size_t ctx_size) {
 
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
     if (!t || !t->requires_grad) return NULL;
-    if (!t->grad && brg_tensor_ensure_grad(tape->arena, t) != BRG_OK) {
+    if (!t->grad && brg_tensor_ensure_grad(t->grad_arena ? t->grad_arena : tape->arena, t) != BRG_OK) {
         *status = BRG_ERR_OOM;
         return NULL;
     }
@@ -74,7 +74,7 @@ float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
 float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status) {
     *overwrite = false;
     if (!t || !t->requires_grad) return NULL;
-    if (!t->grad && brg_tensor_ensure_grad(tape->arena, t) != BRG_OK) {
+    if (!t->grad && brg_tensor_ensure_grad(t->grad_arena ? t->grad_arena : tape->arena, t) != BRG_OK) {
         *status = BRG_ERR_OOM;
         return NULL;
     }

@@ -129,6 +129,7 @@ brg_status brg_tensor_view_transpose(const brg_tensor *t, int d0, int d1, brg_te
         return brg_error(BRG_ERR_INVALID_ARG, "transpose dims %d,%d of a %d-d tensor", d0, d1, t->ndim);
     *out = *t;
     out->grad = NULL;
+    out->grad_arena = NULL;
     out->grad_zero_pending = false;
     out->shape[d0] = t->shape[d1];
     out->shape[d1] = t->shape[d0];
@@ -143,6 +144,7 @@ brg_status brg_tensor_view_slice(const brg_tensor *t, int dim, int64_t start, in
                          (long long)(start + len), dim);
     *out = *t;
     out->grad = NULL;
+    out->grad_arena = NULL;
     out->shape[dim] = len;
     out->data = (char *)t->data + (size_t)(start * t->stride[dim]) * brg_dtype_size(t->dtype);
     return BRG_OK;

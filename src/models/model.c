@@ -77,7 +77,7 @@ brg_status brg_model_add_param(brg_model *m, const char *name, int ndim, const i
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "%s", name);
     BRG_TRY(brg_tensor_new(m->arena, BRG_DTYPE_F32, ndim, shape, p->name, &p->tensor));
-    BRG_TRY(brg_tensor_ensure_grad(m->arena, p->tensor));
+    p->tensor->grad_arena = m->arena; /* the gradient comes with the first backward */
     p->tensor->requires_grad = true;
     p->block = m->n_blocks - 1;
     p->init = init;
@@ -261,11 +261,14 @@ brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *
     return m->ops->count_loss_items(m, batch);
 }
 
-void brg_model_zero_grad(brg_model *m) {
+brg_status brg_model_zero_grad(brg_model *m) {
     for (int i = 0; i < m->n_params; i++) {
-        memset(m->params[i].tensor->grad, 0, (size_t)brg_tensor_numel(m->params[i].tensor) * sizeof(float));
-        m->params[i].tensor->grad_zero_pending = false;
+        brg_tensor *t = m->params[i].tensor;
+        if (!t->grad) BRG_TRY(brg_tensor_ensure_grad(m->arena, t));
+        memset(t->grad, 0, (size_t)brg_tensor_numel(t) * sizeof(float));
+        t->grad_zero_pending = false;
     }
+    return BRG_OK;
 }
 
 int64_t brg_model_num_parameters(const brg_model *m) {
