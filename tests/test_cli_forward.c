@@ -7,7 +7,7 @@ static const char *const fixtures[] = {"gpt2_mask",  "bert_mlm",         "bert_c
                                        "bert_multilabel", "bert_qa",    "vit_cls",         "t5_relu_tied",
                                        "t5_gated_untied", "bert_base",  "bert_base_nopool", "bert_token",
                                        "gpt2_base",  "gpt2_seqcls",      "gpt2_seqcls_regression", "gpt2_token",
-                                       "bert_choice"};
+                                       "bert_choice",     "vit_base",  "t5_encoder",       "t5_encoder_gated"};
 static const char *const output_names[] = {"logits", "start_logits", "end_logits", "last_hidden_state", "pooler_output",
                                            "loss"};
 

@@ -242,8 +242,11 @@ static void test_config_errors(void) {
                        "\"num_attention_heads\": 2}",
                        true));
     CHECK_ERR(load_json("{\"image_size\": [32], \"patch_size\": 16}", true), BRG_ERR_FORMAT, "image_size must be");
-    CHECK_ERR(load_json("{\"architectures\": [\"ViTModel\"]}", true), BRG_ERR_UNSUPPORTED,
-              "'ViTModel' is not supported");
+    CHECK_ERR(load_json("{\"architectures\": [\"ViTForMaskedImageModeling\"]}", true), BRG_ERR_UNSUPPORTED,
+              "'ViTForMaskedImageModeling' is not supported");
+    CHECK_ERR(load_json("{\"architectures\": [\"ViTModel\"], \"pooler_act\": \"mish\"}", true),
+              BRG_ERR_UNSUPPORTED, "pooler_act 'mish' is not supported");
+    CHECK_OK(load_json("{\"architectures\": [\"ViTForImageClassification\"], \"pooler_act\": \"mish\"}", true));
     CHECK_ERR(load_json("{\"num_labels\": 0}", true), BRG_ERR_INVALID_ARG, "num_labels must be at least 1");
 }
 

@@ -1,9 +1,10 @@
 /* T5 against transformers: logits, loss and every parameter gradient from fixtures that
- * tools/t5_fixtures.py wrote; then the model saved by brigade loads back with the same logits.
- * With arguments, checks those fixture folders instead (make parity passes freshly generated
- * ones). */
+ * tools/t5_fixtures.py wrote (T5EncoderModel: last_hidden_state and the gradients of
+ * sum(last_hidden_state x cotangent)); then the model saved by brigade loads back with the same
+ * outputs. With arguments, checks those fixture folders instead (make parity passes freshly
+ * generated ones). */
+#include "base_parity.h"
 #include "brigade/t5.h"
-#include "parity_util.h"
 
 /* Integer inputs as the blocks take them (I32, range-checked); masks as F32. */
 static brg_tensor *ids_input(brg_arena *a, const brg_safetensors *exp, const char *name, int64_t vocab,
@@ -45,7 +46,7 @@ static void check_round_trip(brg_model *m, const brg_safetensors *exp, const brg
     const brg_t5_config *c0 = m->config, *c1 = again->config;
     CHECK_MSG(c0->tie_word_embeddings == c1->tie_word_embeddings &&
                   c0->scale_decoder_outputs == c1->scale_decoder_outputs && c0->is_gated_act == c1->is_gated_act &&
-                  c0->act == c1->act && again->n_params == m->n_params,
+                  c0->act == c1->act && c0->task == c1->task && again->n_params == m->n_params,
               "%s: the saved model reads back differently", dir);
     brg_arena *a;
     CHECK_OK(brg_arena_create("round trip", 0, &a));
@@ -61,6 +62,22 @@ static void check_round_trip(brg_model *m, const brg_safetensors *exp, const brg
     brg_model_destroy(again);
 }
 
+/* T5EncoderModel: its output and the gradients of sum(output x cotangent) (its fixture "loss"). */
+static void check_encoder(brg_model *m, brg_tape *tape, brg_bundle *b, const brg_safetensors *exp, brg_arena *a,
+                          const char *dir) {
+    double got = bp_backward_cotangents(m, tape, b, exp, a, dir);
+    bp_compare_outputs(m, b, exp, a, dir);
+    brg_tensor loss, hidden;
+    CHECK_OK(brg_safetensors_get(exp, "loss", &loss));
+    double ref = brg_tensor_get(&loss, 0);
+    CHECK_MSG(fabs(ref - got) <= LOSS_TOL * fmax(1.0, fabs(ref)), "%s: sum(output x cotangent) %.8f vs %.8f", dir,
+              got, ref);
+    printf("%s: sum(output x cotangent) %.7f (transformers %.7f)\n", dir, got, ref);
+    parity_compare_grads(m, exp, dir, 0, NULL);
+    CHECK_OK(brg_safetensors_get(exp, "last_hidden_state", &hidden));
+    check_round_trip(m, exp, &hidden, dir);
+}
+
 static void check_fixture(const char *dir) {
     brg_model *m = NULL;
     CHECK_OK(brg_t5_load_dir(dir, &m));
@@ -74,23 +91,26 @@ static void check_fixture(const char *dir) {
     CHECK_OK(brg_arena_create("device 0", 0, &a));
     brg_bundle b;
     fill_bundle(m, a, exp, &b);
-    brg_tensor logits;
-    CHECK_OK(brg_safetensors_get(exp, "logits", &logits));
     brg_tape *tape;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_model_zero_grad(m);
     CHECK_OK(brg_model_forward(m, tape, &b));
-    if (b.loss) {
+    bool encoder = bp_has_cotangents(exp);
+    if (encoder) CHECK(strcmp(m->ops->architecture, "T5EncoderModel") == 0);
+    if (encoder && b.logits) check_encoder(m, tape, &b, exp, a, dir);
+    brg_tensor logits;
+    if (!encoder) CHECK_OK(brg_safetensors_get(exp, "logits", &logits));
+    if (!encoder && b.loss) {
         CHECK_OK(brg_tape_backward(tape, b.loss));
         parity_check_logits_loss(dir, exp, &b);
         parity_compare_grads(m, exp, dir, 0, NULL);
         check_round_trip(m, exp, &logits, dir);
     }
-    CHECK_MSG(b.loss != NULL, "%s: no loss", dir);
+    CHECK_MSG(encoder || b.loss != NULL, "%s: no loss", dir);
     brg_tape_destroy(tape);
     brg_arena_destroy(a);
     brg_safetensors_close(exp);
     brg_model_destroy(m);
 }
 
-int main(int argc, char **argv) { return parity_main(argc, argv, "tests/fixtures/t5_*", 2, check_fixture); }
+int main(int argc, char **argv) { return parity_main(argc, argv, "tests/fixtures/t5_*", 4, check_fixture); }

@@ -23,6 +23,8 @@ Kinds (the committed folder of each):
                    outputs prediction_logits and seq_relationship_logits
   vit_cls          ViTForImageClassification: pixel_values [B, 3, H, W], labels int [B]
   vit_regression   ViTForImageClassification, num_labels 1, qkv_bias false, image_size [h, w]
+  vit_base         ViTModel (with its pooler, pooler_output_size != hidden_size): outputs
+                   last_hidden_state and pooler_output, the same "loss" as bert_base
 
 Gradients are of the loss transformers returns, computed by autograd in float32, eval mode
 (dropout off), eager attention. For the tied masked-LM decoder the word-embedding gradient is the sum
@@ -53,8 +55,8 @@ from fixture_common import (run_cli, check_probes, save_expected, load_checked, 
 PERTURB_STD = 0.1
 BERT_KINDS = ("bert_mlm", "bert_cls", "bert_regression", "bert_multilabel", "bert_qa", "bert_base",
               "bert_base_nopool", "bert_token", "bert_choice", "bert_pretraining")
-BASE_KINDS = ("bert_base", "bert_base_nopool")
-VIT_KINDS = ("vit_cls", "vit_regression")
+BASE_KINDS = ("bert_base", "bert_base_nopool", "vit_base")
+VIT_KINDS = ("vit_cls", "vit_regression", "vit_base")
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh")
 
 
@@ -86,6 +88,8 @@ class FixtureSpec:
     patch_size: int = 4
     num_channels: int = 3
     qkv_bias: bool = True
+    pooler_output_size: int = 0  # ViTModel; 0: hidden_size
+    pooler_act: str = "tanh"
 
 
 def committed_specs():
@@ -119,6 +123,9 @@ def committed_specs():
         FixtureSpec(name="vit_regression", kind="vit_regression", seed=2007, layers=1, hidden=16, heads=2,
                     intermediate=24, batch=2, image_size=[8, 12], patch_size=4, num_labels=1, qkv_bias=False,
                     num_channels=2, hidden_act="gelu_new"),
+        FixtureSpec(name="vit_base", kind="vit_base", seed=2013, layers=2, hidden=16, heads=2, intermediate=24,
+                    batch=4, image_size=[8, 12], patch_size=4, hidden_act="gelu_pytorch_tanh",
+                    pooler_output_size=12),
     ]
 
 
@@ -148,6 +155,9 @@ def random_spec(rng, name, seed):
         spec.num_channels = rng.randint(1, 3)
         spec.qkv_bias = rng.random() < 0.5
         spec.num_labels = 1 if kind == "vit_regression" else rng.randint(2, 5)
+        if kind == "vit_base":
+            spec.pooler_output_size = rng.choice((0, rng.randint(4, 20)))
+            spec.pooler_act = rng.choice(("tanh", "relu", "gelu", "gelu_new"))
     return spec
 
 
@@ -181,8 +191,9 @@ def make_model(spec):
             intermediate_size=spec.intermediate, hidden_act=spec.hidden_act, image_size=spec.image_size,
             patch_size=spec.patch_size, num_channels=spec.num_channels, qkv_bias=spec.qkv_bias,
             initializer_range=spec.initializer_range, layer_norm_eps=spec.layer_norm_eps,
-            num_labels=spec.num_labels, attn_implementation="eager")
-        cls = transformers.ViTForImageClassification
+            num_labels=spec.num_labels, pooler_output_size=spec.pooler_output_size or None,
+            pooler_act=spec.pooler_act, attn_implementation="eager")
+        cls = transformers.ViTModel if spec.kind == "vit_base" else transformers.ViTForImageClassification
     return cls(config).to(torch.float32)
 
 
@@ -244,6 +255,8 @@ def make_inputs(spec, generator):
     if spec.kind.startswith("vit"):
         size = spec.image_size if isinstance(spec.image_size, list) else [spec.image_size] * 2
         pixels = torch.randn((spec.batch, spec.num_channels, *size), generator=generator)
+        if spec.kind == "vit_base":
+            return {"pixel_values": pixels}
         if spec.kind == "vit_regression":
             labels = torch.randn((spec.batch,), generator=generator)
         else:
@@ -413,8 +426,9 @@ def probe_entries(expected, mapping):
         if name in mapping:
             probes.append((name, (0, 2)))
     if "pixel_values" in expected:
-        probes += [("vit.embeddings.patch_embeddings.projection.weight", (1, 0, 1, 1)),
-                   ("vit.embeddings.cls_token", (0, 0, 1))]
+        prefix = "" if "embeddings.cls_token" in mapping else "vit."  # ViTModel's names have none
+        probes += [(prefix + "embeddings.patch_embeddings.projection.weight", (1, 0, 1, 1)),
+                   (prefix + "embeddings.cls_token", (0, 0, 1))]
     return probes
 
 

@@ -1,5 +1,5 @@
-"""Reference fixtures for brigade's T5: random-init T5ForConditionalGeneration models, their outputs
-and gradients.
+"""Reference fixtures for brigade's T5: random-init T5ForConditionalGeneration and T5EncoderModel
+models, their outputs and gradients.
 
 Each fixture is one folder:
   config.json, model.safetensors   written by save_pretrained (a tied lm_head is not stored)
@@ -13,6 +13,11 @@ mode (dropout off), eager attention. `grad.shared.weight` sums every use of the 
 
 Without decoder_input_ids the decoder inputs are the labels shifted right (decoder_start_token_id
 first, -100 replaced by pad_token_id), as transformers derives them.
+
+An encoder fixture (t5_encoder*) is a T5EncoderModel: expected.safetensors holds input_ids,
+[attention_mask], last_hidden_state, a random cotangent.last_hidden_state and, as the model has no
+loss, "loss" = sum(last_hidden_state * cotangent.last_hidden_state) with grad.<name> its gradients.
+Its config.json is what save_pretrained writes for T5EncoderModel (is_encoder_decoder false).
 
 An untied fixture is T5 v1.1 style: a separate lm_head.weight in the checkpoint and no rescaling
 of the decoder output. transformers 5 always ties at construction, so the head is untied by hand;
@@ -38,7 +43,7 @@ import types
 
 import torch
 from torch import nn
-from transformers import T5Config, T5ForConditionalGeneration
+from transformers import T5Config, T5EncoderModel, T5ForConditionalGeneration
 from transformers.models.t5.modeling_t5 import T5LayerNorm
 from fixture_common import (perturb_parameters, run_cli, check_probes, saved_tensor_names,
                             drop_generation_config, forward_backward, save_expected, load_checked,
@@ -74,6 +79,7 @@ class FixtureSpec:
     dec_padding: bool
     layer_norm_epsilon: float = 1e-6
     initializer_factor: float = 1.0
+    encoder_only: bool = False  # T5EncoderModel (the decoder fields are then unused)
 
 
 def committed_specs():
@@ -87,6 +93,15 @@ def committed_specs():
                     num_heads=4, d_ff=24, vocab_size=36, num_buckets=10, max_distance=9,
                     feed_forward_proj="gated-gelu", tied=False, batch=2, enc_seq=11, dec_seq=12,
                     enc_padding=False, give_decoder_inputs=True, dec_padding=True, layer_norm_epsilon=1e-5),
+        FixtureSpec(name="t5_encoder", seed=2003, num_layers=2, num_decoder_layers=2, d_model=16, d_kv=4,
+                    num_heads=3, d_ff=24, vocab_size=33, num_buckets=8, max_distance=10,
+                    feed_forward_proj="relu", tied=True, batch=4, enc_seq=9, dec_seq=1,
+                    enc_padding=True, give_decoder_inputs=False, dec_padding=False, encoder_only=True),
+        FixtureSpec(name="t5_encoder_gated", seed=2004, num_layers=3, num_decoder_layers=1, d_model=12, d_kv=4,
+                    num_heads=2, d_ff=20, vocab_size=29, num_buckets=6, max_distance=7,
+                    feed_forward_proj="gated-gelu", tied=True, batch=2, enc_seq=10, dec_seq=1,
+                    enc_padding=False, give_decoder_inputs=False, dec_padding=False, layer_norm_epsilon=1e-5,
+                    encoder_only=True),
     ]
 
 
@@ -114,6 +129,7 @@ def random_spec(rng, name, seed):
         give_decoder_inputs=rng.random() < 0.5,
         dec_padding=rng.random() < 0.5,
         layer_norm_epsilon=rng.choice((1e-6, 1e-5)),
+        encoder_only=rng.random() < 0.3,
     )
 
 
@@ -153,10 +169,12 @@ def untie_head(model):
 
 
 def build_model(spec):
-    """A float32 T5ForConditionalGeneration, initialized from spec.seed then perturbed, in eval mode."""
+    """A float32 T5ForConditionalGeneration (T5EncoderModel for encoder_only), initialized from
+    spec.seed then perturbed, in eval mode."""
     torch.manual_seed(spec.seed)
-    model = T5ForConditionalGeneration(make_config(spec)).to(torch.float32)
-    if not spec.tied:
+    cls = T5EncoderModel if spec.encoder_only else T5ForConditionalGeneration
+    model = cls(make_config(spec)).to(torch.float32)
+    if not spec.tied and not spec.encoder_only:
         untie_head(model)
     generator = torch.Generator().manual_seed(spec.seed + 1)
     perturb_parameters(model, generator, PERTURB_STD)
@@ -207,6 +225,8 @@ def make_inputs(spec, generator):
     inputs = {"input_ids": input_ids}
     if spec.enc_padding:
         inputs["attention_mask"] = enc_valid.to(torch.int64)
+    if spec.encoder_only:
+        return {k: v.to(torch.int64) for k, v in inputs.items()}
     dec_valid = valid_positions(spec.batch, spec.dec_seq, spec.dec_padding, generator)
     targets = random_ids((spec.batch, spec.dec_seq), spec.vocab_size, generator)
     if spec.give_decoder_inputs:
@@ -231,12 +251,35 @@ def hub_v1_1_config(model_dir):
         f.write("\n")
 
 
+def encoder_forward_backward(model, inputs, cotangent, names):
+    """T5EncoderModel's last_hidden_state, sum(last_hidden_state * cotangent) and its gradients."""
+    model.zero_grad(set_to_none=True)
+    hidden = model(**inputs).last_hidden_state
+    loss = (hidden * cotangent.to(hidden.dtype)).sum()
+    loss.backward()
+    grads = {name: model.get_parameter(name).grad.detach().clone() for name in names}
+    return hidden.detach().clone(), loss.detach().clone(), grads
+
+
+def write_encoder_fixture(spec, model, out_dir):
+    """An encoder fixture's expected.safetensors (see the module docstring)."""
+    inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
+    generator = torch.Generator().manual_seed(spec.seed + 3)
+    cotangent = torch.randn((spec.batch, spec.enc_seq, spec.d_model), generator=generator)
+    hidden, loss, grads = encoder_forward_backward(model, inputs, cotangent, saved_tensor_names(out_dir))
+    inputs["cotangent.last_hidden_state"] = cotangent
+    save_expected(out_dir, inputs, {"last_hidden_state": hidden}, loss, grads, {"seed": str(spec.seed)})
+    return out_dir
+
+
 def write_fixture(spec, out_root):
     """Build, save and run one fixture into out_root/spec.name; return the folder path."""
     out_dir = os.path.join(out_root, spec.name)
     model = build_model(spec)
     model.save_pretrained(out_dir)
     drop_generation_config(out_dir)
+    if spec.encoder_only:
+        return write_encoder_fixture(spec, model, out_dir)
     if not spec.tied:
         hub_v1_1_config(out_dir)
     inputs = make_inputs(spec, torch.Generator().manual_seed(spec.seed + 2))
@@ -245,9 +288,16 @@ def write_fixture(spec, out_root):
     return out_dir
 
 
+def is_encoder_fixture(model_dir):
+    """Whether the folder holds a T5EncoderModel."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        return json.load(f)["architectures"][0] == "T5EncoderModel"
+
+
 def load_fixture_model(model_dir, dtype):
     """Reload a fixture model with transformers, failing on missing or unexpected tensors."""
-    return load_checked(T5ForConditionalGeneration, model_dir, dtype)
+    cls = T5EncoderModel if is_encoder_fixture(model_dir) else T5ForConditionalGeneration
+    return load_checked(cls, model_dir, dtype)
 
 
 INPUT_NAMES = ("input_ids", "attention_mask", "decoder_input_ids", "decoder_attention_mask", "labels")
@@ -264,10 +314,19 @@ def seq2seq_loss(logits, labels):
                                              ignore_index=-100)
 
 
+def encoder_inputs(expected):
+    """An encoder fixture's model inputs."""
+    return {k: expected[k] for k in ("input_ids", "attention_mask") if k in expected}
+
+
 def check_recompute(model_dir, expected):
     """Recompute in float32 from the saved folder; return a list of problems."""
     model = load_fixture_model(model_dir, torch.float32)
     names = saved_tensor_names(model_dir)
+    if is_encoder_fixture(model_dir):
+        hidden, loss, grads = encoder_forward_backward(model, encoder_inputs(expected),
+                                                       expected["cotangent.last_hidden_state"], names)
+        return recompute_problems(model_dir, expected, {"last_hidden_state": hidden}, loss, grads)
     logits, loss, grads = forward_backward(model, fixture_inputs(expected), names)
     problems = recompute_problems(model_dir, expected, {"logits": logits}, loss, grads)
     own = seq2seq_loss(expected["logits"].double(), expected["labels"]).item()
@@ -324,9 +383,24 @@ def float64_model(model_dir):
     return model
 
 
+def encoder_probe_entries(expected):
+    """An encoder fixture's probes: the shared embedding at an input token, the relative position
+    bias, a feed-forward weight and the final norm."""
+    ff = "wi_0" if "grad.encoder.block.0.layer.1.DenseReluDense.wi_0.weight" in expected else "wi"
+    return [("shared.weight", (int(expected["input_ids"][0, 0]), 1)),
+            ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", (1, 0)),
+            (f"encoder.block.0.layer.1.DenseReluDense.{ff}.weight", (0, 1)),
+            ("encoder.final_layer_norm.weight", (2,))]
+
+
 def check_finite_differences(model_dir, expected):
     """Compare stored float32 gradients with float64 central differences; return problems."""
     model = float64_model(model_dir)
+    if is_encoder_fixture(model_dir):
+        inputs, cotangent = encoder_inputs(expected), expected["cotangent.last_hidden_state"].double()
+        return check_probes(expected, encoder_probe_entries(expected), lambda name, index: central_difference(
+            model.get_parameter(name), index,
+            lambda: (model(**inputs).last_hidden_state * cotangent).sum().item(), 1e-6))
     inputs = fixture_inputs(expected)
     probes = probe_entries(expected, saved_tensor_names(model_dir))
     return check_probes(expected, probes, lambda name, index: central_difference(

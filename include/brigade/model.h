@@ -164,6 +164,9 @@ typedef struct brg_load_options {
     const char *const *ignore_suffixes;
     bool init_missing_head;
     uint64_t seed;
+    /* Tensors whose name contains one of these are skipped without a word as well (a model's
+     * _keys_to_ignore_on_load_unexpected: T5EncoderModel drops a full checkpoint's "decoder"). */
+    const char *const *ignore_containing;
 } brg_load_options;
 brg_status brg_model_load_pretrained(brg_model *m, const brg_checkpoint *ckpt, const char *source,
                                      const brg_load_options *opts);

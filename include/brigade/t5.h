@@ -1,4 +1,4 @@
-/* T5 (T5ForConditionalGeneration), t5 and t5 v1.1 variants.
+/* T5 (T5ForConditionalGeneration, and T5EncoderModel: its encoder alone), t5 and t5 v1.1 variants.
  *
  * Blocks, in order (Le = num_layers encoder layers, Ld = num_decoder_layers):
  *   0                  "encoder.embeddings"  BRG_BLOCK_EMBEDDINGS, layer -1
@@ -35,6 +35,11 @@
  * .weight"), so a stage holding only later layers gets its own copy and the runtime sums the
  * gradients of all copies.
  *
+ * T5EncoderModel has the encoder's blocks only (shared embedding, encoder.block.*, the final layer
+ * norm in the last of them) and a head with no parameters: its logits are last_hidden_state
+ * [B, Te, d_model], named so by brg_model_outputs. It reads input_ids and attention_mask, has no
+ * labels and no loss, and loads as from_pretrained does (see brg_t5_load_dir).
+ *
  * model->config points to a brg_t5_config. */
 #ifndef BRIGADE_T5_H
 #define BRIGADE_T5_H
@@ -56,6 +61,11 @@ typedef enum brg_t5_act {
 } brg_t5_act;
 
 #define BRG_T5_MAX_EOS 8
+
+typedef enum brg_t5_task {
+    BRG_T5_CONDITIONAL_GENERATION = 0, /* T5ForConditionalGeneration */
+    BRG_T5_ENCODER,                    /* T5EncoderModel */
+} brg_t5_task;
 
 typedef struct brg_t5_config {
     int64_t vocab_size, d_model, d_kv, d_ff, num_heads;
@@ -81,23 +91,29 @@ typedef struct brg_t5_config {
     int64_t eos_token_ids[BRG_T5_MAX_EOS];
     int n_eos;
     bool eos_is_list;
+    brg_t5_task task; /* from architectures[0]; T5ForConditionalGeneration when absent */
 } brg_t5_config;
 
 /* T5Config's defaults (t5-small). */
 void brg_t5_config_default(brg_t5_config *cfg);
 /* Reads config.json: missing fields take T5Config's defaults; feed_forward_proj is "{act}" or
- * "gated-{act}" with act relu, gelu, gelu_new, gelu_pytorch_tanh or gelu_fast. */
+ * "gated-{act}" with act relu, gelu, gelu_new, gelu_pytorch_tanh or gelu_fast. T5EncoderModel
+ * accepts is_encoder_decoder false (what transformers saves for it). */
 brg_status brg_t5_config_load(const char *path, brg_t5_config *cfg);
 brg_status brg_t5_config_validate(const brg_t5_config *cfg);
 
 /* Allocates parameters (zeroed) for `cfg`; brg_model_init_weights gives transformers' init. */
 brg_status brg_t5_create(const brg_t5_config *cfg, brg_model **out);
 
-/* Loads config.json and the weights of a T5ForConditionalGeneration folder. config.json keys
- * brigade does not interpret (task_specific_params, ...) are kept and written back on save. */
+/* Loads config.json and the weights of a T5ForConditionalGeneration or T5EncoderModel folder.
+ * config.json keys brigade does not interpret (task_specific_params, ...) are kept and written
+ * back on save. T5ForConditionalGeneration loads strictly; T5EncoderModel as from_pretrained
+ * does (see brg_load_options): a full checkpoint's decoder.* tensors skipped silently (as
+ * transformers' _keys_to_ignore_on_load_unexpected), any other unused tensor (an untied
+ * lm_head.weight) reported on stderr, a missing tensor an error. */
 brg_status brg_t5_load_dir(const char *dir, brg_model **out);
 
-/* Index of the first block of the decoder (1 + num_layers). */
+/* Index of the first block of the decoder (1 + num_layers; T5EncoderModel: its head). */
 int brg_t5_first_decoder_block(const brg_model *model);
 
 /* For planning (brg_model_arch's create_dir and block_cost): the model from config.json alone,

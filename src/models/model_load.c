@@ -14,9 +14,11 @@ static bool has_suffix(const char *s, const char *suffix) {
     return ls >= lx && strcmp(s + ls - lx, suffix) == 0;
 }
 
-static bool ignorable(const char *name, const char *const *ignore_suffixes) {
-    for (int i = 0; ignore_suffixes && ignore_suffixes[i]; i++)
-        if (has_suffix(name, ignore_suffixes[i])) return true;
+static bool ignorable(const char *name, const brg_load_options *o) {
+    for (int i = 0; o->ignore_suffixes && o->ignore_suffixes[i]; i++)
+        if (has_suffix(name, o->ignore_suffixes[i])) return true;
+    for (int i = 0; o->ignore_containing && o->ignore_containing[i]; i++)
+        if (strstr(name, o->ignore_containing[i])) return true;
     return false;
 }
 
@@ -78,7 +80,7 @@ static brg_status report_unused(const brg_model *m, const brg_checkpoint *ckpt, 
     int k = 0;
     for (size_t i = 0; i < n; i++) {
         const char *name = brg_checkpoint_name(ckpt, i);
-        if (param_for(m, name, o->base_prefix) < 0 && !ignorable(name, o->ignore_suffixes)) unused[k++] = name;
+        if (param_for(m, name, o->base_prefix) < 0 && !ignorable(name, o)) unused[k++] = name;
     }
     if (k) {
         char lead[1200];

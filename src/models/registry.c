@@ -115,6 +115,13 @@ static const brg_model_arch other_builtins[] = {
     {.architecture = "T5ForConditionalGeneration", .model_type = "t5", .load_dir = brg_t5_load_dir,
      .create_dir = brg_t5_create_dir, .block_cost = brg_t5_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "LM Head Output ", "Decoder", "decoder.", NULL, NULL}},
+    /* the base models: ViT's and T5's encoder alone */
+    {.architecture = "ViTModel", .model_type = NULL, .load_dir = brg_vit_load_dir, .create_dir = brg_vit_create_dir,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Pooler     ", NULL, NULL,
+                "---------- Device Allocation -----------", "---------------------------------------"}},
+    {.architecture = "T5EncoderModel", .model_type = NULL, .load_dir = brg_t5_load_dir,
+     .create_dir = brg_t5_create_dir, .block_cost = brg_t5_block_cost,
+     .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Encoder Output ", NULL, NULL, NULL, NULL}},
 };
 
 /* ---- the table ---------------------------------------------------------------------------- */

@@ -264,7 +264,7 @@ static brg_status head(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
 }
 
-static brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
+brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     const brg_block *blk = &m->blocks[block];
     int64_t Le = state_of(m)->cfg.num_layers;
     switch (blk->kind) {
@@ -290,7 +290,7 @@ static brg_status t5_save_config(const brg_model *m, const char *dir) {
     return t5_config_save(&s->cfg, s->extra, dir);
 }
 
-static void t5_free_config(void *p) {
+void t5_free_config(void *p) {
     t5_state *s = p;
     if (!s) return;
     cJSON_Delete(s->extra);
@@ -415,6 +415,8 @@ static brg_status build(builder *bd) {
     BRG_TRY(brg_model_add_alias(bd->m, "encoder.embed_tokens.weight", bd->s->shared));
     int enc_table = -1, dec_table = -1;
     for (int l = 0; l < c->num_layers; l++) BRG_TRY(add_layer(bd, false, l, &enc_table));
+    /* T5EncoderModel: the encoder's output is the model's; its head holds nothing */
+    if (c->task == BRG_T5_ENCODER) return brg_model_add_block(bd->m, "head", BRG_BLOCK_HEAD, -1);
     for (int l = 0; l < c->num_decoder_layers; l++) BRG_TRY(add_layer(bd, true, l, &dec_table));
     BRG_TRY(brg_model_add_block(bd->m, "head", BRG_BLOCK_HEAD, -1));
     BRG_TRY(add_norm(bd, "decoder.final_layer_norm.weight", &bd->s->dec_final_ln));
@@ -439,7 +441,7 @@ static brg_status create(const brg_t5_config *cfg, cJSON *extra, brg_model **out
     s->cfg = *cfg;
     s->extra = extra;
     brg_model *m;
-    st = brg_model_create(&t5_ops, s, &m);
+    st = brg_model_create(cfg->task == BRG_T5_ENCODER ? &t5_encoder_ops : &t5_ops, s, &m);
     if (st != BRG_OK) {
         t5_free_config(s);
         return st;
@@ -500,7 +502,7 @@ static brg_status load_weights(const char *dir, brg_t5_config *cfg, cJSON *json,
         cJSON_Delete(json);
         return st;
     }
-    st = head_is_tied(ckpt, &cfg->tie_word_embeddings);
+    st = cfg->task == BRG_T5_ENCODER ? BRG_OK : head_is_tied(ckpt, &cfg->tie_word_embeddings);
     brg_model *m = NULL;
     if (st == BRG_OK) st = create(cfg, json, &m);
     else cJSON_Delete(json);
@@ -508,7 +510,8 @@ static brg_status load_weights(const char *dir, brg_t5_config *cfg, cJSON *json,
         /* transformers drops this key when it meets it (_keys_to_ignore_on_load_unexpected). */
         static const char *const ignore[] = {"decoder.block.0.layer.1.EncDecAttention.relative_attention_bias.weight",
                                              NULL};
-        st = brg_model_load_weights(m, ckpt, NULL, ignore);
+        st = cfg->task == BRG_T5_ENCODER ? t5_encoder_load_weights(m, ckpt, dir)
+                                         : brg_model_load_weights(m, ckpt, NULL, ignore);
         if (st != BRG_OK) brg_model_destroy(m);
         else *out = m;
     }

@@ -6,7 +6,14 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "models/model_internal.h"
 #include "t5_internal.h"
+
+/* In brg_t5_task order. */
+static const char *const architectures[] = {"T5ForConditionalGeneration", "T5EncoderModel"};
+enum { N_TASKS = sizeof architectures / sizeof architectures[0] };
+
+const char *t5_architecture(brg_t5_task task) { return (unsigned)task < N_TASKS ? architectures[task] : "?"; }
 
 void brg_t5_config_default(brg_t5_config *c) {
     memset(c, 0, sizeof *c);
@@ -115,6 +122,8 @@ static brg_status parse_roles(const cJSON *j, const char *ctx, brg_t5_config *c)
     bool is_decoder = false, is_enc_dec = true;
     BRG_TRY(brg_json_get_bool(j, ctx, "is_decoder", false, false, &is_decoder));
     BRG_TRY(brg_json_get_bool(j, ctx, "is_encoder_decoder", false, true, &is_enc_dec));
+    /* T5EncoderModel writes is_encoder_decoder false into the config it saves */
+    if (c->task == BRG_T5_ENCODER) is_enc_dec = true;
     if (is_decoder || !is_enc_dec)
         return brg_error(BRG_ERR_UNSUPPORTED, "%s: only the encoder-decoder T5 is supported (is_decoder %s, "
                          "is_encoder_decoder %s)", ctx, is_decoder ? "true" : "false", is_enc_dec ? "true" : "false");
@@ -131,6 +140,9 @@ static brg_status parse_roles(const cJSON *j, const char *ctx, brg_t5_config *c)
 brg_status t5_config_parse(const cJSON *j, const char *ctx, brg_t5_config *c) {
     brg_t5_config_default(c);
     if (!cJSON_IsObject(j)) return brg_error(BRG_ERR_FORMAT, "%s: expected a JSON object", ctx);
+    int task;
+    BRG_TRY(model_parse_architecture(j, ctx, architectures, N_TASKS, &task));
+    c->task = (brg_t5_task)task;
     BRG_TRY(parse_sizes(j, ctx, c));
     BRG_TRY(parse_feed_forward(j, ctx, c));
     BRG_TRY(parse_roles(j, ctx, c));
@@ -160,6 +172,7 @@ static brg_status check_token(const char *field, int64_t v, int64_t vocab) {
 }
 
 brg_status brg_t5_config_validate(const brg_t5_config *c) {
+    if ((unsigned)c->task >= N_TASKS) return brg_error(BRG_ERR_INVALID_ARG, "T5 config: unknown task %d", (int)c->task);
     BRG_TRY(check_positive("vocab_size", c->vocab_size));
     BRG_TRY(check_positive("d_model", c->d_model));
     BRG_TRY(check_positive("d_kv", c->d_kv));
@@ -212,7 +225,7 @@ static void add_token(cJSON *j, const char *key, int64_t v) {
 
 static void add_fields(cJSON *j, const brg_t5_config *c) {
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("T5ForConditionalGeneration"));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(t5_architecture(c->task)));
     cJSON_AddStringToObject(j, "model_type", "t5");
     cJSON_AddNumberToObject(j, "d_ff", (double)c->d_ff);
     cJSON_AddNumberToObject(j, "d_kv", (double)c->d_kv);
@@ -228,7 +241,7 @@ static void add_fields(cJSON *j, const brg_t5_config *c) {
     }
     cJSON_AddStringToObject(j, "feed_forward_proj", c->feed_forward_proj);
     add_float(j, "initializer_factor", c->initializer_factor);
-    cJSON_AddBoolToObject(j, "is_encoder_decoder", true);
+    cJSON_AddBoolToObject(j, "is_encoder_decoder", c->task != BRG_T5_ENCODER);
     cJSON_AddBoolToObject(j, "is_gated_act", c->is_gated_act);
     add_float(j, "layer_norm_epsilon", c->layer_norm_epsilon);
     cJSON_AddNumberToObject(j, "num_decoder_layers", (double)c->num_decoder_layers);

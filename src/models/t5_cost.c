@@ -63,6 +63,10 @@ brg_status brg_t5_block_cost(const brg_model *m, int block, int64_t batch, int64
         if (b->layer == c->num_layers - 1) saved += BT * (C + 1); /* the encoder's final norm */
         break;
     case BRG_BLOCK_HEAD:
+        if (c->task == BRG_T5_ENCODER) { /* T5EncoderModel's head hands the encoder output on */
+            out->flops = 0;
+            break;
+        }
         out->flops = 2 * BT * C * V;
         saved = BT * (2 * C + 2 + V); /* final norm in/out and statistics, the logits' softmax */
         break;

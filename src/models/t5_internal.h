@@ -25,7 +25,17 @@ typedef struct t5_state {
 } t5_state;
 
 brg_status t5_config_parse(const cJSON *j, const char *ctx, brg_t5_config *cfg);
+/* "T5ForConditionalGeneration" or "T5EncoderModel". */
+const char *t5_architecture(brg_t5_task task);
 /* Writes dir/config.json: cfg's fields over the keys of `extra` (may be NULL). */
 brg_status t5_config_save(const brg_t5_config *cfg, const cJSON *extra, const char *dir);
+
+/* What T5EncoderModel shares with T5ForConditionalGeneration (t5.c): the blocks' forward (the
+ * embeddings and encoder layers are the same code), freeing the state. */
+brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b);
+void t5_free_config(void *state);
+/* T5EncoderModel (t5_encoder.c): its ops, and loading its weights from a checkpoint. */
+extern const brg_model_ops t5_encoder_ops;
+brg_status t5_encoder_load_weights(brg_model *m, const brg_checkpoint *ckpt, const char *source);
 
 #endif

@@ -1,14 +1,16 @@
-/* ViT as transformers' ViTForImageClassification: patch embedding (Conv2d with stride = kernel,
- * computed as unfold + matmul), [CLS] token, learned positions, pre-LN encoder layers, final
- * LayerNorm and a classifier on the [CLS] output. */
+/* ViT as transformers' ViTForImageClassification and ViTModel: patch embedding (Conv2d with
+ * stride = kernel, computed as unfold + matmul), [CLS] token, learned positions, pre-LN encoder
+ * layers, final LayerNorm, and a classifier on the [CLS] output or ViTModel's pooler. */
 #include "brigade/vit.h"
 
 #include <cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "autograd/ops_pack.h"
 #include "io/json.h"
 #include "models/encoder_common.h"
+#include "models/model_internal.h"
 
 typedef struct vit_model_config {
     brg_vit_config c;
@@ -35,6 +37,12 @@ void brg_vit_config_default(brg_vit_config *c) {
     c->num_labels = 2;
 }
 
+/* In brg_vit_task order. */
+static const char *const architectures[] = {"ViTForImageClassification", "ViTModel"};
+enum { N_TASKS = sizeof architectures / sizeof architectures[0] };
+
+const char *brg_vit_architecture(brg_vit_task task) { return (unsigned)task < N_TASKS ? architectures[task] : "?"; }
+
 int64_t brg_vit_num_patches(const brg_vit_config *c) {
     return c->patch_h > 0 && c->patch_w > 0 ? (c->image_h / c->patch_h) * (c->image_w / c->patch_w) : 0;
 }
@@ -58,18 +66,27 @@ static brg_status read_size(const cJSON *j, const char *ctx, const char *key, in
     return BRG_OK;
 }
 
-static brg_status parse_architecture(const cJSON *j, const char *ctx) {
-    const cJSON *archs = cJSON_GetObjectItemCaseSensitive(j, "architectures");
-    const cJSON *first = cJSON_IsArray(archs) ? cJSON_GetArrayItem(archs, 0) : NULL;
-    if (!first || (cJSON_IsString(first) && strcmp(first->valuestring, "ViTForImageClassification") == 0))
-        return BRG_OK;
-    return brg_error(BRG_ERR_UNSUPPORTED, "%s: architecture '%s' is not supported (ViTForImageClassification)", ctx,
-                     cJSON_IsString(first) ? first->valuestring : "?");
+/* ACT2FN's names brigade computes; only ViTModel's pooler uses it. */
+static bool pooler_activation_of(const char *name, brg_vit_pooler_act *out) {
+    static const struct {
+        const char *name;
+        brg_vit_pooler_act act;
+    } known[] = {{"tanh", BRG_VIT_POOLER_TANH},         {"relu", BRG_VIT_POOLER_RELU},
+                 {"gelu", BRG_VIT_POOLER_GELU_ERF},     {"gelu_new", BRG_VIT_POOLER_GELU_TANH},
+                 {"gelu_pytorch_tanh", BRG_VIT_POOLER_GELU_TANH}, {"gelu_fast", BRG_VIT_POOLER_GELU_TANH}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (strcmp(name, known[i].name) == 0) {
+            *out = known[i].act;
+            return true;
+        }
+    return false;
 }
 
 static brg_status parse_config(const cJSON *j, const char *ctx, brg_vit_config *c) {
     brg_vit_config_default(c);
-    BRG_TRY(parse_architecture(j, ctx));
+    int task;
+    BRG_TRY(model_parse_architecture(j, ctx, architectures, N_TASKS, &task));
+    c->task = (brg_vit_task)task;
     BRG_TRY(read_size(j, ctx, "image_size", &c->image_h, &c->image_w, &c->image_size_pair));
     BRG_TRY(read_size(j, ctx, "patch_size", &c->patch_h, &c->patch_w, &c->patch_size_pair));
     BRG_TRY(brg_json_get_int(j, ctx, "num_channels", false, c->num_channels, &c->num_channels));
@@ -87,6 +104,11 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_vit_config *
     const char *s = NULL;
     BRG_TRY(brg_json_get_string(j, ctx, "pooler_act", false, "tanh", &s));
     snprintf(c->pooler_act, sizeof c->pooler_act, "%s", s);
+    if (!pooler_activation_of(s, &c->pooler_activation) && c->task == BRG_VIT_BASE)
+        return brg_error(BRG_ERR_UNSUPPORTED,
+                         "%s: pooler_act '%s' is not supported "
+                         "(tanh, relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast)",
+                         ctx, s);
     BRG_TRY(brg_json_get_string(j, ctx, "hidden_act", false, "gelu", &s));
     BRG_TRY(enc_parse_activation(s, ctx, &c->hidden_act, c->hidden_act_name, sizeof c->hidden_act_name));
     BRG_TRY(enc_read_labels(j, ctx, &c->num_labels, &c->problem_type));
@@ -94,6 +116,8 @@ static brg_status parse_config(const cJSON *j, const char *ctx, brg_vit_config *
 }
 
 brg_status brg_vit_config_validate(const brg_vit_config *c) {
+    if ((unsigned)c->task >= N_TASKS)
+        return brg_error(BRG_ERR_INVALID_ARG, "ViT config: unknown task %d", (int)c->task);
     if (c->hidden_size < 1 || c->num_hidden_layers < 1 || c->num_attention_heads < 1 || c->intermediate_size < 1 ||
         c->num_channels < 1)
         return brg_error(BRG_ERR_INVALID_ARG, "ViT config: hidden_size, num_hidden_layers, num_attention_heads, "
@@ -110,9 +134,12 @@ brg_status brg_vit_config_validate(const brg_vit_config *c) {
     for (int i = 0; i < 2; i++)
         if (!(p[i] >= 0 && p[i] < 1))
             return brg_error(BRG_ERR_INVALID_ARG, "ViT config: dropout %g not in [0, 1)", p[i]);
+    if (c->pooler_output_size < 0 || c->pooler_output_size > INT32_MAX)
+        return brg_error(BRG_ERR_INVALID_ARG, "ViT config: pooler_output_size %lld out of range",
+                         (long long)c->pooler_output_size);
     if (c->num_labels < 1 || c->num_labels > INT32_MAX)
         return brg_error(BRG_ERR_INVALID_ARG,
-                         "ViT config: num_labels must be at least 1 (got %lld; a classifier-free ViT is not supported)",
+                         "ViT config: num_labels must be at least 1 (got %lld)",
                          (long long)c->num_labels);
     return BRG_OK;
 }
@@ -141,7 +168,7 @@ static brg_status vit_save_config(const brg_model *m, const char *dir) {
     cJSON *j = cJSON_CreateObject();
     if (!j) return brg_error(BRG_ERR_OOM, "cannot build config.json");
     cJSON *arch = cJSON_AddArrayToObject(j, "architectures");
-    cJSON_AddItemToArray(arch, cJSON_CreateString("ViTForImageClassification"));
+    cJSON_AddItemToArray(arch, cJSON_CreateString(brg_vit_architecture(c->task)));
     cJSON_AddStringToObject(j, "model_type", "vit");
     enc_add_float(j, "attention_probs_dropout_prob", c->attention_probs_dropout_prob);
     cJSON_AddNumberToObject(j, "encoder_stride", (double)c->encoder_stride);
@@ -161,7 +188,7 @@ static brg_status vit_save_config(const brg_model *m, const char *dir) {
     cJSON_AddNumberToObject(j, "pooler_output_size", (double)pooler);
     cJSON_AddBoolToObject(j, "qkv_bias", c->qkv_bias);
     cJSON_AddStringToObject(j, "torch_dtype", "float32");
-    enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
+    if (c->task != BRG_VIT_BASE || mc->id2label) enc_write_labels(j, mc->id2label, c->num_labels, c->problem_type);
     return brg_json_write_config(j, dir);
 }
 
@@ -171,6 +198,7 @@ enum { E_CLS, E_POS, E_PROJ_W, E_PROJ_B, EMB_PARAMS };
 enum { L_Q_W, L_Q_B, L_K_W, L_K_B, L_V_W, L_V_B, L_AO_W, L_AO_B, L_I_W, L_I_B, L_O_W, L_O_B,
        L_LNB_W, L_LNB_B, L_LNA_W, L_LNA_B, L_COUNT };
 enum { H_LN_W, H_LN_B, H_CLS_W, H_CLS_B };
+enum { H_POOL_W = H_CLS_W, H_POOL_B = H_CLS_B }; /* ViTModel */
 
 static const brg_vit_config *cfg_of(const brg_model *m) { return &((const vit_model_config *)m->config)->c; }
 static int per_layer(const brg_vit_config *c) { return c->qkv_bias ? L_COUNT : L_COUNT - 3; }
@@ -213,15 +241,24 @@ static brg_status add_layer_norm(brg_model *m, const char *prefix, int64_t width
     return add(m, n, 1, s, BRG_INIT_ZEROS, 0);
 }
 
+/* transformers' names: "vit." in the classifier, none in ViTModel. */
+static const char *base_of(const brg_vit_config *c) { return c->task == BRG_VIT_BASE ? "" : "vit."; }
+
 static brg_status add_embeddings(brg_model *m, const brg_vit_config *c) {
     int64_t C = c->hidden_size, std_shape[3] = {1, 1, C}, pos[3] = {1, brg_vit_num_patches(c) + 1, C};
     int64_t proj[4] = {C, c->num_channels, c->patch_h, c->patch_w}, sb[1] = {C};
     float std = c->initializer_range;
+    const char *base = base_of(c);
+    char n[BRG_NAME_MAX];
     BRG_TRY(brg_model_add_block(m, "embeddings", BRG_BLOCK_EMBEDDINGS, -1));
-    BRG_TRY(add(m, "vit.embeddings.cls_token", 3, std_shape, BRG_INIT_NORMAL, std));
-    BRG_TRY(add(m, "vit.embeddings.position_embeddings", 3, pos, BRG_INIT_NORMAL, std));
-    BRG_TRY(add(m, "vit.embeddings.patch_embeddings.projection.weight", 4, proj, BRG_INIT_NORMAL, std));
-    return add(m, "vit.embeddings.patch_embeddings.projection.bias", 1, sb, BRG_INIT_ZEROS, 0);
+    snprintf(n, sizeof n, "%sembeddings.cls_token", base);
+    BRG_TRY(add(m, n, 3, std_shape, BRG_INIT_NORMAL, std));
+    snprintf(n, sizeof n, "%sembeddings.position_embeddings", base);
+    BRG_TRY(add(m, n, 3, pos, BRG_INIT_NORMAL, std));
+    snprintf(n, sizeof n, "%sembeddings.patch_embeddings.projection.weight", base);
+    BRG_TRY(add(m, n, 4, proj, BRG_INIT_NORMAL, std));
+    snprintf(n, sizeof n, "%sembeddings.patch_embeddings.projection.bias", base);
+    return add(m, n, 1, sb, BRG_INIT_ZEROS, 0);
 }
 
 static brg_status add_layer(brg_model *m, const brg_vit_config *c, int l) {
@@ -232,25 +269,33 @@ static brg_status add_layer(brg_model *m, const brg_vit_config *c, int l) {
     BRG_TRY(brg_model_add_block(m, block, BRG_BLOCK_LAYER, l));
     static const char *const qkv[3] = {"query", "key", "value"};
     for (int i = 0; i < 3; i++) {
-        snprintf(p, sizeof p, "vit.encoder.layer.%d.attention.attention.%s", l, qkv[i]);
+        snprintf(p, sizeof p, "%sencoder.layer.%d.attention.attention.%s", base_of(c), l, qkv[i]);
         BRG_TRY(add_linear(m, p, C, C, c->qkv_bias, std));
     }
-    snprintf(p, sizeof p, "vit.encoder.layer.%d.attention.output.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.attention.output.dense", base_of(c), l);
     BRG_TRY(add_linear(m, p, C, C, true, std));
-    snprintf(p, sizeof p, "vit.encoder.layer.%d.intermediate.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.intermediate.dense", base_of(c), l);
     BRG_TRY(add_linear(m, p, I, C, true, std));
-    snprintf(p, sizeof p, "vit.encoder.layer.%d.output.dense", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.output.dense", base_of(c), l);
     BRG_TRY(add_linear(m, p, C, I, true, std));
-    snprintf(p, sizeof p, "vit.encoder.layer.%d.layernorm_before", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.layernorm_before", base_of(c), l);
     BRG_TRY(add_layer_norm(m, p, C));
-    snprintf(p, sizeof p, "vit.encoder.layer.%d.layernorm_after", l);
+    snprintf(p, sizeof p, "%sencoder.layer.%d.layernorm_after", base_of(c), l);
     return add_layer_norm(m, p, C);
+}
+
+static int64_t pooler_width(const brg_vit_config *c) {
+    return c->pooler_output_size ? c->pooler_output_size : c->hidden_size;
 }
 
 static brg_status build(brg_model *m, const brg_vit_config *c) {
     BRG_TRY(add_embeddings(m, c));
     for (int l = 0; l < c->num_hidden_layers; l++) BRG_TRY(add_layer(m, c, l));
     BRG_TRY(brg_model_add_block(m, "head", BRG_BLOCK_HEAD, -1));
+    if (c->task == BRG_VIT_BASE) {
+        BRG_TRY(add_layer_norm(m, "layernorm", c->hidden_size));
+        return add_linear(m, "pooler.dense", pooler_width(c), c->hidden_size, true, c->initializer_range);
+    }
     BRG_TRY(add_layer_norm(m, "vit.layernorm", c->hidden_size));
     return add_linear(m, "classifier", c->num_labels, c->hidden_size, true, c->initializer_range);
 }
@@ -304,11 +349,49 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
 
 /* LayerNorm is per position, so normalising only the [CLS] row gives the classifier exactly what
  * normalising every position would. */
+static brg_status pooler_activation(brg_tape *tape, brg_vit_pooler_act act, brg_tensor *x, brg_tensor **y) {
+    switch (act) {
+    case BRG_VIT_POOLER_TANH: return brg_tanh(tape, x, y);
+    case BRG_VIT_POOLER_RELU: return brg_relu(tape, x, y);
+    case BRG_VIT_POOLER_GELU_ERF: return brg_activation_op(tape, x, BRG_ACT_GELU_ERF, y);
+    case BRG_VIT_POOLER_GELU_TANH: return brg_activation_op(tape, x, BRG_ACT_GELU_TANH, y);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "unknown pooler activation");
+}
+
+/* ViTModel: every position normalised (last_hidden_state), then the pooler on the [CLS] row,
+ * packed after it in each row. */
+static brg_status base_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_vit_config *c = cfg_of(m);
+    brg_tensor *n, *first, *dense, *pooled;
+    BRG_TRY(brg_layer_norm(tape, x, HP(m, H_LN_W), HP(m, H_LN_B), c->layer_norm_eps, &n));
+    BRG_TRY(brg_select(tape, n, 1, 0, &first));
+    BRG_TRY(brg_linear(tape, first, HP(m, H_POOL_W), HP(m, H_POOL_B), false, &dense));
+    BRG_TRY(pooler_activation(tape, c->pooler_activation, dense, &pooled));
+    return brg_concat_rows(tape, n, pooled, &b->logits);
+}
+
+static brg_status vit_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+                                   brg_arena *arena, brg_named_tensor *out, int max, int *n) {
+    (void)batch;
+    const brg_vit_config *c = cfg_of(m);
+    int64_t C = c->hidden_size, P = pooler_width(c), T = brg_vit_num_patches(c) + 1, hs[2] = {T, C};
+    *n = 0;
+    if (max < 2) return brg_error(BRG_ERR_INTERNAL, "no room for ViTModel's outputs");
+    brg_tensor *h, *p;
+    BRG_TRY(brg_model_output_span(arena, logits, "last_hidden_state", 0, 2, hs, &h));
+    BRG_TRY(brg_model_output_span(arena, logits, "pooler_output", T * C, 1, &P, &p));
+    out[(*n)++] = (brg_named_tensor){"last_hidden_state", h};
+    out[(*n)++] = (brg_named_tensor){"pooler_output", p};
+    return BRG_OK;
+}
+
 static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_vit_config *c = cfg_of(m);
     brg_tensor *x = b->hidden, *first, *n;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
     b->loss = NULL;
+    if (c->task == BRG_VIT_BASE) return base_head(m, tape, b, x);
     BRG_TRY(brg_select(tape, x, 1, 0, &first));
     BRG_TRY(brg_layer_norm(tape, first, HP(m, H_LN_W), HP(m, H_LN_B), c->layer_norm_eps, &n));
     BRG_TRY(brg_linear(tape, n, HP(m, H_CLS_W), HP(m, H_CLS_B), false, &b->logits));
@@ -328,6 +411,7 @@ static brg_status vit_forward_block(brg_model *m, int block, brg_tape *tape, brg
 
 static brg_loss_items vit_count_loss_items(const brg_model *m, const brg_bundle *batch) {
     const brg_vit_config *c = cfg_of(m);
+    if (c->task == BRG_VIT_BASE) return (brg_loss_items){0, 0};
     return (brg_loss_items){(double)enc_sequence_loss_items(batch->labels, c->num_labels, c->problem_type), 0};
 }
 
@@ -339,15 +423,18 @@ static void vit_free_config(void *config) {
 }
 
 static const char *const vit_inputs[] = {"pixel_values", "labels", NULL};
+static const char *const vit_base_inputs[] = {"pixel_values", NULL};
 
-static const brg_model_ops vit_ops = {
-    .architecture = "ViTForImageClassification",
-    .forward_block = vit_forward_block,
-    .save_config = vit_save_config,
-    .free_config = vit_free_config,
-    .count_loss_items = vit_count_loss_items,
-    .inputs = vit_inputs,
+#define VIT_OPS(arch, in, ...)                                                                                    \
+    {.architecture = arch, .forward_block = vit_forward_block, .save_config = vit_save_config,                   \
+     .free_config = vit_free_config, .count_loss_items = vit_count_loss_items, .inputs = in, __VA_ARGS__}
+
+/* In brg_vit_task order. */
+static const brg_model_ops vit_ops[] = {
+    VIT_OPS("ViTForImageClassification", vit_inputs, .outputs = NULL),
+    VIT_OPS("ViTModel", vit_base_inputs, .outputs = vit_base_outputs),
 };
+_Static_assert(sizeof vit_ops / sizeof vit_ops[0] == N_TASKS, "one ops entry per task");
 
 /* ---- creation and loading ---- */
 
@@ -357,7 +444,7 @@ brg_status brg_vit_create(const brg_vit_config *cfg, brg_model **out) {
     if (!mc) return brg_error(BRG_ERR_OOM, "cannot allocate the ViT config");
     mc->c = *cfg;
     brg_model *m;
-    brg_status st = brg_model_create(&vit_ops, mc, &m);
+    brg_status st = brg_model_create(&vit_ops[cfg->task], mc, &m);
     if (st != BRG_OK) {
         free(mc);
         return st;
@@ -387,6 +474,12 @@ brg_status brg_vit_create_dir(const char *dir, brg_model **out) {
 brg_status brg_vit_load_dir(const char *dir, brg_model **out) {
     brg_model *m = NULL;
     BRG_TRY(brg_vit_create_dir(dir, &m));
+    if (cfg_of(m)->task == BRG_VIT_BASE) {
+        /* transformers' ViTModel always has its pooler: a checkpoint without one (the
+         * classifier's vit.*) initialises it, and the classifier's tensors go unused. */
+        brg_load_options o = {.base_prefix = "vit.", .init_missing_head = true, .seed = 42};
+        return brg_model_load_dir_pretrained(m, dir, &o, out);
+    }
     /* A ViTModel checkpoint carries a pooler the classifier does not use. */
     static const char *const ignore[] = {"pooler.dense.weight", "pooler.dense.bias", NULL};
     return brg_model_load_dir_weights(m, dir, "vit.", ignore, out);
