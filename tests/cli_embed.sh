@@ -77,4 +77,41 @@ sed -i 's/"BertModel"/"BertForSequenceClassification"/' "$tmp/head/config.json"
 err=$("$brigade" embed --model "$tmp/head" --input "$fix/embed_mean/sentences.txt" 2>&1 >/dev/null)
 (($? == 1)) && [[ $(tail -1 <<<"$err") == *"gives no last_hidden_state to pool"* ]] && ok || bad "not-encoder: $err"
 
+# --ipu-config: the inference pipeline (two stages; two replicas with two device iterations, the
+# last partial batch padded; both with three iterations) gives the one-device embeddings. Every
+# row is computed on its own and brigade's GEMM kernels give each element the same bits whatever
+# the rows, so they are bit-identical; OpenBLAS picks kernels by shape: there, within 1e-6.
+echo '{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [-1]}' >"$tmp/stages.json"
+echo '{"inference_replication_factor": 2, "inference_device_iterations": 2}' >"$tmp/replicas.json"
+echo '{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_replication_factor": 2,
+       "inference_device_iterations": 3}' >"$tmp/both.json"
+exact=1
+[[ $("$brigade" --version) == *"gemm: openblas"* ]] && exact=0
+for name in embed_mean embed_cls embed_max embed_sqrt; do
+  "$brigade" embed --model "$fix/$name" --input "$fix/$name/sentences.txt" >"$tmp/one.jsonl" 2>"$tmp/err" ||
+    { bad "$name: $(cat "$tmp/err")"; continue; }
+  for run in "stages.json" "replicas.json" "replicas.json --batch-size 4" "both.json" "both.json --batch-size 6"; do
+    read -r cfg flags <<<"$run"
+    # shellcheck disable=SC2086
+    "$brigade" embed --model "$fix/$name" --input "$fix/$name/sentences.txt" --ipu-config "$tmp/$cfg" $flags \
+      >"$tmp/piped.jsonl" 2>"$tmp/err" || { bad "$name ($run): $(cat "$tmp/err")"; continue; }
+    if ((exact)); then
+      cmp -s "$tmp/one.jsonl" "$tmp/piped.jsonl" && ok || bad "$name ($run): not the one-device embeddings"
+    else
+      d=$(max_diff "$tmp/one.jsonl" "$tmp/piped.jsonl")
+      [[ $d != lines ]] && awk -v d="$d" 'BEGIN { exit !(d <= 1e-6) }' && ok || bad "$name ($run): max difference $d"
+    fi
+  done
+done
+echo '{"inference_ipus_per_replica": 4, "inference_layers_per_ipu": [-1]}' >"$tmp/four.json"
+expect_fail more-stages-than-layers 1 "leaves IPU 1 with no block to run" "$brigade" embed --model "$fix/embed_mean" \
+  --input "$fix/embed_mean/sentences.txt" --ipu-config "$tmp/four.json"
+expect_fail batch-not-divisible 1 "--batch-size 5: the batch dimension (5) must be a multiple of inference_device_iterations (2) x inference_replication_factor (2) = 4" \
+  "$brigade" embed --model "$fix/embed_mean" --input "$fix/embed_mean/sentences.txt" --ipu-config "$tmp/replicas.json" --batch-size 5
+expect_fail batch-too-large 1 "= 128 lines per batch at least, more than the 64" "$brigade" embed --model "$fix/embed_mean" \
+  --input "$fix/embed_mean/sentences.txt" --ipu-config "$tmp/replicas.json" \
+  --ipu-config-overrides "inference_replication_factor=8,inference_device_iterations=16"
+expect_fail bad-override 1 "bogus" "$brigade" embed --model "$fix/embed_mean" --input "$fix/embed_mean/sentences.txt" \
+  --ipu-config "$tmp/stages.json" --ipu-config-overrides "bogus=1"
+
 finish

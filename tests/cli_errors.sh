@@ -22,6 +22,12 @@ expect_fail missing-flag any "missing required option --output" "$brigade" forwa
 expect_fail unknown-flag any "unknown option '--bogus'" "$brigade" forward --bogus 1
 expect_fail bad-int any "--layers expects an integer" "$brigade" init --arch gpt2 --layers two --hidden 32 --heads 4 --vocab 50 --positions 16 --output "$tmp/x"
 expect_fail bad-heads any "divisible by n_head" "$brigade" init --arch gpt2 --layers 1 --hidden 30 --heads 4 --vocab 50 --positions 16 --output "$tmp/x"
+expect_fail init-unknown-arch 1 "--arch Bogus is not a registered architecture or model type (GPT2LMHeadModel" "$brigade" init \
+  --arch Bogus --layers 1 --hidden 16 --heads 2 --vocab 50 --positions 16 --output "$tmp/x"
+expect_fail init-needs-vocab 1 "--arch BertForMaskedLM needs --vocab" "$brigade" init --arch bert --layers 1 --hidden 16 --heads 2 \
+  --positions 16 --output "$tmp/x"
+expect_fail init-needs-image 1 "--arch ViTForImageClassification needs --image-size" "$brigade" init --arch vit --layers 1 \
+  --hidden 16 --heads 2 --output "$tmp/x"
 
 # Missing files.
 expect_fail no-model any "$tmp/nope" "$brigade" forward --model "$tmp/nope" --inputs "$tmp/in.st" --output "$tmp/o.st"

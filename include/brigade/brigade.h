@@ -28,6 +28,7 @@
 #include "brigade/dataset.h"
 #include "brigade/schedule.h"
 #include "brigade/runtime.h"
+#include "brigade/pipeline.h"
 #include "brigade/trainer.h"
 #include "brigade/generate.h"
 

@@ -68,6 +68,17 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
 brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
                              float **logits, float *losses);
 
+/* Forward only, as brg_runtime_infer, with the logits collected whole and their shape taken
+ * from what the model's last block gives (no buffers sized in advance): micro-batch mbs[i]'s
+ * logits [b_i, ...] fill rows [first_rows[i], first_rows[i] + b_i) of one [rows, ...] tensor
+ * that the first micro-batch to finish allocates in `host` and *logits receives (NULL on
+ * failure). Every micro-batch must give the same dimensions past the first; the caller's
+ * micro-batches tile the rows. The last stages write `host` under a lock, so any arena the
+ * caller is not using meanwhile will do. */
+brg_status brg_runtime_infer_collect(brg_runtime *rt, const brg_micro_batch *mbs, const int64_t *first_rows,
+                                     int64_t rows, const brg_loss_items *denominators, brg_arena *host,
+                                     brg_tensor **logits, float *losses);
+
 /* Per-device hooks for what follows the gradients (optimizer steps, zeroing): `fn` runs on every
  * device's own thread, in parallel. A device that fails aborts the others' waits on the
  * transport; the status and message of the one that failed first are returned, prefixed with

@@ -12,6 +12,7 @@
 #include "brigade/ipu_config.h"
 #include "brigade/lr_schedule.h"
 #include "brigade/optim.h"
+#include "brigade/placement.h"
 #include "brigade/runtime.h"
 
 #ifdef __cplusplus
@@ -68,6 +69,16 @@ typedef struct brg_train_options {
 
 /* Defaults: one device, 1F1B, AdamW at 5e-5 with weight decay 0, linear schedule, shuffle on. */
 void brg_train_options_default(brg_train_options *o);
+
+/* The placement and batching fields from the IPUConfig's training view, for a model that
+ * brg_model_parallelize placed in training mode: replicas (replication_factor), stages and
+ * block_stage (the placement's; borrowed: pl must outlive the options), accumulation
+ * (gradient_accumulation_steps), device_iterations, output_mode, recompute
+ * (recompute_checkpoint_every_layer), ipu_config = cfg (saved with every checkpoint) and, when the
+ * IPUConfig has a seed, seed. Every other field is left as it was (brg_train_options_default
+ * first). */
+brg_status brg_train_options_from_ipu_config(const brg_ipu_config *cfg, const brg_placement *pl,
+                                             brg_train_options *o);
 
 typedef struct brg_train_result {
     int64_t steps;     /* global step reached */

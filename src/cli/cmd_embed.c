@@ -1,7 +1,8 @@
 /* brigade embed: sentence embeddings for lines of text, from a sentence-transformers folder (or
- * any folder with an encoder model and its tokenizer): tokenize a batch of lines, run the model,
- * pool its last_hidden_state and normalise as the folder's modules say, one JSON line out per
- * line in: {"embedding": [...]}. */
+ * any folder with an encoder model and its tokenizer): tokenize a batch of lines, run the model
+ * (on one device, or with --ipu-config as the inference pipeline its inference_* attributes
+ * describe), pool its last_hidden_state and normalise as the folder's modules say, one JSON line
+ * out per line in: {"embedding": [...]}. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "brigade/sentence_embedding.h"
 #include "brigade/tokenizer.h"
 #include "commands.h"
+#include "ipu_flags.h"
 #include "lines.h"
 
 typedef struct embedder {
@@ -19,12 +21,16 @@ typedef struct embedder {
     brg_tokenizer *tok;
     brg_sentence_config cfg;
     brg_arena *arena;
+    brg_inference *pipeline; /* --ipu-config: the inference pipeline; NULL: one device */
+    int64_t multiple;        /* rows a pipelined batch must be a multiple of */
 } embedder;
+
+#define MAX_BATCH 64
 
 /* A batch of tokenized lines, padded to the longest (padding is masked out of attention and of
  * the pooling, so its ids do not matter). */
 typedef struct batch {
-    brg_encoding enc[64];
+    brg_encoding enc[MAX_BATCH];
     int n;
     int64_t T;
 } batch;
@@ -49,17 +55,21 @@ static brg_status setup(embedder *e, const char *dir) {
     return brg_arena_create("embed", 0, &e->arena);
 }
 
-static brg_status new_input(embedder *e, const batch *b, brg_dtype dtype, const char *name, brg_tensor **out) {
-    const int64_t shape[2] = {b->n, b->T};
+static brg_status new_input(embedder *e, int64_t rows, int64_t T, brg_dtype dtype, const char *name,
+                            brg_tensor **out) {
+    const int64_t shape[2] = {rows, T};
     BRG_TRY(brg_tensor_new(e->arena, dtype, 2, shape, name, out));
-    memset((*out)->data, 0, (size_t)(b->n * b->T) * (dtype == BRG_DTYPE_I32 ? sizeof(int32_t) : sizeof(float)));
+    memset((*out)->data, 0, (size_t)(rows * T) * (dtype == BRG_DTYPE_I32 ? sizeof(int32_t) : sizeof(float)));
     return BRG_OK;
 }
 
-static brg_status fill_inputs(embedder *e, const batch *b, brg_bundle *in) {
-    BRG_TRY(new_input(e, b, BRG_DTYPE_I32, "input_ids", &in->input_ids));
-    BRG_TRY(new_input(e, b, BRG_DTYPE_F32, "attention_mask", &in->attention_mask));
-    BRG_TRY(new_input(e, b, BRG_DTYPE_I32, "token_type_ids", &in->token_type_ids));
+/* `rows` rows: the batch's lines, then (a pipeline's last, partial batch) rows of one attended
+ * padding token, whose embeddings are dropped: every row is computed on its own, so they change
+ * nothing in the others. */
+static brg_status fill_inputs(embedder *e, const batch *b, int64_t rows, brg_bundle *in) {
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "input_ids", &in->input_ids));
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_F32, "attention_mask", &in->attention_mask));
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "token_type_ids", &in->token_type_ids));
     int32_t *ids = in->input_ids->data, *types = in->token_type_ids->data;
     float *mask = in->attention_mask->data;
     for (int r = 0; r < b->n; r++)
@@ -68,6 +78,7 @@ static brg_status fill_inputs(embedder *e, const batch *b, brg_bundle *in) {
             types[r * b->T + (int64_t)t] = b->enc[r].type_ids[t];
             mask[r * b->T + (int64_t)t] = 1.0f;
         }
+    for (int64_t r = b->n; r < rows; r++) mask[r * b->T] = 1.0f;
     return BRG_OK;
 }
 
@@ -83,20 +94,34 @@ static void put_embedding(const float *v, int64_t C) {
     fputs("]}\n", stdout);
 }
 
+/* The model's outputs for the batch: one forward on the host, or the pipeline's. */
+static brg_status run_model(embedder *e, brg_bundle *in, brg_named_tensor *outs, int *n) {
+    if (e->pipeline) {
+        brg_inference_outputs o;
+        BRG_TRY(brg_inference_run(e->pipeline, in, e->arena, &o));
+        for (*n = 0; *n < o.n_named; (*n)++) outs[*n] = o.named[*n];
+        return BRG_OK;
+    }
+    brg_tape *tape = NULL;
+    BRG_TRY(brg_tape_create(e->arena, &tape));
+    brg_tape_set_grad_enabled(tape, false);
+    brg_status st = brg_model_forward(e->model, tape, in);
+    if (st == BRG_OK) st = brg_model_outputs(e->model, in, in->logits, e->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n);
+    brg_tape_destroy(tape);
+    return st;
+}
+
 /* The model on the batch, pooled, printed. */
 static brg_status embed_batch(embedder *e, const batch *b) {
     size_t mark = brg_arena_mark(e->arena);
+    /* A pipelined batch has a multiple of replicas x device iterations rows: the last, partial
+     * one is padded up to it. */
+    int64_t rows = e->pipeline ? (b->n + e->multiple - 1) / e->multiple * e->multiple : b->n;
     brg_bundle in = {0};
-    brg_tape *tape = NULL;
-    brg_status st = fill_inputs(e, b, &in);
-    if (st == BRG_OK) st = brg_tape_create(e->arena, &tape);
-    if (st == BRG_OK) {
-        brg_tape_set_grad_enabled(tape, false);
-        st = brg_model_forward(e->model, tape, &in);
-    }
-    brg_named_tensor outs[8];
+    brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
     int n = 0;
-    if (st == BRG_OK) st = brg_model_outputs(e->model, &in, in.logits, e->arena, outs, 8, &n);
+    brg_status st = fill_inputs(e, b, rows, &in);
+    if (st == BRG_OK) st = run_model(e, &in, outs, &n);
     const brg_tensor *h = st == BRG_OK ? hidden_of(outs, n) : NULL;
     if (st == BRG_OK && (!h || h->ndim != 3))
         st = brg_error(BRG_ERR_UNSUPPORTED, "%s gives no last_hidden_state to pool (a BertModel folder is what embed takes)",
@@ -107,7 +132,6 @@ static brg_status embed_batch(embedder *e, const batch *b) {
         st = brg_sentence_pool(&e->cfg, h->data, in.attention_mask->data, b->n, b->T, h->shape[2], pooled);
     for (int r = 0; st == BRG_OK && r < b->n; r++) put_embedding(pooled + r * h->shape[2], h->shape[2]);
     free(pooled);
-    if (tape) brg_tape_destroy(tape);
     brg_arena_reset(e->arena, mark);
     return st;
 }
@@ -136,13 +160,40 @@ static brg_status run(embedder *e, FILE *in, int64_t batch_size) {
     return st;
 }
 
+/* --ipu-config: the pipeline, and the batch size it takes (lines per batch, a multiple of
+ * inference_replication_factor x inference_device_iterations; without --batch-size, the
+ * smallest such multiple of at least 16). */
+static brg_status setup_pipeline(embedder *e, const char *ref, const char *overrides, bool size_given,
+                                 int64_t *batch_size) {
+    brg_ipu_config cfg;
+    BRG_TRY(cli_load_ipu_config(ref, overrides, BRG_IPU_MODE_INFERENCE, &cfg));
+    brg_ipu_view v;
+    brg_ipu_config_view(&cfg, BRG_IPU_MODE_INFERENCE, &v);
+    const int64_t multiple = v.replication_factor * v.device_iterations;
+    if (!size_given) *batch_size = (*batch_size + multiple - 1) / multiple * multiple;
+    if (*batch_size > MAX_BATCH)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "inference_device_iterations (%lld) x inference_replication_factor (%lld) = %lld lines per "
+                         "batch at least, more than the %d embed takes at once",
+                         (long long)v.device_iterations, (long long)v.replication_factor, (long long)multiple, MAX_BATCH);
+    int64_t micro;
+    brg_status st = brg_inference_micro_batch(&cfg, *batch_size, &micro);
+    if (st != BRG_OK) return brg_error_wrap(st, "--batch-size %lld", (long long)*batch_size);
+    e->multiple = multiple;
+    return brg_inference_create(e->model, &cfg, NULL, &e->pipeline);
+}
+
 int cmd_embed(int argc, char **argv) {
-    const char *model = NULL, *input = NULL;
+    const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL;
     int64_t batch_size = 16;
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "sentence-transformers folder (or an encoder folder with its tokenizer)", false},
         {"input", ARG_STRING, &input, false, "UTF-8 text file, one sentence per line (default: stdin)", false},
-        {"batch-size", ARG_INT, &batch_size, false, "lines per forward pass, 1 to 64 (default 16)", false},
+        {"batch-size", ARG_INT, &batch_size, false,
+         "lines per forward pass, 1 to 64 (default 16; with --ipu-config a multiple of inference replicas x "
+         "device iterations, by default the first from 16)", false},
+        {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
+        {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -151,16 +202,19 @@ int cmd_embed(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("embed", argc, argv, 2, specs, n)) return 2;
-    if (batch_size < 1 || batch_size > 64) {
-        fprintf(stderr, "brigade embed: --batch-size %lld is not in [1, 64]\n", (long long)batch_size);
+    if (batch_size < 1 || batch_size > MAX_BATCH) {
+        fprintf(stderr, "brigade embed: --batch-size %lld is not in [1, %d]\n", (long long)batch_size, MAX_BATCH);
         return 2;
     }
     FILE *in = cli_open_input("embed", input);
     if (!in) return 1;
     embedder e = {0};
     brg_status st = setup(&e, model);
+    if (st == BRG_OK && ipu_config)
+        st = setup_pipeline(&e, ipu_config, overrides, args_seen(specs, n, "batch-size"), &batch_size);
     if (st == BRG_OK) st = run(&e, in, batch_size);
     if (in != stdin) fclose(in);
+    brg_inference_destroy(e.pipeline);
     brg_arena_destroy(e.arena);
     brg_model_destroy(e.model);
     brg_tokenizer_free(e.tok);

@@ -81,16 +81,8 @@ static brg_status load_data(const char *ref, const char *model_dir, const brg_mo
 
 static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,
                                brg_train_options *o) {
-    brg_ipu_view v;
-    brg_ipu_config_view(cfg, BRG_IPU_MODE_TRAINING, &v);
     brg_train_options_default(o);
-    o->replicas = (int)v.replication_factor;
-    o->stages = pl->n_devices;
-    o->accumulation = (int)v.gradient_accumulation_steps;
-    o->device_iterations = (int)v.device_iterations;
-    o->output_mode = v.output_mode;
-    o->block_stage = pl->block_device;
-    o->recompute = cfg->recompute_checkpoint_every_layer;
+    BRG_TRY(brg_train_options_from_ipu_config(cfg, pl, o));
     if (f->schedule) BRG_TRY(brg_schedule_kind_parse(f->schedule, &o->schedule));
     if (f->device_memory) BRG_TRY(brg_parse_bytes(f->device_memory, &o->device_memory));
     o->micro_batch = f->micro_batch;
@@ -111,7 +103,6 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->save_every = f->save_every;
     o->save_total_limit = (int)f->save_total_limit;
     o->overwrite_output = f->overwrite_output;
-    o->ipu_config = cfg;
     o->log_path = f->log;
     o->logging_steps = f->logging_steps;
     o->resume_dir = f->resume;

@@ -171,6 +171,40 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
     return st != BRG_OK ? st : kept;
 }
 
+/* brg_runtime_infer_collect: micro-batch `global`'s logits [b, ...] into rows [first, first + b)
+ * of the batch's [rows, ...] tensor, which the first micro-batch to get here allocates with its
+ * shape past the first dimension (every later one must have the same). */
+static brg_status collect_logits(brg_runtime *rt, int global, const brg_tensor *lg) {
+    char got[128], want[128];
+    if (!lg) return brg_error(BRG_ERR_INTERNAL, "the model's last block gave no logits");
+    const int64_t first = rt->collect_rows[global], rows = lg->ndim > 0 ? lg->shape[0] : 0;
+    if (lg->ndim < 1 || !brg_tensor_is_contiguous(lg) || first < 0 || first + rows > rt->collect_total)
+        return brg_error(BRG_ERR_INTERNAL, "micro-batch %d's logits %s do not fit rows [%lld, %lld) of the batch's %lld",
+                         global, brg_shape_str(lg, got, sizeof got), (long long)first, (long long)(first + rows),
+                         (long long)rt->collect_total);
+    pthread_mutex_lock(&rt->collect_lock);
+    brg_tensor *all = *rt->collect_out;
+    brg_status st = BRG_OK;
+    if (!all) {
+        int64_t shape[BRG_MAX_DIMS];
+        memcpy(shape, lg->shape, (size_t)lg->ndim * sizeof *shape);
+        shape[0] = rt->collect_total;
+        st = brg_tensor_new(rt->collect_arena, lg->dtype, lg->ndim, shape, "logits", &all);
+        if (st == BRG_OK) *rt->collect_out = all;
+    } else {
+        bool same = all->ndim == lg->ndim && all->dtype == lg->dtype;
+        for (int d = 1; same && d < lg->ndim; d++) same = all->shape[d] == lg->shape[d];
+        if (!same)
+            st = brg_error(BRG_ERR_INTERNAL, "micro-batch %d's logits are %s, unlike the batch's %s past the first dimension",
+                           global, brg_shape_str(lg, got, sizeof got), brg_shape_str(all, want, sizeof want));
+    }
+    pthread_mutex_unlock(&rt->collect_lock);
+    BRG_TRY(st);
+    const size_t row_bytes = rows ? brg_tensor_nbytes(lg) / (size_t)rows : 0;
+    memcpy((char *)all->data + (size_t)first * row_bytes, lg->data, brg_tensor_nbytes(lg));
+    return BRG_OK;
+}
+
 static brg_status forward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
@@ -196,7 +230,7 @@ static brg_status forward_step(brg_device *dev, int mb) {
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
         if (rt->logits && rt->logits[global] && b->logits)
             memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
-        return BRG_OK;
+        return rt->collect_out ? collect_logits(rt, global, b->logits) : BRG_OK;
     }
     brg_named_tensor items[CARRIED];
     int n = 0;

@@ -87,6 +87,28 @@ brg_status brg_runtime_infer(brg_runtime *rt, const brg_micro_batch *mbs, const 
     return st;
 }
 
+brg_status brg_runtime_infer_collect(brg_runtime *rt, const brg_micro_batch *mbs, const int64_t *first_rows,
+                                     int64_t rows, const brg_loss_items *denominators, brg_arena *host,
+                                     brg_tensor **logits, float *losses) {
+    if (rt->opts.training)
+        return brg_error(BRG_ERR_INVALID_ARG, "brg_runtime_infer_collect needs a runtime made for inference");
+    if (!first_rows || !host || !logits || rows < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "brg_runtime_infer_collect needs the micro-batches' rows, a host arena "
+                                              "and somewhere to put the logits");
+    *logits = NULL;
+    rt->collect_rows = first_rows;
+    rt->collect_total = rows;
+    rt->collect_arena = host;
+    rt->collect_out = logits;
+    brg_status st = brg_runtime_run(rt, mbs, denominators, 0, losses);
+    rt->collect_out = NULL;
+    rt->collect_rows = NULL;
+    rt->collect_arena = NULL;
+    if (st == BRG_OK && !*logits) st = brg_error(BRG_ERR_INTERNAL, "the pipeline's last stage gave no logits");
+    if (st != BRG_OK) *logits = NULL;
+    return st;
+}
+
 brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
                            uint64_t seed, float *losses) {
     rt->mbs = mbs;

@@ -230,6 +230,7 @@ brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->go, NULL);
     pthread_cond_init(&rt->done, NULL);
+    pthread_mutex_init(&rt->collect_lock, NULL);
     brg_gemm_set_threads(1);
     brg_status st = create(rt, make_transport);
     if (st != BRG_OK) {
@@ -279,6 +280,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
     pthread_mutex_destroy(&rt->lock);
     pthread_cond_destroy(&rt->go);
     pthread_cond_destroy(&rt->done);
+    pthread_mutex_destroy(&rt->collect_lock);
     free(rt);
 }
 

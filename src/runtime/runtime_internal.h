@@ -69,6 +69,14 @@ struct brg_runtime {
     uint64_t seed;
     float *losses;
     float **logits; /* inference: where the last stage copies each micro-batch's logits */
+    /* inference collecting the logits whole (brg_runtime_infer_collect): each micro-batch's
+     * first row in the batch, the batch's rows, the arena the [rows, ...] tensor goes in and
+     * where it is handed back; the lock guards its allocation by the first last stage done */
+    const int64_t *collect_rows;
+    int64_t collect_total;
+    brg_arena *collect_arena;
+    brg_tensor **collect_out;
+    pthread_mutex_t collect_lock;
 };
 
 /* executor.c: one device's part of a run (a brg_device_fn). */
