@@ -81,6 +81,9 @@ brg_status brg_tokenizer_decode(const brg_tokenizer *tok, const int32_t *ids, si
 /* Replace the truncation / padding taken from tokenizer.json (NULL disables). */
 brg_status brg_tokenizer_set_truncation(brg_tokenizer *tok, const brg_truncation *t);
 brg_status brg_tokenizer_set_padding(brg_tokenizer *tok, const brg_padding *p);
+/* The truncation and padding encode applies now (to put back after changing them). */
+brg_truncation brg_tokenizer_get_truncation(const brg_tokenizer *tok);
+brg_padding brg_tokenizer_get_padding(const brg_tokenizer *tok);
 
 /* true: special tokens typed in the text are tokenized as ordinary text (Python's
  * `tokenizer.encode_special_tokens = True`, transformers' `split_special_tokens`). Default false. */

@@ -84,6 +84,9 @@ typedef struct brg_train_result {
     int64_t steps;     /* global step reached */
     double last_loss;
     double eval_loss; /* the last evaluation's mean loss (NAN when none ran) */
+    /* the last evaluation's accuracy for a classifier (labels one class id per example), the
+     * share of examples whose highest logit is their label; NAN for other models or none run */
+    double eval_accuracy;
     double seconds;
     double tokens_per_second;
     /* Forward/backward busy time over devices x schedule wall time, counted from the second

@@ -18,14 +18,15 @@
 #include "commands.h"
 #include "io/json.h"
 #include "train/checkpoint_dir.h"
+#include "train_data.h"
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
         schedule_steps, logging_steps;
-    double epochs, lr, weight_decay, max_grad_norm;
-    bool no_shuffle, quiet, pin, overwrite_output;
+    double epochs, lr, weight_decay, max_grad_norm, mlm_probability;
+    bool no_shuffle, quiet, pin, overwrite_output, line_by_line;
 } train_flags;
 
 static void print_warnings(const brg_ipu_config *cfg) {
@@ -48,35 +49,19 @@ static bool is_safetensors(const char *path) {
     return n >= 12 && strcmp(path + n - 12, ".safetensors") == 0;
 }
 
-/* Text goes through the model folder's tokenizer when it has one (never as bytes then): packed
- * into rows for a causal LM, as run_clm.py does. Other objectives need more than packing (masking,
- * labels), which text files do not give here yet. Without a tokenizer, text is bytes. */
-static brg_status load_text(const char *ref, const char *model_dir, const brg_model *m, int64_t seq_len,
-                            brg_dataset **out) {
-    brg_tokenizer *tok = NULL;
-    if (brg_tokenizer_load(model_dir, &tok) != BRG_OK) {
-        brg_clear_error();
-        return brg_dataset_load(ref, m, seq_len, out);
-    }
-    brg_status st = m->ops->labels_from_inputs
-                        ? brg_dataset_load_text_tokens(ref, tok, m->vocab_size, seq_len, out)
-                        : brg_error(BRG_ERR_UNSUPPORTED,
-                                    "%s: text data for %s needs labels or masking that brigade does not build from "
-                                    "text yet: give a safetensors file of its inputs and labels",
-                                    ref, m->ops->architecture);
-    brg_tokenizer_free(tok);
-    return st;
-}
-
-static brg_status load_data(const char *ref, const char *model_dir, const brg_model *m, int64_t seq_len, int64_t rows,
-                            uint64_t seed, brg_dataset **out) {
+/* Text goes through the model folder's tokenizer when it has one (never as bytes then), prepared
+ * for what the model's head trains on (train_data.c); without a tokenizer, text is bytes. */
+static brg_status load_data(const char *ref, const train_flags *f, const brg_model *m, int64_t seq_len, int64_t rows,
+                            uint64_t seed, bool eval, brg_dataset **out) {
     if (strncmp(ref, "builtin:", 8) == 0) {
         if (m->vocab_size < 256)
             return brg_error(BRG_ERR_INVALID_ARG, "built-in datasets are byte-level: the model needs vocab_size >= 256");
         return brg_dataset_builtin(ref + 8, rows, seq_len, seed, out);
     }
     if (is_safetensors(ref)) return brg_dataset_load(ref, m, seq_len, out);
-    return load_text(ref, model_dir, m, seq_len, out);
+    const train_text_flags text = {.seq_len = seq_len, .mlm_probability = f->mlm_probability,
+                                   .line_by_line = f->line_by_line, .seed = seed};
+    return train_data_load_text(ref, f->model, m, &text, eval, out);
 }
 
 static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,
@@ -143,6 +128,8 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
         return brg_error(BRG_ERR_INVALID_ARG, "--threads-per-device %lld is not in [1, 256]", (long long)f->threads);
     if (args_seen(specs, n, "epochs") && !(f->epochs > 0))
         return brg_error(BRG_ERR_INVALID_ARG, "--epochs %g: give a positive number", f->epochs);
+    if (!(f->mlm_probability > 0 && f->mlm_probability < 1))
+        return brg_error(BRG_ERR_INVALID_ARG, "--mlm-probability %g: give a number between 0 and 1", f->mlm_probability);
     return BRG_OK;
 }
 
@@ -272,9 +259,9 @@ static brg_status run(const train_flags *f) {
     if (st == BRG_OK && !f->quiet) brg_placement_print(stdout, m, &pl);
     if (st == BRG_OK) st = fill_options(f, &cfg, &pl, &o);
     int64_t seq = f->seq_len > 0 ? f->seq_len : m ? m->max_positions : 0;
-    if (st == BRG_OK) st = load_data(f->data, f->model, m, seq, f->rows, o.seed, &data);
+    if (st == BRG_OK) st = load_data(f->data, f, m, seq, f->rows, o.seed, false, &data);
     if (st == BRG_OK && f->eval_data)
-        st = load_data(f->eval_data, f->model, m, seq, f->rows / 8 + 1, o.seed + 1, &eval);
+        st = load_data(f->eval_data, f, m, seq, f->rows / 8 + 1, o.seed + 1, true, &eval);
     if (st == BRG_OK) {
         o.eval_data = eval;
         o.stop = &stop_signal;
@@ -304,12 +291,13 @@ int cmd_train(int argc, char **argv) {
      * progress lines would come late, or be lost if the run dies. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     train_flags f = {.optimizer = "adamw", .lr_schedule = "linear", .micro_batch = 1, .seed = -1, .lr = 5e-5,
-                     .rows = 4096, .threads = 1};
+                     .rows = 4096, .threads = 1, .mlm_probability = 0.15};
     arg_spec specs[] = {
         {"model", ARG_STRING, &f.model, true, "model folder or hub id in the local cache", false},
         {"ipu-config", ARG_STRING, &f.ipu_config, false, "ipu_config.json, a folder or hub id holding one", false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
-        {"data", ARG_STRING, &f.data, true, "safetensors columns, a text file (bytes) or builtin:reverse", false},
+        {"data", ARG_STRING, &f.data, true,
+         "safetensors columns, text (.txt, .jsonl, .csv; through the folder's tokenizer) or builtin:reverse", false},
         {"output", ARG_STRING, &f.output, true, "folder for the trained model and checkpoint", false},
         {"steps", ARG_INT, &f.steps, false, "optimizer steps (or --epochs)", false},
         {"epochs", ARG_DOUBLE, &f.epochs, false, "passes over the data (default 1 when --steps is absent)", false},
@@ -336,6 +324,8 @@ int cmd_train(int argc, char **argv) {
         {"schedule", ARG_STRING, &f.schedule, false, "pipeline schedule: 1f1b (default) or gpipe", false},
         {"sequence-length", ARG_INT, &f.seq_len, false, "tokens per row for text data (default n_positions)", false},
         {"rows", ARG_INT, &f.rows, false, "rows of a built-in dataset (default 4096)", false},
+        {"mlm-probability", ARG_DOUBLE, &f.mlm_probability, false, "masked LM: share of tokens masked (default 0.15)", false},
+        {"line-by-line", ARG_FLAG, &f.line_by_line, false, "masked LM: each text line its own row, padded", false},
         {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
         {"threads-per-device", ARG_INT, &f.threads, false, "threads per device for matrix products (default 1)", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},

@@ -8,6 +8,7 @@
 
 #include "brigade/rng.h"
 #include "brigade/safetensors.h"
+#include "data/data_internal.h"
 
 void brg_dataset_free(brg_dataset *d) {
     if (!d) return;
@@ -15,7 +16,7 @@ void brg_dataset_free(brg_dataset *d) {
     free(d);
 }
 
-static brg_status new_dataset(brg_dataset **out) {
+brg_status data_dataset_new(brg_dataset **out) {
     *out = calloc(1, sizeof **out);
     if (!*out) return brg_error(BRG_ERR_OOM, "cannot allocate a dataset");
     brg_status st = brg_arena_create("dataset", 0, &(*out)->arena);
@@ -24,6 +25,13 @@ static brg_status new_dataset(brg_dataset **out) {
         *out = NULL;
     }
     return st;
+}
+
+brg_status data_add_column(brg_dataset *d, brg_tensor **slot, brg_dtype dtype, int ndim, const int64_t *shape,
+                           const char *name, const void *src) {
+    BRG_TRY(brg_tensor_new(d->arena, dtype, ndim, shape, name, slot));
+    if (src) memcpy((*slot)->data, src, brg_tensor_nbytes(*slot));
+    return BRG_OK;
 }
 
 /* Labels default to the ids, ignored where the mask is 0 (a language-model collator). */
@@ -59,7 +67,7 @@ static brg_status fill_rows(brg_dataset *d, const int32_t *ids, const float *mas
 brg_status brg_dataset_from_rows(const int32_t *ids, const float *mask, const int32_t *labels, int64_t rows,
                                  int64_t seq_len, brg_dataset **out) {
     if (rows < 1 || seq_len < 1) return brg_error(BRG_ERR_INVALID_ARG, "a dataset needs at least one row and one token");
-    BRG_TRY(new_dataset(out));
+    BRG_TRY(data_dataset_new(out));
     brg_status st = lm_columns(*out, rows, seq_len, mask != NULL);
     if (st == BRG_OK) st = fill_rows(*out, ids, mask, labels);
     if (st != BRG_OK) {
@@ -117,7 +125,7 @@ brg_status brg_dataset_load(const char *path, const brg_model *model, int64_t se
     if (text && (seq_len < 1 || seq_len > model->max_positions))
         return brg_error(BRG_ERR_INVALID_ARG, "sequence length %lld must be in [1, %lld] for text data", (long long)seq_len,
                          (long long)model->max_positions);
-    BRG_TRY(new_dataset(out));
+    BRG_TRY(data_dataset_new(out));
     brg_status st = text ? load_text(path, model, seq_len, *out) : load_columns(path, model, *out);
     if (st != BRG_OK) {
         brg_dataset_free(*out);
@@ -242,14 +250,24 @@ static void copy_row(brg_bundle *slot, const brg_dataset *d, int64_t i, int64_t 
     }
 }
 
+/* A masked LM's row i of a slot gets the masks of its epoch over the stored, unmasked ids. */
+static void mask_row(brg_bundle *slot, const brg_dataset *d, int64_t i, int64_t row, int64_t epoch) {
+    const int64_t T = d->seq_len;
+    brg_mlm_mask_row(d->masking, epoch, row, (int32_t *)slot->input_ids->data + i * T, d->never_mask + row * T,
+                     (int32_t *)slot->labels->data + i * T, T);
+}
+
 void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
                          const brg_model *model) {
     b->loss_items = (brg_loss_items){0, 0};
     for (int r = 0; r < b->replicas; r++)
         for (int a = 0; a < b->accumulation; a++) {
             brg_bundle *slot = &b->slots[r * b->accumulation + a];
-            for (int64_t i = 0; i < b->micro; i++)
-                copy_row(slot, d, i, brg_data_order_row(o, step, (a * b->replicas + r) * b->micro + i));
+            for (int64_t i = 0; i < b->micro; i++) {
+                const int64_t row = brg_data_order_row(o, step, (a * b->replicas + r) * b->micro + i);
+                copy_row(slot, d, i, row);
+                if (d->masking) mask_row(slot, d, i, row, step / o->steps_per_epoch);
+            }
             brg_loss_items n = brg_model_count_loss_items(model, slot);
             b->loss_items.labels += n.labels;
             b->loss_items.extra += n.extra;

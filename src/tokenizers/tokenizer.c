@@ -470,3 +470,7 @@ brg_status brg_tokenizer_set_padding(brg_tokenizer *tok, const brg_padding *p) {
     tok->pad = p ? *p : (brg_padding){0};
     return BRG_OK;
 }
+
+brg_truncation brg_tokenizer_get_truncation(const brg_tokenizer *tok) { return tok->trunc; }
+
+brg_padding brg_tokenizer_get_padding(const brg_tokenizer *tok) { return tok->pad; }

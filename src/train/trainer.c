@@ -322,34 +322,41 @@ static void summary(trainer *t, brg_train_result *r, double tokens, int64_t firs
     }
 }
 
-/* An evaluation in log_history, as transformers records one (eval_loss, and its perplexity). */
-static void remember_eval(trainer *t, double loss) {
+/* An evaluation in log_history, as transformers records one (eval_loss, and its perplexity or
+ * a classifier's eval_accuracy, as compute_metrics names it in the example scripts). */
+static void remember_eval(trainer *t, const trainer_eval *ev) {
     if (!t->log_history) t->log_history = cJSON_CreateArray();
     cJSON *e = t->log_history ? cJSON_CreateObject() : NULL;
     if (!e) return;
     cJSON_AddNumberToObject(e, "step", (double)t->step);
     cJSON_AddNumberToObject(e, "epoch", epoch_at(t, t->step));
-    history_number(e, "eval_loss", loss);
-    if (t->model->ops->token_loss) history_number(e, "eval_perplexity", perplexity(t, loss));
+    history_number(e, "eval_loss", ev->loss);
+    if (t->model->ops->token_loss) history_number(e, "eval_perplexity", perplexity(t, ev->loss));
+    if (!isnan(ev->accuracy)) history_number(e, "eval_accuracy", ev->accuracy);
     cJSON_AddItemToArray(t->log_history, e);
 }
 
 static brg_status evaluate(trainer *t, brg_train_result *r) {
-    BRG_TRY(trainer_evaluate(t, &r->eval_loss));
-    remember_eval(t, r->eval_loss);
-    const bool lm = t->model->ops->token_loss;
+    trainer_eval ev;
+    BRG_TRY(trainer_evaluate(t, &ev));
+    r->eval_loss = ev.loss;
+    r->eval_accuracy = ev.accuracy;
+    remember_eval(t, &ev);
+    const bool lm = t->model->ops->token_loss, classifier = !isnan(ev.accuracy);
     if (t->log) {
         fprintf(t->log, "{\"step\": %lld", (long long)t->step);
-        json_number(t->log, "eval_loss", r->eval_loss, 9);
-        if (lm) json_number(t->log, "eval_perplexity", perplexity(t, r->eval_loss), 9);
+        json_number(t->log, "eval_loss", ev.loss, 9);
+        if (lm) json_number(t->log, "eval_perplexity", perplexity(t, ev.loss), 9);
+        if (classifier) json_number(t->log, "eval_accuracy", ev.accuracy, 9);
         fputs("}\n", t->log);
         fflush(t->log);
     }
     if (t->opts.progress) {
-        char ppl[48] = "";
-        if (lm) snprintf(ppl, sizeof ppl, ", perplexity %.4g", perplexity(t, r->eval_loss));
+        char extra[48] = "";
+        if (lm) snprintf(extra, sizeof extra, ", perplexity %.4g", perplexity(t, ev.loss));
+        if (classifier) snprintf(extra, sizeof extra, ", accuracy %.4f", ev.accuracy);
         fprintf(t->opts.progress, "%sstep %lld: eval loss %.4f%s\n", isatty(fileno(t->opts.progress)) ? "\n" : "",
-                (long long)t->step, r->eval_loss, ppl);
+                (long long)t->step, ev.loss, extra);
     }
     return BRG_OK;
 }
@@ -463,7 +470,7 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
         return brg_error(BRG_ERR_INVALID_ARG, "dataset rows of %lld tokens exceed the model's %lld positions",
                          (long long)data->seq_len, (long long)model->max_positions);
     trainer t = {.model = model, .data = data, .opts = *opts};
-    brg_train_result r = {.eval_loss = NAN};
+    brg_train_result r = {.eval_loss = NAN, .eval_accuracy = NAN};
     brg_status st = setup(&t);
     if (st == BRG_OK) st = loop(&t, &r);
     /* A refused or interrupted step left the devices' weights as the last applied step did. */

@@ -36,8 +36,13 @@ brg_status trainer_save(trainer *t, const char *dir);
 brg_status trainer_check_budget(trainer *t);
 /* Creates opts.output_dir and fails unless it can hold the run's checkpoints (preflight.c). */
 brg_status trainer_check_output(trainer *t);
-/* Mean loss of opts.eval_data under the current weights. */
-brg_status trainer_evaluate(trainer *t, double *mean_loss);
+/* What an evaluation of opts.eval_data under the current weights measured: the mean loss and,
+ * for a classifier (one class id per example, logits [B, classes]), the share of examples whose
+ * highest logit is their label (NAN for other models). */
+typedef struct trainer_eval {
+    double loss, accuracy;
+} trainer_eval;
+brg_status trainer_evaluate(trainer *t, trainer_eval *out);
 /* Restores weights, optimizer state and the step from a checkpoint folder. */
 brg_status trainer_resume(trainer *t, const char *dir);
 
