@@ -12,6 +12,8 @@ writes into OUT:
                          line break inside fields)
     seq2seq.jsonl        {"source", "target"} pairs
     squad.json           SQuAD v2-style {"data": [{"paragraphs": [{"context", "qas": [...]}]}]}
+    squad.jsonl          the same examples flattened as the hub's squad_v2 rows
+                         ({"id", "title", "context", "question", "answers": {"text", "answer_start"}})
     expected.json        {"classification": {seq_len, input_ids, attention_mask, token_type_ids, labels},
                           "seq2seq": {prefix, source_length, target_length, input_ids, attention_mask, labels},
                           "qa": {seq_len, doc_stride, input_ids, attention_mask, token_type_ids,
@@ -121,7 +123,8 @@ def squad_examples():
     for article in SQUAD["data"]:
         for paragraph in article["paragraphs"]:
             for qa in paragraph["qas"]:
-                rows.append({"question": qa["question"], "context": paragraph["context"],
+                rows.append({"id": qa["id"], "title": article["title"], "question": qa["question"],
+                             "context": paragraph["context"],
                              "answers": {"text": [a["text"] for a in qa["answers"]],
                                          "answer_start": [a["answer_start"] for a in qa["answers"]]}})
     return rows
@@ -215,6 +218,9 @@ def main():
     with open(os.path.join(args.out, "squad.json"), "w", encoding="utf-8") as f:
         json.dump(SQUAD, f, ensure_ascii=False, indent=1)
         f.write("\n")
+    with open(os.path.join(args.out, "squad.jsonl"), "w", encoding="utf-8") as f:
+        for row in squad_examples():
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
     # CSV rows have "" where the JSON lines have no text_pair: brigade reads an empty pair as none,
     # as datasets reads an empty CSV cell as a missing value, so both files make the same rows.
     expected = {"classification": classification(bert, 16),

@@ -52,7 +52,8 @@ brg_status brg_dataset_load_text_tokens(const char *path, const brg_tokenizer *t
 
 /* ---- text for classification, masked LM, seq2seq and question answering ----
  * Examples come from .jsonl lines or .csv records (a header row names the columns; RFC 4180
- * quoting); a masked LM also reads lines of any other file. Each loader encodes with `tok`,
+ * quoting); a masked LM also reads lines of any other file, question answering SQuAD's .json.
+ * Each loader encodes with `tok`,
  * changing its truncation and padding for its own encodes and putting them back after. Every
  * row is padded to seq_len (attention_mask 0 there, the pad token's id) on the right. Errors
  * name the line: a missing field, a bad label, bad JSON or CSV quoting, ids past the vocabulary;
@@ -116,6 +117,31 @@ brg_status brg_dataset_load_text_mlm(const char *path, brg_tokenizer *tok, const
 /* Draws the masks of epoch 0 into the stored rows once and stops masking per step: an
  * evaluation set, scored on the same masks every time. */
 void brg_dataset_fix_masks(brg_dataset *d);
+
+/* Seq2seq (T5), as transformers' run_summarization.py / run_translation.py prepare it: each
+ * example's source_prefix + "source" encoded with special tokens, truncated and padded to
+ * fmt->seq_len (input_ids, attention_mask); its "target" encoded the same way to
+ * max_target_length, padding -100, as labels I32 [rows, max_target_length]. The model derives
+ * its decoder inputs from the labels (shifted right). */
+typedef struct brg_seq2seq_format {
+    const char *source_prefix; /* --source_prefix, e.g. "summarize: "; NULL: none */
+    int64_t max_target_length; /* --max_target_length (run_summarization's default: 128) */
+} brg_seq2seq_format;
+brg_status brg_dataset_load_text_seq2seq(const char *path, brg_tokenizer *tok, const brg_text_format *fmt,
+                                         const brg_seq2seq_format *s2s, brg_dataset **out);
+
+/* Extractive question answering, as transformers' run_qa.py prepare_train_features makes its
+ * features: a SQuAD file ({"data": [{"paragraphs": [{"context", "qas": [{"id", "question",
+ * "answers": [{"text", "answer_start"}]}]}]}]}, .json) or the hub's flattened squad rows
+ * ({"id", "question", "context", "answers": {"text": [...], "answer_start": [...]}}, .jsonl).
+ * The question, left-stripped, comes first; the context is truncated to seq_len (only_second)
+ * in windows that overlap by doc_stride tokens, one row each. start_positions (labels I32
+ * [rows]) and end_positions (extra_labels) are the tokens of the first answer's character span,
+ * or the CLS token's index when the window does not hold all of it or there is no answer
+ * (SQuAD v2). An answer_start outside the context, or an answer text that is not the context's
+ * text at answer_start, is an error naming the record (run_qa trusts both). */
+brg_status brg_dataset_load_text_qa(const char *path, brg_tokenizer *tok, const brg_text_format *fmt,
+                                    int64_t doc_stride, brg_dataset **out);
 
 /* A dataset brigade generates itself ("reverse": reverse a word of 3-6 letters, byte-level,
  * vocabulary >= 256, rows of at least 14 tokens, loss on the answer only). */

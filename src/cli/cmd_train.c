@@ -22,9 +22,9 @@
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
-    const char *resume, *device_memory, *schedule;
+    const char *resume, *device_memory, *schedule, *source_prefix;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
-        schedule_steps, logging_steps;
+        schedule_steps, logging_steps, max_target_length, doc_stride;
     double epochs, lr, weight_decay, max_grad_norm, mlm_probability;
     bool no_shuffle, quiet, pin, overwrite_output, line_by_line;
 } train_flags;
@@ -60,7 +60,8 @@ static brg_status load_data(const char *ref, const train_flags *f, const brg_mod
     }
     if (is_safetensors(ref)) return brg_dataset_load(ref, m, seq_len, out);
     const train_text_flags text = {.seq_len = seq_len, .mlm_probability = f->mlm_probability,
-                                   .line_by_line = f->line_by_line, .seed = seed};
+                                   .line_by_line = f->line_by_line, .seed = seed, .source_prefix = f->source_prefix,
+                                   .max_target_length = f->max_target_length, .doc_stride = f->doc_stride};
     return train_data_load_text(ref, f->model, m, &text, eval, out);
 }
 
@@ -118,7 +119,7 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
         {"save-total-limit", f->save_total_limit, 1}, {"lr-schedule-steps", f->schedule_steps, 1},
         {"logging-steps", f->logging_steps, 1},
         {"eval-every", f->eval_every, 1}, {"sequence-length", f->seq_len, 1},      {"rows", f->rows, 1},
-        {"warmup-steps", f->warmup, 0},
+        {"warmup-steps", f->warmup, 0}, {"max-target-length", f->max_target_length, 1}, {"doc-stride", f->doc_stride, 0},
     };
     for (size_t i = 0; i < sizeof floors / sizeof floors[0]; i++)
         if (args_seen(specs, n, floors[i].flag) && floors[i].value < floors[i].min)
@@ -291,7 +292,7 @@ int cmd_train(int argc, char **argv) {
      * progress lines would come late, or be lost if the run dies. */
     setvbuf(stdout, NULL, _IOLBF, 0);
     train_flags f = {.optimizer = "adamw", .lr_schedule = "linear", .micro_batch = 1, .seed = -1, .lr = 5e-5,
-                     .rows = 4096, .threads = 1, .mlm_probability = 0.15};
+                     .rows = 4096, .threads = 1, .mlm_probability = 0.15, .max_target_length = 128, .doc_stride = 128};
     arg_spec specs[] = {
         {"model", ARG_STRING, &f.model, true, "model folder or hub id in the local cache", false},
         {"ipu-config", ARG_STRING, &f.ipu_config, false, "ipu_config.json, a folder or hub id holding one", false},
@@ -326,6 +327,9 @@ int cmd_train(int argc, char **argv) {
         {"rows", ARG_INT, &f.rows, false, "rows of a built-in dataset (default 4096)", false},
         {"mlm-probability", ARG_DOUBLE, &f.mlm_probability, false, "masked LM: share of tokens masked (default 0.15)", false},
         {"line-by-line", ARG_FLAG, &f.line_by_line, false, "masked LM: each text line its own row, padded", false},
+        {"source-prefix", ARG_STRING, &f.source_prefix, false, "seq2seq: text put before every source, e.g. \"summarize: \"", false},
+        {"max-target-length", ARG_INT, &f.max_target_length, false, "seq2seq: target tokens, truncated and padded (default 128)", false},
+        {"doc-stride", ARG_INT, &f.doc_stride, false, "question answering: context tokens shared by consecutive windows (default 128)", false},
         {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
         {"threads-per-device", ARG_INT, &f.threads, false, "threads per device for matrix products (default 1)", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},

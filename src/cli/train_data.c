@@ -1,5 +1,6 @@
 /* Which text preparation a model gets, by its head: the architecture name says what it trains
- * on (transformers' example scripts: run_clm, run_classification, run_mlm). */
+ * on (transformers' example scripts: run_clm, run_classification, run_mlm, run_summarization,
+ * run_qa). */
 #include "train_data.h"
 
 #include <cJSON.h>
@@ -9,7 +10,7 @@
 #include "brigade/tokenizer.h"
 #include "io/json.h"
 
-typedef enum objective { CAUSAL_LM, SEQUENCE_CLASSIFICATION, MASKED_LM, OTHER } objective;
+typedef enum objective { CAUSAL_LM, SEQUENCE_CLASSIFICATION, MASKED_LM, SEQ2SEQ, QUESTION_ANSWERING, OTHER } objective;
 
 static bool ends_with(const char *s, const char *tail) {
     const size_t n = strlen(s), m = strlen(tail);
@@ -20,6 +21,8 @@ static objective objective_of(const brg_model *m) {
     if (m->ops->labels_from_inputs) return CAUSAL_LM;
     if (ends_with(m->ops->architecture, "ForSequenceClassification")) return SEQUENCE_CLASSIFICATION;
     if (ends_with(m->ops->architecture, "ForMaskedLM")) return MASKED_LM;
+    if (ends_with(m->ops->architecture, "ForConditionalGeneration")) return SEQ2SEQ;
+    if (ends_with(m->ops->architecture, "ForQuestionAnswering")) return QUESTION_ANSWERING;
     return OTHER;
 }
 
@@ -82,12 +85,17 @@ static brg_status load_tokenized(const char *ref, const char *model_dir, const b
     if (obj == CAUSAL_LM) return brg_dataset_load_text_tokens(ref, tok, m->vocab_size, f->seq_len, out);
     if (obj == OTHER)
         return brg_error(BRG_ERR_UNSUPPORTED,
-                         "%s: brigade prepares text for causal LMs, sequence classification and masked LMs, not for "
-                         "%s: give a safetensors file of its inputs and labels",
+                         "%s: brigade prepares text for causal LMs, sequence classification, masked LMs, seq2seq and "
+                         "question answering, not for %s: give a safetensors file of its inputs and labels",
                          ref, m->ops->architecture);
     brg_text_format fmt = {.seq_len = f->seq_len, .vocab_size = m->vocab_size,
                            .token_type_ids = takes(m, "token_type_ids")};
     BRG_TRY(pad_id(model_dir, tok, &fmt.pad_id));
+    if (obj == SEQ2SEQ) {
+        const brg_seq2seq_format s2s = {.source_prefix = f->source_prefix, .max_target_length = f->max_target_length};
+        return brg_dataset_load_text_seq2seq(ref, tok, &fmt, &s2s, out);
+    }
+    if (obj == QUESTION_ANSWERING) return brg_dataset_load_text_qa(ref, tok, &fmt, f->doc_stride, out);
     return obj == SEQUENCE_CLASSIFICATION ? load_classification(ref, model_dir, tok, &fmt, out)
                                           : load_mlm(ref, tok, &fmt, f, eval, out);
 }
