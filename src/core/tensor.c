@@ -239,7 +239,8 @@ float brg_f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16;
     uint32_t exp = (h >> 10) & 0x1f;
     uint32_t man = h & 0x3ff;
-    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13)); /* inf / nan */
+    /* inf, or nan made quiet (as VCVTPH2PS and any fp32 arithmetic would) */
+    if (exp == 0x1f) return bits_f32(sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0));
     if (exp == 0) {
         /* zero or subnormal: value = man * 2^-24 */
         float v = (float)man * 0x1p-24f;

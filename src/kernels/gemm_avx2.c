@@ -14,6 +14,7 @@
 #include "kernels/gemm_avx2.h"
 
 #include <immintrin.h>
+#include <string.h>
 
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm_blocked.h"
@@ -84,29 +85,52 @@ AVX2_INLINE void transpose8(__m256 r[8]) {
     }
 }
 
+/* The packing routines also read half operands, whose widening needs F16C (every AVX2 CPU has
+ * it; the half GEMM checks it before calling). The fp32 instances use no F16C instruction. */
+#define AVX2H __attribute__((target("avx2,fma,f16c")))
+#define AVX2H_INLINE static inline __attribute__((always_inline)) AVX2H
+
+/* Bytes per source element. */
+#define ELEM(SRC) ((SRC) == BRG_DTYPE_F32 ? 4 : 2)
+
+/* 8 half elements as floats (exact). */
+AVX2H_INLINE __m256 widen8(const brg_dtype SRC, __m128i h) {
+    if (SRC == BRG_DTYPE_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* The first n (0..8) source elements at p as floats, zeros past them; nothing past them is
+ * read. AVX2 has no 16-bit masked load, so a half tail goes through a copy on the stack. */
+AVX2H_INLINE __m256 load8(const brg_dtype SRC, const char *p, int64_t n) {
+    if (SRC == BRG_DTYPE_F32) return n >= 8 ? _mm256_loadu_ps((const float *)p) : _mm256_maskload_ps((const float *)p, lanes(n));
+    if (n >= 8) return widen8(SRC, _mm_loadu_si128((const __m128i *)p));
+    uint16_t tmp[8] = {0};
+    if (n > 0) memcpy(tmp, p, (size_t)n * sizeof *tmp);
+    return widen8(SRC, _mm_loadu_si128((const __m128i *)tmp));
+}
+
 /* Packs `rows` (<= 8) source rows that are contiguous along k (row r at src + r * ld) into
  * dst[k * w + lane], lane = row, for k < kc; lanes rows..width-1 are written as zeros. The
  * transposing case: A not transposed, or B transposed. As in the AVX-512 kernel, each row
- * contributes only kc floats before the next group starts, so the loop prefetches ahead along
- * each row and, near the end, into the next group (`next` rows on). */
+ * contributes only kc elements before the next group starts, so the loop prefetches ahead
+ * along each row and, near the end, into the next group (`next` rows on). Half sources widen
+ * exactly, so they pack to the floats of their widened values. */
 #define PREFETCH 64
-AVX2 static void pack_rows(float *restrict dst, int64_t w, int width, const float *restrict src, int64_t ld,
-                           int rows, int64_t kc, int64_t next) {
+AVX2H_INLINE void pack_rows_of(const brg_dtype SRC, float *restrict dst, int64_t w, int width,
+                               const char *restrict src, int64_t ld, int rows, int64_t kc, int64_t next) {
+    const uintptr_t es = ELEM(SRC);
     for (int64_t k = 0; k < kc; k += 8) {
         const int64_t kt = kc - k < 8 ? kc - k : 8;
-        const __m256i load = lanes(kt);
         /* An address, not a pointer: past the last group it lies outside the matrix, which a
          * prefetch tolerates and pointer arithmetic does not. */
-        const uintptr_t ahead = (uintptr_t)src + sizeof(float) * (uintptr_t)(k + PREFETCH < kc
-                                                                                ? k + PREFETCH
-                                                                                : next * ld + (k + PREFETCH - kc));
+        const uintptr_t ahead = (uintptr_t)src + es * (uintptr_t)(k + PREFETCH < kc ? k + PREFETCH
+                                                                                    : next * ld + (k + PREFETCH - kc));
         __m256 r[8];
 #pragma GCC unroll 8
         for (int i = 0; i < 8; i++) {
             if (i < rows) {
-                r[i] = kt == 8 ? _mm256_loadu_ps(src + (int64_t)i * ld + k)
-                               : _mm256_maskload_ps(src + (int64_t)i * ld + k, load);
-                _mm_prefetch((const char *)(ahead + sizeof(float) * (uintptr_t)(i * ld)), _MM_HINT_T0);
+                r[i] = load8(SRC, src + (uintptr_t)((int64_t)i * ld + k) * es, kt);
+                _mm_prefetch((const char *)(ahead + es * (uintptr_t)(i * ld)), _MM_HINT_T0);
             } else {
                 r[i] = _mm256_setzero_ps();
             }
@@ -120,18 +144,33 @@ AVX2 static void pack_rows(float *restrict dst, int64_t w, int width, const floa
 /* Packs a source whose panel dimension is contiguous (element (k, lane) at src + k * ld + lane,
  * `cols` valid lanes) into dst[k * w + lane] for lanes < w; the rest of each row becomes zeros.
  * The copying case: A transposed, or B not transposed. */
-AVX2 static void pack_cols(float *restrict dst, int64_t w, const float *restrict src, int64_t ld, int64_t cols,
-                           int64_t kc) {
+AVX2H_INLINE void pack_cols_of(const brg_dtype SRC, float *restrict dst, int64_t w, const char *restrict src,
+                               int64_t ld, int64_t cols, int64_t kc) {
     const int nv = (int)((w + 7) / 8);
+    const int64_t es = ELEM(SRC);
     for (int64_t k = 0; k < kc; k++) {
-        const float *s = src + k * ld;
+        const char *s = src + k * ld * es;
         float *d = dst + k * w;
         for (int v = 0; v < nv; v++) {
-            __m256 x = cols - 8 * v >= 8 ? _mm256_loadu_ps(s + 8 * v) : _mm256_maskload_ps(s + 8 * v, lanes(cols - 8 * v));
+            __m256 x = load8(SRC, s + 8 * v * es, cols - 8 * v);
             store_lanes(d + 8 * v, w - 8 * v >= 8 ? 8 : (int)(w - 8 * v), x);
         }
     }
 }
+
+/* One instance per source type, for the kernel's tables. */
+#define PACKERS(suffix, SRC)                                                                                     \
+    AVX2H static void pack_rows_##suffix(void *restrict dst, int64_t w, int width, const void *restrict src,    \
+                                         int64_t ld, int rows, int64_t kc, int64_t next) {                       \
+        pack_rows_of(SRC, dst, w, width, src, ld, rows, kc, next);                                               \
+    }                                                                                                            \
+    AVX2H static void pack_cols_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,    \
+                                         int64_t cols, int64_t kc) {                                             \
+        pack_cols_of(SRC, dst, w, src, ld, cols, kc);                                                            \
+    }
+PACKERS(f32, BRG_DTYPE_F32)
+PACKERS(f16, BRG_DTYPE_F16)
+PACKERS(bf16, BRG_DTYPE_BF16)
 
 /* ---- microkernel -------------------------------------------------------------------------
  * C[0:mr, 0:nr] = alpha * (A_panel @ B_panel) + beta * C over one packed depth kc. ROWS is a
@@ -198,15 +237,15 @@ AVX2_INLINE void tile(const int ROWS, int64_t kc, const float *restrict a, const
     }
 }
 
-AVX2 static void tile_6(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+AVX2 static void tile_6(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
                         int64_t mr, int64_t nr) {
     tile(MR, kc, a, b, c, ldc, alpha, beta, mr, nr);
 }
-AVX2 static void tile_4(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+AVX2 static void tile_4(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
                         int64_t mr, int64_t nr) {
     tile(4, kc, a, b, c, ldc, alpha, beta, mr, nr);
 }
-AVX2 static void tile_2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+AVX2 static void tile_2(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
                         int64_t mr, int64_t nr) {
     tile(2, kc, a, b, c, ldc, alpha, beta, mr, nr);
 }
@@ -216,12 +255,22 @@ AVX2 static void tile_2(int64_t kc, const float *a, const float *b, float *c, in
  * (measured level with or slightly ahead of the A-outer order on the GPT-2 products). */
 static const brg_gemm_kernel avx2_kernel = {
     .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 8,
-    .pack_rows = pack_rows, .pack_cols = pack_cols,
+    .k_pack = 1,
+    .pack_rows = {pack_rows_f32, pack_rows_f16, pack_rows_bf16},
+    .pack_cols = {pack_cols_f32, pack_cols_f16, pack_cols_bf16},
     .n_tiles = 3, .tile_rows = {MR, 4, 2}, .tiles = {tile_6, tile_4, tile_2},
     .b_panel_outer = true,
 };
 
 bool brg_gemm_avx2(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    return brg_gemm_blocked(&avx2_kernel, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return brg_gemm_blocked(&avx2_kernel, trans_a, trans_b, M, N, K, alpha, BRG_DTYPE_F32, A, lda, BRG_DTYPE_F32, B,
+                            ldb, beta, C, ldc);
+}
+
+bool brg_gemm_avx2_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                         const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc) {
+    return brg_gemm_blocked(&avx2_kernel, trans_a, trans_b, M, N, K, alpha, a_type, A, lda, b_type, B, ldb, beta, C,
+                            ldc);
 }

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "brigade/tensor.h"
+
 /* True when the CPU and the OS support AVX2 and FMA. */
 bool brg_gemm_avx2_supported(void);
 
@@ -16,6 +18,13 @@ bool brg_gemm_avx2_supported(void);
  * thread's packing buffers cannot be allocated. */
 bool brg_gemm_avx2(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The same kernel with A and B of any of F32, F16, BF16 (lda, ldb in elements): half operands
+ * are widened to fp32 while they are packed, so the result has the bits brg_gemm_avx2 gives on
+ * the widened operands. F16 operands need F16C besides AVX2 (brg_isa_has_f16c). */
+bool brg_gemm_avx2_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                         const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta,
+                         float *C, int64_t ldc);
 
 /* Blocking of the kernel, exposed so tests can pick shapes that cross every block edge. */
 enum {

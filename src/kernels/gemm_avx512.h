@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "brigade/tensor.h"
+
 /* True when the CPU and the OS support AVX-512 F/BW/DQ/VL and FMA (the instructions the kernel
  * uses, and the OS saves the zmm state). */
 bool brg_gemm_avx512_supported(void);
@@ -19,6 +21,13 @@ bool brg_gemm_avx512_supported(void);
  * allocated; the caller then computes the product another way. */
 bool brg_gemm_avx512(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                      int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
+
+/* The same kernel with A and B of any of F32, F16, BF16 (lda, ldb in elements): half operands
+ * are widened to fp32 while they are packed, so the result has the bits brg_gemm_avx512 gives
+ * on the widened operands; only the operands' memory traffic is halved. */
+bool brg_gemm_avx512_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                           const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta,
+                           float *C, int64_t ldc);
 
 /* Blocking of the kernel, exposed so tests can pick shapes that cross every block edge. */
 enum {

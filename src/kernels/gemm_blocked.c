@@ -68,36 +68,65 @@ void brg_gemm_scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc) {
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-/* op(A)[ic:ic+mc, pc:pc+kc] into MR-row micro-panels, each [kc][MR]. */
-static void pack_a(const brg_gemm_kernel *k, float *restrict dst, bool trans_a, const float *A, int64_t lda,
-                   int64_t ic, int64_t pc, int64_t mc, int64_t kc) {
-    const int64_t MR = k->MR;
+/* The source types a kernel may pack from index its routine tables. */
+static bool src_type_ok(brg_dtype t) { return t == BRG_DTYPE_F32 || t == BRG_DTYPE_F16 || t == BRG_DTYPE_BF16; }
+
+bool brg_gemm_blocked_reads(const brg_gemm_kernel *k, brg_dtype a_type, brg_dtype b_type) {
+    return src_type_ok(a_type) && src_type_ok(b_type) && k->pack_rows[a_type] && k->pack_cols[a_type] &&
+           k->pack_rows[b_type] && k->pack_cols[b_type];
+}
+
+/* One operand as the packing sees it: its bytes, element size and routines. */
+typedef struct operand {
+    const char *data;
+    int64_t ld, elem;
+    brg_pack_rows_fn *pack_rows;
+    brg_pack_cols_fn *pack_cols;
+} operand;
+
+static operand operand_of(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, k->pack_rows[type], k->pack_cols[type]};
+}
+
+/* The source element `offset` elements into the operand. */
+static const void *at(const operand *o, int64_t offset) { return o->data + offset * o->elem; }
+
+/* Bytes of a packed panel of `lanes` lanes over depth kc: 4-byte lanes, kc / k_pack steps. */
+static int64_t panel_bytes(const brg_gemm_kernel *k, int64_t lanes, int64_t kc) {
+    return lanes * (round_up(kc, k->k_pack) / k->k_pack) * 4;
+}
+
+/* op(A)[ic:ic+mc, pc:pc+kc] into MR-row micro-panels. */
+static void pack_a(const brg_gemm_kernel *k, char *restrict dst, bool trans_a, const operand *A, int64_t ic,
+                   int64_t pc, int64_t mc, int64_t kc) {
+    const int64_t MR = k->MR, lda = A->ld;
     for (int64_t ir = 0; ir < mc; ir += MR) {
         const int64_t rows = min64(MR, mc - ir);
-        float *d = dst + ir * kc;
+        char *d = dst + panel_bytes(k, ir, kc);
         if (trans_a) /* A is [K, M]: the MR rows of a panel are contiguous for each k */
-            k->pack_cols(d, MR, A + pc * lda + (ic + ir), lda, rows, kc);
+            A->pack_cols(d, MR, at(A, pc * lda + (ic + ir)), lda, rows, kc);
         else
-            k->pack_rows(d, MR, (int)MR, A + (ic + ir) * lda + pc, lda, (int)rows, kc, MR);
+            A->pack_rows(d, MR, (int)MR, at(A, (ic + ir) * lda + pc), lda, (int)rows, kc, MR);
     }
 }
 
-/* op(B)[pc:pc+kc, jc:jc+nc] into NR-column micro-panels, each [kc][NR]. */
-static void pack_b(const brg_gemm_kernel *k, float *restrict dst, bool trans_b, const float *B, int64_t ldb,
-                   int64_t jc, int64_t pc, int64_t nc, int64_t kc) {
-    const int64_t NR = k->NR, G = k->group;
+/* op(B)[pc:pc+kc, jc:jc+nc] into NR-column micro-panels. */
+static void pack_b(const brg_gemm_kernel *k, char *restrict dst, bool trans_b, const operand *B, int64_t jc,
+                   int64_t pc, int64_t nc, int64_t kc) {
+    const int64_t NR = k->NR, G = k->group, ldb = B->ld;
     for (int64_t jr = 0; jr < nc; jr += NR) {
         const int64_t cols = min64(NR, nc - jr);
-        float *d = dst + jr * kc;
+        char *d = dst + panel_bytes(k, jr, kc);
         if (!trans_b) { /* B is [K, N]: the NR columns of a panel are contiguous for each k */
-            k->pack_cols(d, NR, B + pc * ldb + (jc + jr), ldb, cols, kc);
+            B->pack_cols(d, NR, at(B, pc * ldb + (jc + jr)), ldb, cols, kc);
             continue;
         }
-        /* B is [N, K]: transpose `group` columns of op(B) (rows of B) at a time */
+        /* B is [N, K]: transpose `group` columns of op(B) (rows of B) at a time; lane g starts
+         * 4 * g bytes into each packed step. */
         for (int64_t g = 0; g < NR; g += G) {
             const int64_t c = cols - g;
-            const float *s = B + (jc + jr + g) * ldb + pc;
-            k->pack_rows(d + g, NR, (int)G, s, ldb, c <= 0 ? 0 : (int)min64(c, G), kc, G);
+            const void *s = at(B, (jc + jr + g) * ldb + pc);
+            B->pack_rows(d + 4 * g, NR, (int)G, s, ldb, c <= 0 ? 0 : (int)min64(c, G), kc, G);
         }
     }
 }
@@ -113,12 +142,13 @@ static brg_tile_fn *tile_for(const brg_gemm_kernel *k, int64_t mr) {
 static void block_tiles(const brg_gemm_kernel *k, const pack_buffers *pb, int64_t mc, int64_t nc, int64_t kc,
                         float alpha, float beta, float *C, int64_t ldc) {
     const int64_t MR = k->MR, NR = k->NR;
+    const char *a = (const char *)pb->a, *b = (const char *)pb->b;
     if (k->b_panel_outer) {
         for (int64_t jr = 0; jr < nc; jr += NR)
             for (int64_t ir = 0; ir < mc; ir += MR) {
                 const int64_t mr = min64(MR, mc - ir);
-                tile_for(k, mr)(kc, pb->a + ir * kc, pb->b + jr * kc, C + ir * ldc + jr, ldc, alpha, beta, mr,
-                                min64(NR, nc - jr));
+                tile_for(k, mr)(kc, a + panel_bytes(k, ir, kc), b + panel_bytes(k, jr, kc), C + ir * ldc + jr, ldc,
+                                alpha, beta, mr, min64(NR, nc - jr));
             }
         return;
     }
@@ -126,22 +156,24 @@ static void block_tiles(const brg_gemm_kernel *k, const pack_buffers *pb, int64_
         const int64_t mr = min64(MR, mc - ir);
         brg_tile_fn *fn = tile_for(k, mr);
         for (int64_t jr = 0; jr < nc; jr += NR)
-            fn(kc, pb->a + ir * kc, pb->b + jr * kc, C + ir * ldc + jr, ldc, alpha, beta, mr, min64(NR, nc - jr));
+            fn(kc, a + panel_bytes(k, ir, kc), b + panel_bytes(k, jr, kc), C + ir * ldc + jr, ldc, alpha, beta, mr,
+               min64(NR, nc - jr));
     }
 }
 
 bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-                      int64_t ldc) {
+                      float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
+                      int64_t ldb, float beta, float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return true;
     if (K <= 0 || alpha == 0.0f) {
         brg_gemm_scale_c(M, N, beta, C, ldc);
         return true;
     }
+    const operand a_op = operand_of(k, a_type, A, lda), b_op = operand_of(k, b_type, B, ldb);
     const int64_t KC = k->KC, MC = k->MC, NC = k->NC;
     const int64_t kc_max = min64(KC, K);
-    pack_buffers *pb = buffers_get((size_t)(round_up(min64(MC, M), k->MR) * kc_max),
-                                   (size_t)(round_up(min64(NC, N), k->NR) * kc_max));
+    pack_buffers *pb = buffers_get((size_t)panel_bytes(k, round_up(min64(MC, M), k->MR), kc_max) / sizeof(float),
+                                   (size_t)panel_bytes(k, round_up(min64(NC, N), k->NR), kc_max) / sizeof(float));
     if (!pb) return false;
     for (int64_t ic = 0; ic < M; ic += MC) {
         const int64_t mc = min64(MC, M - ic);
@@ -149,10 +181,10 @@ bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int6
             const int64_t kc = min64(KC, K - pc);
             /* beta applies once, with the first slice of K; later slices accumulate. */
             const float beta_k = pc == 0 ? beta : 1.0f;
-            pack_a(k, pb->a, trans_a, A, lda, ic, pc, mc, kc);
+            pack_a(k, (char *)pb->a, trans_a, &a_op, ic, pc, mc, kc);
             for (int64_t jc = 0; jc < N; jc += NC) {
                 const int64_t nc = min64(NC, N - jc);
-                pack_b(k, pb->b, trans_b, B, ldb, jc, pc, nc, kc);
+                pack_b(k, (char *)pb->b, trans_b, &b_op, jc, pc, nc, kc);
                 block_tiles(k, pb, mc, nc, kc, alpha, beta_k, C + ic * ldc + jc, ldc);
             }
         }

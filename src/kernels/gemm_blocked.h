@@ -11,7 +11,10 @@
  *         tiles: every MR x NR tile of C over the packed depth kc
  *
  * Packed A micro-panels are k-major with MR floats per k (broadcast one at a time), B
- * micro-panels k-major with NR floats per k (whole vector loads); edges are zero-padded, so the
+ * micro-panels k-major with NR floats per k (whole vector loads); a kernel with k_pack == 2
+ * (gemm_bf16.c) stores pairs of bf16 k values in each 4-byte lane instead. Operands may be
+ * fp32, fp16 or bf16 in memory: each kernel's packing routines read the types it supports
+ * (widening half types exactly). Edges are zero-padded, so the
  * tiles always compute full tiles and mask only their stores. Each element of C is accumulated
  * over k in the same order whatever M and N are (the K blocks depend on K alone, and every tile
  * variant runs the same FMA chain per lane), so a product split by rows or columns gives the
@@ -23,26 +26,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Packs `rows` (<= group) source rows that are contiguous along k (row r at src + r * ld) into
- * dst[k * w + lane], lane = row, for k < kc; lanes rows..width-1 become zeros. The transposing
- * case: A not transposed, or B transposed. `next`: rows on to the next group (for prefetching). */
-typedef void brg_pack_rows_fn(float *restrict dst, int64_t w, int width, const float *restrict src, int64_t ld,
+#include "brigade/tensor.h"
+
+/* Source element types a kernel can pack from: the index of its packing routines. */
+enum { BRG_GEMM_SRC_TYPES = 3 }; /* BRG_DTYPE_F32, BRG_DTYPE_F16, BRG_DTYPE_BF16 */
+
+/* Packs `rows` (<= group) source rows that are contiguous along k (row r at src + r * ld
+ * elements) into lanes of dst, lane = row, for k < kc; lanes rows..width-1 become zeros. The
+ * transposing case: A not transposed, or B transposed. `next`: rows on to the next group (for
+ * prefetching). A packed lane is 4 bytes per packed step: one fp32 value per k (dst[k * w +
+ * lane]) or, for kernels with k_pack == 2, a pair of bf16 values k = 2s, 2s + 1 (low half first)
+ * per step s, an odd kc padded with a zero. */
+typedef void brg_pack_rows_fn(void *restrict dst, int64_t w, int width, const void *restrict src, int64_t ld,
                               int rows, int64_t kc, int64_t next);
 /* Packs a source whose panel dimension is contiguous (element (k, lane) at src + k * ld + lane,
- * `cols` valid lanes) into dst[k * w + lane] for lanes < w, zeros past cols. The copying case:
- * A transposed, or B not transposed. */
-typedef void brg_pack_cols_fn(float *restrict dst, int64_t w, const float *restrict src, int64_t ld, int64_t cols,
+ * `cols` valid lanes) into the lanes < w of dst, zeros past cols. The copying case: A
+ * transposed, or B not transposed. */
+typedef void brg_pack_cols_fn(void *restrict dst, int64_t w, const void *restrict src, int64_t ld, int64_t cols,
                               int64_t kc);
 /* C[0:mr, 0:nr] = alpha * (A_panel @ B_panel) + beta * C over one packed depth kc, for
  * mr <= the tile's rows and nr <= NR; beta == 0 never reads C. */
-typedef void brg_tile_fn(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, float alpha, float beta,
+typedef void brg_tile_fn(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
                          int64_t mr, int64_t nr);
 
 typedef struct brg_gemm_kernel {
     int64_t MR, NR, KC, MC, NC;
-    int group; /* rows pack_rows transposes at once (the vector width) */
-    brg_pack_rows_fn *pack_rows;
-    brg_pack_cols_fn *pack_cols;
+    int group;  /* rows pack_rows transposes at once (the vector width) */
+    int k_pack; /* k values per 4-byte packed lane: 1 (fp32 panels) or 2 (bf16 pairs) */
+    /* Indexed by the operand's brg_dtype (F32, F16, BF16); NULL where the kernel cannot read
+     * that type. Half sources are widened (or paired) while packing, so the tiles never see
+     * the source type. */
+    brg_pack_rows_fn *pack_rows[BRG_GEMM_SRC_TYPES];
+    brg_pack_cols_fn *pack_cols[BRG_GEMM_SRC_TYPES];
     /* Tiles of decreasing height: tiles[0] has MR rows; the last panel of a block runs the
      * lowest one that covers its rows, instead of spending most FMAs on padding. */
     int n_tiles;
@@ -53,11 +68,15 @@ typedef struct brg_gemm_kernel {
     bool b_panel_outer;
 } brg_gemm_kernel;
 
-/* brg_gemm's contract computed with kernel `k` on the calling thread; false, having touched
- * nothing, only when the thread's packing buffers cannot be allocated. */
+/* True when kernel `k` can pack operands of these types. */
+bool brg_gemm_blocked_reads(const brg_gemm_kernel *k, brg_dtype a_type, brg_dtype b_type);
+
+/* brg_gemm's contract computed with kernel `k` on the calling thread, A and B holding elements
+ * of a_type and b_type (which brg_gemm_blocked_reads must accept; lda, ldb in elements); false,
+ * having touched nothing, only when the thread's packing buffers cannot be allocated. */
 bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                      float alpha, const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
-                      int64_t ldc);
+                      float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
+                      int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* C = beta * C, for the products with K == 0 or alpha == 0: beta == 0 clears C even when it
  * holds NaN or Inf garbage. */

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "brigade/status.h"
+#include "brigade/tensor.h"
 
 /* ---- GEMM: the one interface every matrix product goes through ---------------------------
  * C[M,N] = alpha * op(A) @ op(B) + beta * C, row-major. op(A) is [M,K]: A is [M,K] (lda >= K)
@@ -27,6 +28,25 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
 const char *brg_gemm_backend(void);
 /* Threads each GEMM call may use (process-wide). */
 void brg_gemm_set_threads(int threads);
+
+/* GEMM with half-precision operands: brg_gemm's contract with A and B stored as a_type and
+ * b_type, each BRG_DTYPE_F32, F16 or BF16 (uint16_t bit patterns; lda, ldb in elements); every
+ * product and sum in fp32 (or wider), C fp32. Which kernel runs and what equality each keeps:
+ * gemm_half.c and docs/precision.md. Splits across the bound team like brg_gemm, with the same
+ * bits for any team size. brg_gemm_half_ref accumulates the widened operands in double (the
+ * bits of brg_gemm_ref on them). */
+void brg_gemm_half(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                   const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
+                   int64_t ldc);
+void brg_gemm_half_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                       const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
+                       int64_t ldc);
+/* The kernel brg_gemm_half uses for these operand types ("avx512bf16", "avx512", "avx2",
+ * "openblas", "ref"). */
+const char *brg_gemm_half_backend(brg_dtype a_type, brg_dtype b_type);
+/* Whether any kernel accumulates in fp16 (what a half-partials option could ask for): none
+ * does, so such an option keeps fp32 accumulation. */
+bool brg_gemm_half_partials_available(void);
 
 /* Intra-op threads of one device: a team of `threads` (the caller's thread plus threads - 1
  * helpers). While bound to a thread, brg_gemm calls made on it split large products by rows of
