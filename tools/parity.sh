@@ -5,7 +5,8 @@
 #
 # 1. Creates VENV_DIR (python3 -m venv + pip install -r tools/requirements.txt) if it is missing.
 # 2. Writes 3 random GPT-2 fixtures with a fresh seed (printed; set PARITY_SEED to reproduce) and
-#    runs BUILD_DIR/test_gpt2_parity on each.
+#    runs BUILD_DIR/test_gpt2_parity on each (likewise BERT/ViT, T5, and generation: random GPT-2
+#    and T5 models with a tokenizer, transformers' generate() against test_generate_parity).
 # 3. brigade init -> brigade forward -> tools/check_init.py: the folder brigade writes loads in
 #    transformers and brigade's logits and loss agree with it.
 # 4. Tokenizers: freshly trained ones and a real hub tokenizer.json against the Python library.
@@ -64,6 +65,7 @@ run_random_fixtures() {
     run_family gpt2 gpt2_fixtures.py test_gpt2_parity
     run_family bert-vit bert_vit_fixtures.py test_bert_parity
     run_family t5 t5_fixtures.py test_t5_parity
+    run_family generate generate_fixtures.py test_generate_parity
 }
 
 write_inputs() {

@@ -30,8 +30,12 @@
 static void check_args(const brg_attn_args *a) {
     BRG_ASSERT(a != NULL);
     BRG_ASSERT(a->B >= 0 && a->H >= 0 && a->Tq >= 0 && a->Tk >= 0 && a->D >= 0);
+    BRG_ASSERT(a->kv_stride == 0 || a->kv_stride >= a->Tk);
 }
 
+
+/* Key/value rows stored per (b, h): Tk, or the larger capacity of a KV cache. */
+static int64_t kv_rows(const brg_attn_args *a) { return a->kv_stride ? a->kv_stride : a->Tk; }
 
 /* Index of the last key query i may see (every key when not causal); may be < 0 when Tk < Tq. */
 static int64_t last_visible(const brg_attn_args *a, int64_t i) { return a->causal ? i + (a->Tk - a->Tq) : a->Tk - 1; }
@@ -53,8 +57,8 @@ static int64_t block_key_end(const brg_attn_args *a, const block *blk) {
 static int64_t block_scores(float *s, const float *q, const float *k, const block *blk, const brg_attn_args *a) {
     const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D;
     const int64_t kend = block_key_end(a, blk);
-    brg_gemm(false, true, blk->nr, kend, D, a->scale, q + (blk->bh * Tq + blk->i0) * D, D, k + blk->bh * Tk * D, D,
-             0.0f, s, Tk);
+    const float *kb = k + blk->bh * kv_rows(a) * D;
+    brg_gemm(false, true, blk->nr, kend, D, a->scale, q + (blk->bh * Tq + blk->i0) * D, D, kb, D, 0.0f, s, Tk);
     const float *mask = a->key_mask ? a->key_mask + blk->b * Tk : NULL;
     for (int64_t r = 0; r < blk->nr; r++) {
         const int64_t i = blk->i0 + r, last = last_visible(a, i);
@@ -167,7 +171,7 @@ static void forward_heads(void *ctx, int i, int n) {
                     used = u > used ? u : used;
                 }
                 apply_dropout(p, &blk, used, args);
-                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, j->v + blk.bh * Tk * D, D, 0.0f,
+                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, j->v + blk.bh * kv_rows(args) * D, D, 0.0f,
                          j->out + row0 * D, D);
             }
 }
@@ -213,7 +217,8 @@ static void block_backward(const attn_grads *g, float *p, float *dp, const float
                            const float *lse, const float *q, const float *k, const float *v, const block *blk,
                            const brg_attn_args *a) {
     const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D, row0 = blk->bh * Tq + blk->i0;
-    const float *kbh = k + blk->bh * Tk * D, *vbh = v + blk->bh * Tk * D, *qb = q + row0 * D, *gb = dout + row0 * D;
+    const int64_t kv = kv_rows(a);
+    const float *kbh = k + blk->bh * kv * D, *vbh = v + blk->bh * kv * D, *qb = q + row0 * D, *gb = dout + row0 * D;
     const int64_t kend = block_scores(p, q, k, blk, a);
     int64_t used = 0;
     for (int64_t r = 0; r < blk->nr; r++) {
@@ -230,11 +235,11 @@ static void block_backward(const attn_grads *g, float *p, float *dp, const float
         if (g->dq) /* dq += scale dS k */
             brg_gemm(false, false, blk->nr, D, used, a->scale, dp, Tk, kbh, D, 1.0f, g->dq + row0 * D, D);
         if (g->dk) /* dk += scale dS^T q */
-            brg_gemm(true, false, used, D, blk->nr, a->scale, dp, Tk, qb, D, 1.0f, g->dk + blk->bh * Tk * D, D);
+            brg_gemm(true, false, used, D, blk->nr, a->scale, dp, Tk, qb, D, 1.0f, g->dk + blk->bh * kv * D, D);
     }
     if (g->dv) { /* dv += dropout(P)^T dout */
         apply_dropout(p, blk, used, a);
-        brg_gemm(true, false, used, D, blk->nr, 1.0f, p, Tk, gb, D, 1.0f, g->dv + blk->bh * Tk * D, D);
+        brg_gemm(true, false, used, D, blk->nr, 1.0f, p, Tk, gb, D, 1.0f, g->dv + blk->bh * kv * D, D);
     }
 }
 
@@ -277,7 +282,7 @@ static void ref_probs(double *P, float *s, const float *q, const float *k, int64
         const float *mask = a->key_mask ? a->key_mask + b * Tk : NULL;
         for (int64_t j = 0; j < Tk; j++) {
             double dot = 0.0;
-            for (int64_t d = 0; d < D; d++) dot += (double)q[(bh * Tq + i) * D + d] * k[(bh * Tk + j) * D + d];
+            for (int64_t d = 0; d < D; d++) dot += (double)q[(bh * Tq + i) * D + d] * k[(bh * kv_rows(a) + j) * D + d];
             float sc = (float)(a->scale * dot);
             if (bias) sc += bias[j];
             if (a->causal && j > i + (Tk - Tq)) sc = -FLT_MAX;
@@ -308,7 +313,7 @@ void brg_k_attention_fwd_ref(float *out, const float *q, const float *k, const f
             for (int64_t i = 0; i < Tq; i++)
                 for (int64_t d = 0; d < D; d++) {
                     double acc = 0.0;
-                    for (int64_t j = 0; j < Tk; j++) acc += P[i * Tk + j] * v[(bh * Tk + j) * D + d];
+                    for (int64_t j = 0; j < Tk; j++) acc += P[i * Tk + j] * v[(bh * kv_rows(args) + j) * D + d];
                     out[(bh * Tq + i) * D + d] = (float)acc;
                 }
         }

@@ -141,6 +141,9 @@ typedef struct brg_attn_args {
      * backward regenerates the mask instead of storing it. */
     float dropout;
     uint64_t seed, offset;
+    /* Rows stored per (b, h) in k and v, >= Tk (a KV cache holds keys for its whole capacity
+     * and attends to the first Tk); 0 means Tk. */
+    int64_t kv_stride;
 } brg_attn_args;
 void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                          const brg_attn_args *args);

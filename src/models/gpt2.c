@@ -152,7 +152,6 @@ static brg_status load_model_config(const char *path, gpt2_model_config **out) {
 /* ---- forward ---- */
 
 static const brg_gpt2_config *cfg_of(const brg_model *m) { return m->config; }
-enum { L_LN1_W, L_LN1_B, L_ATTN_W, L_ATTN_B, L_APROJ_W, L_APROJ_B, L_LN2_W, L_LN2_B, L_FC_W, L_FC_B, L_MPROJ_W, L_MPROJ_B };
 
 static brg_tensor *P(brg_model *m, int i) { return m->params[i].tensor; }
 static brg_tensor *LP(brg_model *m, int layer, int which) { return P(m, 2 + layer * PER_LAYER + which); }

@@ -16,6 +16,8 @@ typedef struct gpt2_model_config {
 /* Parameter indices follow construction order: wte, wpe, PER_LAYER per layer, ln_f weight and
  * bias, then the task head's. */
 enum { P_WTE = 0, P_WPE = 1, PER_LAYER = 12 };
+/* A layer's parameters, in order from 2 + layer * PER_LAYER. */
+enum { L_LN1_W, L_LN1_B, L_ATTN_W, L_ATTN_B, L_APROJ_W, L_APROJ_B, L_LN2_W, L_LN2_B, L_FC_W, L_FC_B, L_MPROJ_W, L_MPROJ_B };
 
 /* Builds the model config.json at `config_path` describes (weights zeroed). */
 brg_status gpt2_create_path(const char *config_path, brg_model **out);

@@ -1,0 +1,162 @@
+/* brg_decoder: the history of the rows being decoded, their positions, and the step that hands
+ * the new positions to the architecture's cached forward (or, without a cache, the whole
+ * history). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "models/decoder_internal.h"
+
+static const dec_arch *arch_of(const brg_model *m) {
+    const char *a = m && m->ops ? m->ops->architecture : NULL;
+    if (!a) return NULL;
+    if (strcmp(a, "GPT2LMHeadModel") == 0) return &gpt2_dec_arch;
+    if (strcmp(a, "T5ForConditionalGeneration") == 0) return &t5_dec_arch;
+    return NULL;
+}
+
+bool brg_decoder_supported(const brg_model *model) { return arch_of(model) != NULL; }
+
+brg_status brg_decoder_create(brg_model *model, int64_t rows, int64_t capacity, bool use_cache, brg_decoder **out) {
+    const dec_arch *arch = arch_of(model);
+    if (!arch)
+        return brg_error(BRG_ERR_UNSUPPORTED, "generation needs GPT2LMHeadModel or T5ForConditionalGeneration, not %s",
+                         model && model->ops ? model->ops->architecture : "this model");
+    if (rows < 1 || capacity < 1 || rows > (1 << 20) || capacity > (1 << 24))
+        return brg_error(BRG_ERR_INVALID_ARG, "decoder of %lld rows and %lld positions", (long long)rows,
+                         (long long)capacity);
+    brg_decoder *d = calloc(1, sizeof *d);
+    if (!d) return brg_error(BRG_ERR_OOM, "cannot allocate a decoder");
+    *d = (brg_decoder){.m = model, .arch = arch, .rows = rows, .cap = capacity, .vocab = model->vocab_size,
+                       .use_cache = use_cache};
+    const size_t n = (size_t)(rows * capacity);
+    d->ids = calloc(n, sizeof *d->ids);
+    d->mask = calloc(n, sizeof *d->mask);
+    d->pos = calloc(n, sizeof *d->pos);
+    d->seen = calloc((size_t)rows, sizeof *d->seen);
+    brg_status st = d->ids && d->mask && d->pos && d->seen
+                        ? arch->create(d)
+                        : brg_error(BRG_ERR_OOM, "cannot allocate a decoder's history");
+    if (st != BRG_OK) {
+        brg_decoder_destroy(d);
+        return st;
+    }
+    *out = d;
+    return BRG_OK;
+}
+
+void brg_decoder_destroy(brg_decoder *d) {
+    if (!d) return;
+    if (d->state) d->arch->destroy(d);
+    free(d->ids);
+    free(d->mask);
+    free(d->pos);
+    free(d->seen);
+    free(d->enc_ids);
+    free(d->enc_mask);
+    free(d);
+}
+
+int64_t brg_decoder_length(const brg_decoder *d) { return d->len; }
+int64_t brg_decoder_rows(const brg_decoder *d) { return d->rows; }
+int64_t brg_decoder_vocab(const brg_decoder *d) { return d->vocab; }
+
+brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t n, const float *mask) {
+    if (!d->arch->encode) return brg_error(BRG_ERR_INVALID_ARG, "%s has no encoder", d->m->ops->architecture);
+    if (d->len > 0) return brg_error(BRG_ERR_INVALID_ARG, "the encoder runs before the first decoder step");
+    if (n < 1 || n > d->m->max_positions * 64)
+        return brg_error(BRG_ERR_INVALID_ARG, "encoder input of %lld tokens", (long long)n);
+    free(d->enc_ids);
+    free(d->enc_mask);
+    d->enc_ids = malloc((size_t)(d->rows * n) * sizeof *d->enc_ids);
+    d->enc_mask = malloc((size_t)(d->rows * n) * sizeof *d->enc_mask);
+    if (!d->enc_ids || !d->enc_mask) return brg_error(BRG_ERR_OOM, "cannot allocate the encoder input");
+    for (int64_t i = 0; i < d->rows * n; i++) {
+        if (input_ids[i] < 0 || input_ids[i] >= d->vocab)
+            return brg_error(BRG_ERR_INVALID_ARG, "encoder token %d is outside the vocabulary [0, %lld)",
+                             (int)input_ids[i], (long long)d->vocab);
+        d->enc_ids[i] = input_ids[i];
+        d->enc_mask[i] = mask ? mask[i] : 1.0f;
+    }
+    d->enc_len = n;
+    return d->arch->encode(d);
+}
+
+void dec_gather_ids(const brg_decoder *d, int64_t start, int64_t n, int32_t *dst, bool positions) {
+    const int32_t *src = positions ? d->pos : d->ids;
+    for (int64_t r = 0; r < d->rows; r++) memcpy(dst + r * n, src + r * d->cap + start, (size_t)n * sizeof *dst);
+}
+
+void dec_gather_mask(const brg_decoder *d, int64_t start, int64_t n, float *dst) {
+    for (int64_t r = 0; r < d->rows; r++) memcpy(dst + r * n, d->mask + r * d->cap + start, (size_t)n * sizeof *dst);
+}
+
+brg_status brg_decoder_step(brg_decoder *d, const int32_t *ids, int64_t n, const float *mask, float *logits) {
+    if (n < 1) return brg_error(BRG_ERR_INVALID_ARG, "a decoder step needs at least one token");
+    if (d->len + n > d->cap)
+        return brg_error(BRG_ERR_INVALID_ARG, "%lld positions past the decoder's capacity of %lld",
+                         (long long)(d->len + n - d->cap), (long long)d->cap);
+    if (d->arch->encode && !d->enc_ids)
+        return brg_error(BRG_ERR_INVALID_ARG, "the encoder has not run (brg_decoder_encode)");
+    for (int64_t r = 0; r < d->rows; r++)
+        for (int64_t t = 0; t < n; t++) {
+            const int32_t id = ids[r * n + t];
+            if (id < 0 || id >= d->vocab)
+                return brg_error(BRG_ERR_INVALID_ARG, "token %d is outside the vocabulary [0, %lld)", (int)id,
+                                 (long long)d->vocab);
+        }
+    for (int64_t r = 0; r < d->rows; r++) {
+        int64_t seen = d->seen[r];
+        for (int64_t t = 0; t < n; t++) {
+            const int64_t at = r * d->cap + d->len + t;
+            const float mk = mask ? mask[r * n + t] : 1.0f;
+            d->ids[at] = ids[r * n + t];
+            d->mask[at] = mk;
+            /* transformers: cumsum(attention_mask) - 1, padding at 0. */
+            d->pos[at] = mk != 0.0f ? (int32_t)seen : 0;
+            if (mk != 0.0f) seen++;
+        }
+        d->seen[r] = seen;
+    }
+    brg_status st;
+    if (d->use_cache) {
+        st = d->arch->forward(d, d->len, n, logits);
+    } else {
+        d->arch->reset(d);
+        st = d->arch->forward(d, 0, d->len + n, logits);
+    }
+    if (st != BRG_OK) {
+        for (int64_t r = 0; r < d->rows; r++) /* the step did not happen */
+            for (int64_t t = 0; t < n; t++)
+                if (d->mask[r * d->cap + d->len + t] != 0.0f) d->seen[r]--;
+        return st;
+    }
+    d->len += n;
+    return BRG_OK;
+}
+
+/* dst row r = src row idx[r] over the first len columns, through a copy. */
+static brg_status gather_history(void *base, size_t elem, int64_t rows, int64_t cap, int64_t len, const int32_t *idx) {
+    char *b = base, *copy = malloc((size_t)(rows * len) * elem + 1);
+    if (!copy) return brg_error(BRG_ERR_OOM, "cannot reorder the decoder's rows");
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(copy + (size_t)(r * len) * elem, b + (size_t)(r * cap) * elem, (size_t)len * elem);
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(b + (size_t)(r * cap) * elem, copy + (size_t)(idx[r] * len) * elem, (size_t)len * elem);
+    free(copy);
+    return BRG_OK;
+}
+
+brg_status brg_decoder_reorder(brg_decoder *d, const int32_t *src) {
+    for (int64_t r = 0; r < d->rows; r++)
+        if (src[r] < 0 || src[r] >= d->rows)
+            return brg_error(BRG_ERR_INVALID_ARG, "reorder: row %d outside [0, %lld)", (int)src[r], (long long)d->rows);
+    BRG_TRY(gather_history(d->ids, sizeof *d->ids, d->rows, d->cap, d->len, src));
+    BRG_TRY(gather_history(d->mask, sizeof *d->mask, d->rows, d->cap, d->len, src));
+    BRG_TRY(gather_history(d->pos, sizeof *d->pos, d->rows, d->cap, d->len, src));
+    BRG_TRY(gather_history(d->seen, sizeof *d->seen, d->rows, 1, 1, src));
+    if (d->enc_ids) {
+        BRG_TRY(gather_history(d->enc_ids, sizeof *d->enc_ids, d->rows, d->enc_len, d->enc_len, src));
+        BRG_TRY(gather_history(d->enc_mask, sizeof *d->enc_mask, d->rows, d->enc_len, d->enc_len, src));
+    }
+    return d->use_cache ? d->arch->reorder(d, src) : BRG_OK;
+}

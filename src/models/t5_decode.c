@@ -1,0 +1,263 @@
+/* T5's decoder for generation: the encoder runs once (the tape forward of the encoder blocks),
+ * each decoder layer's cross-attention keys and values of its output are computed once into a
+ * cross cache, and every step runs the new decoder positions only, their self-attention keys
+ * and values appended to the layer's self cache (the relative position bias taken for the new
+ * query rows against every key so far, as transformers slices it with a cache). The arithmetic
+ * is the tape forward's (t5.c) op for op. Without a cache (use_cache false) every step runs the
+ * whole model, encoder included, through the tape on the decoder sequence so far. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brigade/tape.h"
+#include "kernels/gemv.h"
+#include "kernels/kernels.h"
+#include "models/decoder_internal.h"
+#include "models/kv_cache.h"
+#include "models/t5_internal.h"
+
+typedef struct t5_dec {
+    kv_cache *self, *cross; /* num_decoder_layers blocks each; cross: capacity = encoder length */
+} t5_dec;
+
+static const t5_state *state_of(const brg_decoder *d) { return d->m->config; }
+static float *P(const brg_decoder *d, int i) { return d->m->params[i].tensor->data; }
+
+static brg_status t5_create(brg_decoder *d) {
+    t5_dec *s = calloc(1, sizeof *s);
+    if (!s) return brg_error(BRG_ERR_OOM, "cannot allocate the T5 decoder");
+    d->state = s;
+    if (!d->use_cache) return BRG_OK;
+    const brg_t5_config *c = &state_of(d)->cfg;
+    return kv_cache_create((int)c->num_decoder_layers, d->rows, c->num_heads, d->cap, c->d_kv, &s->self);
+}
+
+static void t5_destroy(brg_decoder *d) {
+    t5_dec *s = d->state;
+    kv_cache_destroy(s->self);
+    kv_cache_destroy(s->cross);
+    free(s);
+}
+
+static void t5_reset(brg_decoder *d) {
+    t5_dec *s = d->state;
+    if (s->self) s->self->len = 0;
+}
+
+static brg_status t5_reorder(brg_decoder *d, const int32_t *src) {
+    t5_dec *s = d->state;
+    BRG_TRY(kv_cache_reorder(s->self, src));
+    return s->cross ? kv_cache_reorder(s->cross, src) : BRG_OK;
+}
+
+/* The encoder output through the tape, then every decoder layer's cross keys and values. */
+static brg_status t5_encode(brg_decoder *d) {
+    t5_dec *s = d->state;
+    if (!d->use_cache) return BRG_OK; /* every step runs the encoder again */
+    const t5_state *st = state_of(d);
+    const brg_t5_config *c = &st->cfg;
+    const int64_t R = d->rows, Te = d->enc_len, HD = c->num_heads * c->d_kv, N = R * Te;
+    kv_cache_destroy(s->cross);
+    s->cross = NULL;
+    BRG_TRY(kv_cache_create((int)c->num_decoder_layers, R, c->num_heads, Te, c->d_kv, &s->cross));
+    brg_arena *arena;
+    BRG_TRY(brg_arena_create("generate", 0, &arena));
+    brg_tape *tape = NULL;
+    brg_status rc = brg_tape_create(arena, &tape);
+    float *kv = malloc((size_t)(N * 2 * HD) * sizeof *kv), *tmp = malloc((size_t)(N * HD) * sizeof *tmp);
+    if (rc == BRG_OK && (!kv || !tmp)) rc = brg_error(BRG_ERR_OOM, "cannot allocate the cross-attention keys");
+    if (rc == BRG_OK) {
+        brg_tape_set_grad_enabled(tape, false);
+        int64_t shape[2] = {R, Te};
+        brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->enc_ids);
+        brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->enc_mask);
+        brg_bundle b = {.input_ids = &in, .attention_mask = &mask};
+        rc = brg_model_forward_blocks(d->m, 0, brg_t5_first_decoder_block(d->m) - 1, tape, &b);
+        const float *enc = rc == BRG_OK ? b.hidden->data : NULL;
+        for (int64_t l = 0; rc == BRG_OK && l < c->num_decoder_layers; l++) {
+            const t5_attn_idx *w = &st->layers[c->num_layers + l].cross;
+            brg_k_linear_fwd(tmp, enc, P(d, w->k), NULL, N, c->d_model, HD, false);
+            for (int64_t i = 0; i < N; i++) memcpy(kv + i * 2 * HD, tmp + i * HD, (size_t)HD * sizeof *kv);
+            brg_k_linear_fwd(tmp, enc, P(d, w->v), NULL, N, c->d_model, HD, false);
+            for (int64_t i = 0; i < N; i++) memcpy(kv + i * 2 * HD + HD, tmp + i * HD, (size_t)HD * sizeof *kv);
+            kv_cache_write(s->cross, (int)l, kv, Te, 2 * HD, 0, HD);
+        }
+        if (rc == BRG_OK) s->cross->len = Te;
+    }
+    free(kv);
+    free(tmp);
+    brg_tape_destroy(tape);
+    brg_arena_destroy(arena);
+    return rc;
+}
+
+/* ---- the cached step ---- */
+
+/* A decode step (one new position per row) multiplies by the weights without packing them. */
+static void linear(float *y, const float *x, const float *w, int64_t N, int64_t in, int64_t out, int64_t n) {
+    if (n == 1) brg_k_linear_rows_fwd(y, x, w, NULL, N, in, out, false);
+    else brg_k_linear_fwd(y, x, w, NULL, N, in, out, false);
+}
+
+typedef struct work {
+    int32_t *ids, *buckets;
+    float *x, *h, *q, *k, *v, *kv, *att, *merged, *proj, *ff, *ff2, *rstd, *bias, *last;
+} work;
+
+static void work_free(work *w) {
+    void *all[] = {w->ids, w->buckets, w->x, w->h, w->q, w->k, w->v, w->kv, w->att, w->merged, w->proj,
+                   w->ff, w->ff2, w->rstd, w->bias, w->last};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]);
+}
+
+static brg_status work_alloc(work *w, const brg_t5_config *c, int64_t R, int64_t n, int64_t Tk) {
+    const int64_t N = R * n, C = c->d_model, HD = c->num_heads * c->d_kv, F = c->d_ff;
+    const size_t f = sizeof(float);
+    *w = (work){.ids = malloc((size_t)N * sizeof(int32_t)), .buckets = malloc((size_t)(n * Tk) * sizeof(int32_t)),
+                .x = malloc((size_t)(N * C) * f), .h = malloc((size_t)(N * C) * f), .q = malloc((size_t)(N * HD) * f),
+                .k = malloc((size_t)(N * HD) * f), .v = malloc((size_t)(N * HD) * f),
+                .kv = malloc((size_t)(N * 2 * HD) * f), .att = malloc((size_t)(N * HD) * f),
+                .merged = malloc((size_t)(N * HD) * f), .proj = malloc((size_t)(N * C) * f),
+                .ff = malloc((size_t)(N * F) * f), .ff2 = malloc((size_t)(N * F) * f), .rstd = malloc((size_t)N * f),
+                .bias = malloc((size_t)(c->num_heads * n * Tk) * f), .last = malloc((size_t)(R * C) * f)};
+    if (w->ids && w->buckets && w->x && w->h && w->q && w->k && w->v && w->kv && w->att && w->merged && w->proj &&
+        w->ff && w->ff2 && w->rstd && w->bias && w->last)
+        return BRG_OK;
+    work_free(w);
+    return brg_error(BRG_ERR_OOM, "cannot allocate the T5 decode buffers");
+}
+
+/* x += o(attention(q(rmsnorm(x)), keys/values in `cache` block l)); self-attention first writes
+ * the new positions' keys and values. */
+static void attention_sublayer(const brg_decoder *d, const t5_attn_idx *w, kv_cache *cache, int l, bool self,
+                               const float *bias, const float *key_mask, work *wk, int64_t n) {
+    const brg_t5_config *c = &state_of(d)->cfg;
+    const int64_t R = d->rows, N = R * n, C = c->d_model, H = c->num_heads, D = c->d_kv, HD = H * D;
+    brg_k_rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ln), N, C, c->layer_norm_epsilon);
+    linear(wk->q, wk->h, P(d, w->q), N, C, HD, n);
+    int64_t Tk = cache->len;
+    if (self) {
+        linear(wk->k, wk->h, P(d, w->k), N, C, HD, n);
+        linear(wk->v, wk->h, P(d, w->v), N, C, HD, n);
+        for (int64_t i = 0; i < N; i++) {
+            memcpy(wk->kv + i * 2 * HD, wk->k + i * HD, (size_t)HD * sizeof(float));
+            memcpy(wk->kv + i * 2 * HD + HD, wk->v + i * HD, (size_t)HD * sizeof(float));
+        }
+        kv_cache_write(cache, l, wk->kv, n, 2 * HD, 0, HD);
+        Tk += n;
+    }
+    brg_k_split_heads(wk->merged, wk->q, R, n, H, D, HD); /* merged holds the split queries for now */
+    const brg_attn_args args = {.B = R, .H = H, .Tq = n, .Tk = Tk, .D = D, .scale = 1.0f, .causal = self,
+                                .key_mask = key_mask, .bias = bias, .kv_stride = cache->capacity};
+    brg_k_attention_fwd(wk->att, NULL, wk->merged, cache->blocks[l].k, cache->blocks[l].v, &args);
+    brg_k_merge_heads(wk->merged, wk->att, R, n, H, D, HD, false);
+    linear(wk->proj, wk->merged, P(d, w->o), N, HD, C, n);
+    brg_k_add_fwd(wk->x, wk->x, wk->proj, N * C);
+}
+
+static void activation(const brg_t5_config *c, float *y, const float *x, int64_t n) {
+    switch (c->act) {
+    case BRG_T5_ACT_RELU: brg_k_relu_fwd(y, x, n); break;
+    case BRG_T5_ACT_GELU_ERF: brg_k_gelu_fwd(y, x, n, BRG_GELU_ERF); break;
+    case BRG_T5_ACT_GELU_TANH: brg_k_gelu_fwd(y, x, n, BRG_GELU_TANH); break;
+    }
+}
+
+/* x += wo(act(wi(n))) or wo(act(wi_0(n)) * wi_1(n)), n = rmsnorm(x). */
+static void feed_forward(const brg_decoder *d, const t5_layer_idx *w, work *wk, int64_t N, int64_t n) {
+    const brg_t5_config *c = &state_of(d)->cfg;
+    const int64_t C = c->d_model, F = c->d_ff;
+    brg_k_rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ff_ln), N, C, c->layer_norm_epsilon);
+    if (c->is_gated_act) {
+        linear(wk->ff, wk->h, P(d, w->wi_0), N, C, F, n);
+        activation(c, wk->ff2, wk->ff, N * F);
+        linear(wk->ff, wk->h, P(d, w->wi_1), N, C, F, n);
+        brg_k_mul_fwd(wk->ff2, wk->ff2, wk->ff, N * F);
+    } else {
+        linear(wk->ff, wk->h, P(d, w->wi), N, C, F, n);
+        activation(c, wk->ff2, wk->ff, N * F);
+    }
+    linear(wk->proj, wk->ff2, P(d, w->wo), N, F, C, n);
+    brg_k_add_fwd(wk->x, wk->x, wk->proj, N * C);
+}
+
+static brg_status cached_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
+    t5_dec *s = d->state;
+    const t5_state *st = state_of(d);
+    const brg_t5_config *c = &st->cfg;
+    BRG_ASSERT(s->self->len == start && s->cross);
+    const int64_t R = d->rows, N = R * n, C = c->d_model, H = c->num_heads, Tk = start + n;
+    work w;
+    BRG_TRY(work_alloc(&w, c, R, n, Tk));
+    dec_gather_ids(d, start, n, w.ids, false);
+    brg_k_embedding_fwd(w.x, w.ids, P(d, st->shared), N, C);
+    /* The decoder stack's relative position bias for query positions start.. against keys 0.. */
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < Tk; j++)
+            w.buckets[i * Tk + j] = brg_k_relative_position_bucket(j - (start + i), false,
+                                                                   c->relative_attention_num_buckets,
+                                                                   c->relative_attention_max_distance);
+    const int64_t Le = c->num_layers;
+    brg_k_relpos_bias_fwd(w.bias, P(d, st->layers[Le].rel_bias), w.buckets, H, n, Tk);
+    for (int l = 0; l < c->num_decoder_layers; l++) {
+        const t5_layer_idx *lw = &st->layers[Le + l];
+        attention_sublayer(d, &lw->self, s->self, l, true, w.bias, NULL, &w, n);
+        attention_sublayer(d, &lw->cross, s->cross, l, false, NULL, d->enc_mask, &w, n);
+        feed_forward(d, lw, &w, N, n);
+    }
+    s->self->len += n;
+    for (int64_t r = 0; r < R; r++) memcpy(w.last + r * C, w.x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
+    brg_k_rmsnorm_fwd(w.h, w.rstd, w.last, P(d, st->dec_final_ln), R, C, c->layer_norm_epsilon);
+    const float *x = w.h;
+    if (c->scale_decoder_outputs) {
+        brg_k_scale(w.last, w.h, (float)(1.0 / sqrt((double)c->d_model)), R * C);
+        x = w.last;
+    }
+    linear(logits, x, P(d, st->lm_head), R, C, d->vocab, 1);
+    work_free(&w);
+    return BRG_OK;
+}
+
+/* ---- without a cache: the whole model through the tape ---- */
+
+static brg_status tape_forward(brg_decoder *d, int64_t T, float *logits) {
+    const int64_t R = d->rows, V = d->vocab;
+    brg_arena *arena;
+    BRG_TRY(brg_arena_create("generate", 0, &arena));
+    brg_tape *tape = NULL;
+    brg_status st = brg_tape_create(arena, &tape);
+    int32_t *dec = malloc((size_t)(R * T) * sizeof *dec);
+    if (st == BRG_OK && !dec) st = brg_error(BRG_ERR_OOM, "cannot allocate the decoder inputs");
+    if (st == BRG_OK) {
+        brg_tape_set_grad_enabled(tape, false);
+        dec_gather_ids(d, 0, T, dec, false);
+        int64_t es[2] = {R, d->enc_len}, ds[2] = {R, T};
+        brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, es, d->enc_ids);
+        brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, es, d->enc_mask);
+        brg_tensor din = brg_tensor_wrap(BRG_DTYPE_I32, 2, ds, dec);
+        brg_bundle b = {.input_ids = &in, .attention_mask = &mask, .decoder_input_ids = &din};
+        st = brg_model_forward(d->m, tape, &b);
+        if (st == BRG_OK) {
+            const float *lg = b.logits->data;
+            for (int64_t r = 0; r < R; r++) memcpy(logits + r * V, lg + (r * T + T - 1) * V, (size_t)V * sizeof(float));
+        }
+    }
+    free(dec);
+    brg_tape_destroy(tape);
+    brg_arena_destroy(arena);
+    return st;
+}
+
+static brg_status t5_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
+    if (!d->use_cache) return tape_forward(d, start + n, logits);
+    return cached_forward(d, start, n, logits);
+}
+
+const dec_arch t5_dec_arch = {
+    .create = t5_create,
+    .destroy = t5_destroy,
+    .encode = t5_encode,
+    .forward = t5_forward,
+    .reset = t5_reset,
+    .reorder = t5_reorder,
+};
