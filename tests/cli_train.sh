@@ -95,6 +95,17 @@ expect_fail bogus-key any "bogus_key" "$brigade" train --model "$tmp/m" --ipu-co
 echo '{"ipus_per_replica": 2, "layers_per_ipu": [1, 2]}' >"$tmp/badlayers.json"
 expect_fail bad-layers any "layers_per_ipu" "$brigade" train --model "$tmp/m" --ipu-config "$tmp/badlayers.json" --data builtin:reverse --output "$tmp/x" --steps 1
 expect_fail memory any "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
+# The budget check before step 1 is brigade plan's peak, which the run measures within 10% and
+# never above: 10% over the plan's largest device trains, 10% under it is refused up front.
+need=$("$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --micro-batch-size 2 --sequence-length 16 --json |
+  grep -oE '"total_bytes":[[:space:]]*[0-9]+' | grep -oE '[0-9]+$' | sort -n | tail -1)
+if [[ -n $need ]]; then
+  run_train --steps 1 --sequence-length 16 --output "$tmp/fits" --quiet --device-memory $((need * 11 / 10)) >/dev/null 2>&1 &&
+    ok || bad "a budget 10% above the plan ($need bytes) did not train"
+  expect_fail memory-plan any "but its budget is" run_train --steps 1 --sequence-length 16 --output "$tmp/x" \
+    --log "$tmp/short.jsonl" --device-memory $((need * 9 / 10))
+  [[ ! -s $tmp/short.jsonl ]] && ok || bad "a refused budget still ran a step: $(cat "$tmp/short.jsonl")"
+else bad "plan --json gave no total_bytes"; fi
 expect_fail dataset any "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope
 expect_fail optimizer any "unknown optimizer" run_train --steps 1 --output "$tmp/x" --optimizer adafactor
 # A checkpoint resumed with a different optimizer or batch layout is refused, naming the mismatch.

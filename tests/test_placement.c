@@ -204,21 +204,49 @@ static void test_plan_devices(void) {
     CHECK_OK(brg_plan_devices(c, 6, dev, 2, BRG_IPU_MODE_TRAINING, false, p));
     CHECK(p[0].n_blocks == 3 && p[0].params == 200 && p[1].params == 110 + 100);
     CHECK(p[0].weight_bytes == 800 && p[0].gradient_bytes == 800 && p[0].optimizer_bytes == 1600);
-    CHECK(p[1].weight_bytes == 840 && p[1].gradient_bytes == 840 && p[1].optimizer_bytes == 880); /* copy: no moments */
-    CHECK(p[0].activation_bytes == 2040 && p[1].activation_bytes == 2400);
-    CHECK(p[1].total_bytes == 840 + 840 + 880 + 2400);
+    /* the copy of the tied weight has its gradient and moments too (each device steps its own) */
+    CHECK(p[1].weight_bytes == 840 && p[1].gradient_bytes == 840 && p[1].optimizer_bytes == 1680);
+    /* device 1 also holds the copy of what device 0 sent */
+    CHECK(p[0].activation_bytes == 2040 && p[1].activation_bytes == 16 + 2400);
+    CHECK(p[1].total_bytes == 840 + 840 + 1680 + 16 + 2400 && p[1].in_flight == 1 && p[1].scratch_bytes == 0);
     CHECK_NEAR(p[0].compute_share, 210.0 / 610.0, 1e-12);
     CHECK_NEAR(p[0].compute_share + p[1].compute_share, 1.0, 1e-12);
+    /* recomputation: each layer keeps its input, one layer at a time is rebuilt */
     CHECK_OK(brg_plan_devices(c, 6, dev, 2, BRG_IPU_MODE_TRAINING, true, p));
-    CHECK(p[0].activation_bytes == 40 + 16 + 16 + 1000 && p[1].activation_bytes == 400 + 16 + 16 + 1000);
+    CHECK(p[0].activation_bytes == 40 + 16 + 16 + 1000 && p[1].activation_bytes == 16 + 400 + 16 + 16 + 1000);
+    /* inference: every block's forward */
+    for (int b = 0; b < 6; b++) c[b].forward_bytes = c[b].saved_bytes / 2;
     CHECK_OK(brg_plan_devices(c, 6, dev, 2, BRG_IPU_MODE_INFERENCE, false, p));
-    CHECK(p[0].gradient_bytes == 0 && p[0].optimizer_bytes == 0 && p[0].activation_bytes == 1000);
+    CHECK(p[0].gradient_bytes == 0 && p[0].optimizer_bytes == 0 && p[0].activation_bytes == 20 + 500 + 500);
+    CHECK(p[1].activation_bytes == 16 + 500 + 500 + 200);
     int same[6] = {0, 0, 0, 0, 0, 0};
     brg_device_plan one;
     CHECK_OK(brg_plan_devices(c, 6, same, 1, BRG_IPU_MODE_TRAINING, false, &one));
     CHECK(one.params == 310 && one.weight_bytes == 1240); /* tied weight once on one device */
     int bad[6] = {0, 0, 0, 1, 1, 2};
     CHECK_ERR(brg_plan_devices(c, 6, bad, 2, BRG_IPU_MODE_TRAINING, false, p), BRG_ERR_INVALID_ARG, "device 2");
+
+    /* micro-batches in flight, gradients of activations, scratch, another optimizer, threads */
+    for (int b = 0; b < 6; b++) {
+        c[b].grad_bytes = 10;
+        c[b].input_grad_bytes = 8;
+        c[b].scratch_bytes[0] = b == 5 ? 0 : 64;
+        c[b].scratch_bytes[3] = b == 5 ? 128 : 0;
+        c[b].param_bytes = 4 * c[b].params + 24; /* rounded up */
+        c[b].param_tensors = 2;
+    }
+    int flight[2] = {2, 1};
+    brg_plan_options o = {.mode = BRG_IPU_MODE_TRAINING, .in_flight = flight, .optimizer_state = 1, .threads = 3};
+    CHECK_OK(brg_plan_devices_with(c, 6, dev, 2, &o, p));
+    const int64_t header = ((int64_t)sizeof(brg_tensor) + BRG_ARENA_ALIGN - 1) / BRG_ARENA_ALIGN * BRG_ARENA_ALIGN;
+    CHECK(p[0].in_flight == 2 && p[0].micro_batch_bytes == 2040 + 30 && p[0].activation_bytes == 2 * 2070);
+    CHECK(p[0].weight_bytes == 800 + 72 + 6 * header && p[0].optimizer_bytes == 800 + 72);
+    CHECK(p[0].scratch_bytes == 64 + 2 * 64); /* the attention rows of each of 3 threads */
+    CHECK(p[1].activation_bytes == 16 + 8 + 2400 + 30 && p[1].scratch_bytes == 3 * 64 + 128);
+    /* the copy: its data rounded up and one header */
+    CHECK(p[1].weight_bytes == 440 + 72 + 448 + 7 * header && p[1].gradient_bytes == 440 + 72 + 448);
+    CHECK(p[1].total_bytes == p[1].weight_bytes + p[1].gradient_bytes + p[1].optimizer_bytes + p[1].activation_bytes +
+                                  p[1].scratch_bytes);
 }
 
 static void test_plan_balance(void) {
@@ -259,7 +287,10 @@ static void test_plan_balance(void) {
     /* uniform layers and no extra blocks: an even split */
     brg_block_cost u[8];
     int du[8];
-    for (int b = 0; b < 8; b++) u[b] = (brg_block_cost){b, 10, 0, -1, 5, 20, 4}, du[b] = 0;
+    for (int b = 0; b < 8; b++)
+        u[b] = (brg_block_cost){.layer = b, .params = 10, .tied_owner = -1, .flops = 5, .saved_bytes = 20,
+                                .input_bytes = 4},
+        du[b] = 0;
     CHECK_OK(brg_plan_balance(u, 8, du, 4, BRG_IPU_MODE_TRAINING, false, &l));
     CHECK(LIST_IS(&l, 2, 2, 2, 2));
     CHECK_OK(brg_plan_balance(u, 8, du, 1, BRG_IPU_MODE_TRAINING, false, &l));

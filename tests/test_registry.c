@@ -240,8 +240,17 @@ static void test_block_costs(void) {
     CHECK(c[0].params + c[1].params + c[2].params + c[3].params == brg_model_num_parameters(m));
     CHECK_NEAR(c[1].flops, (double)(BT * (8 * C * C + 4 * C * F) + 4 * BT * T * C), 0);
     CHECK_NEAR(c[3].flops, (double)(2 * BT * C * V), 0);
-    CHECK(c[1].saved_bytes == 4 * (BT * (10 * C + 2 * F + 4) + 2 * B * H * T * T));
-    CHECK(c[1].input_bytes == 4 * BT * C && c[0].input_bytes == 4 * BT);
+    /* memory as the arena counts it: every op's output (13 to 16 [BT, C] tensors as dropout is off or
+     * on, two [BT, F]), headers, contexts and statistics; no [T, T] probabilities (the attention is
+     * fused); tests/test_memory_plan.c checks the sums against measured peaks */
+    (void)H, (void)B;
+    const int64_t hdr = 192, D = 4 * BT * C;
+    CHECK(c[1].saved_bytes >= 4 * BT * (13 * C + 2 * F) && c[1].saved_bytes <= 4 * BT * (16 * C + 2 * F) + 40 * hdr);
+    CHECK(c[1].grad_bytes >= 4 * BT * (12 * C + F) && c[1].grad_bytes <= c[1].saved_bytes);
+    CHECK(c[1].input_bytes == hdr + D && c[1].input_grad_bytes == D && c[0].input_bytes == 0);
+    CHECK(c[1].recompute_bytes == 2 * hdr + 4 * D); /* input copy and output, each with its gradient */
+    CHECK(c[1].scratch_bytes[2] == 4 * BT * F && c[3].scratch_bytes[3] == 8 * BT && c[1].forward_scratch_bytes[2] == 0);
+    CHECK(c[1].param_tensors == 12 && c[1].param_bytes >= 4 * c[1].params);
     CHECK_ERR(brg_model_block_costs(m, 0, 8, c), BRG_ERR_INVALID_ARG, "micro-batch size 0");
 
     /* the whole plan: embeddings + layer 0 on device 0, layer 1 + head on device 1 */
@@ -251,7 +260,7 @@ static void test_block_costs(void) {
     brg_device_plan d[2];
     CHECK_OK(brg_plan_devices(c, 4, p.block_device, 2, BRG_IPU_MODE_TRAINING, false, d));
     CHECK(d[1].params == c[2].params + c[3].params + V * C); /* the head's copy of the tied embedding */
-    CHECK(d[0].optimizer_bytes == 8 * (c[0].params + c[1].params));
+    CHECK(d[0].optimizer_bytes == 2 * (c[0].param_bytes + c[1].param_bytes));
     brg_placement_free(&p);
     brg_model_destroy(m);
 }

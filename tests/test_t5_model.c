@@ -221,19 +221,21 @@ static void test_costs(void) {
     brg_model *m = small(true, 0);
     if (!m) return;
     brg_block_cost cost[7];
-    for (int b = 0; b < m->n_blocks && b < 7; b++) {
-        memset(&cost[b], 0, sizeof cost[b]);
-        CHECK_OK(brg_t5_block_cost(m, b, 2, 5, &cost[b]));
-        CHECK(cost[b].flops >= 0 && cost[b].saved_bytes > 0 && cost[b].input_bytes > 0 &&
-              cost[b].layer == m->blocks[b].layer);
-    }
+    CHECK(m->n_blocks == 7);
+    CHECK_OK(brg_model_block_costs(m, 2, 5, cost));
+    for (int b = 0; b < m->n_blocks && b < 7; b++)
+        CHECK(cost[b].flops >= 0 && cost[b].saved_bytes > 0 && cost[b].grad_bytes > 0 &&
+              (b == 0) == (cost[b].input_bytes == 0) && cost[b].layer == m->blocks[b].layer);
     int64_t table = 6 * 2, shared = 23 * 8;
     CHECK(cost[0].tied_params == 0 && cost[1].tied_params == 0);
     CHECK(cost[2].tied_params == table && cost[2].tied_owner == 1);
     CHECK(cost[4].tied_params == shared && cost[4].tied_owner == 0);
     CHECK(cost[5].tied_params == table && cost[5].tied_owner == 4);
     CHECK(cost[6].tied_params == shared && cost[6].tied_owner == 0);
-    CHECK(cost[4].flops > cost[3].flops && cost[4].input_bytes == 2 * cost[3].input_bytes);
+    /* the first decoder layer receives the encoder output, the others the decoder's hidden states too */
+    CHECK(cost[4].flops > cost[3].flops && cost[4].input_bytes == cost[3].input_bytes &&
+          cost[5].input_bytes == 2 * cost[3].input_bytes);
+    CHECK(cost[6].input_grad_bytes * 2 < cost[6].input_bytes); /* the head does not use the encoder output */
     CHECK_ERR(brg_t5_block_cost(m, 7, 2, 5, &cost[0]), BRG_ERR_INVALID_ARG, "no block 7");
     brg_model_destroy(m);
 

@@ -38,8 +38,21 @@ brg_status brg_arena_alloc_into(brg_arena *arena, size_t bytes, const char *what
 size_t brg_arena_mark(const brg_arena *arena);
 void brg_arena_reset(brg_arena *arena, size_t mark);
 
+/* Kernel scratch: per-thread buffers a device's threads hold outside the arena's chunks (see
+ * brg_scratch_bind), counted against its budget and in its peak all the same (not part of marks
+ * or used). Adding is never refused, since the buffer exists already;
+ * allocations after it fail once the budget is spent, and brg_arena_check says whether the
+ * peak went past the budget. */
+void brg_arena_add_scratch(brg_arena *arena, size_t bytes);
+void brg_arena_drop_scratch(brg_arena *arena, size_t bytes);
+size_t brg_arena_scratch(const brg_arena *arena);
+/* BRG_ERR_OOM, naming the device, its peak and its budget, when the peak (kernel scratch
+ * included) went past the budget; BRG_OK otherwise (and without a budget). */
+brg_status brg_arena_check(const brg_arena *arena);
+
 size_t brg_arena_used(const brg_arena *arena);
-/* The most the arena held at once (for a parent: with its children's bytes). */
+/* The most the arena held at once (for a parent: with its children's bytes; kernel scratch
+ * included). */
 size_t brg_arena_peak(const brg_arena *arena);
 size_t brg_arena_budget(const brg_arena *arena);
 const char *brg_arena_name(const brg_arena *arena);

@@ -90,6 +90,10 @@ brg_status brg_optimizer_config_validate(const brg_optimizer_config *cfg);
 
 /* "sgd", "adam", "adamw", "rmsprop", "lamb" (transformers' "adamw_torch" is "adamw"). */
 const char *brg_optimizer_kind_name(brg_optimizer_kind kind);
+
+/* FP32 state per parameter (torch's state keys): 2 for Adam, AdamW and LAMB, 1 for SGD with
+ * momentum (0 without), 1-3 for RMSprop (momentum, centered). */
+int brg_optimizer_state_floats(const brg_optimizer_config *cfg);
 brg_status brg_optimizer_kind_parse(const char *name, brg_optimizer_kind *out);
 
 typedef struct brg_optimizer brg_optimizer;

@@ -59,24 +59,51 @@ void brg_placement_free(brg_placement *p);
 
 /* ---- per-device plan ---------------------------------------------------------------------- */
 
-/* Estimated cost of one block for one micro-batch (filled by the model's architecture). */
+/* Kernel scratch buffers a thread keeps (attention's score rows, ...): brg_scratch's slots. */
+#define BRG_PLAN_SCRATCH_SLOTS 4
+
+/* Estimated cost of one block for one micro-batch (filled by the model's architecture). Memory is
+ * in bytes as a device's arena counts them: every tensor a header and its data, each rounded up
+ * to BRG_ARENA_ALIGN. An architecture that leaves a field 0 makes the plan count nothing for it. */
 typedef struct brg_block_cost {
     int layer;           /* layer index, or -1 for embeddings and head */
     int64_t params;      /* parameters the block owns (a tied weight counts at its owner) */
     int64_t tied_params; /* parameters it uses that another block owns (a tied LM head) */
     int tied_owner;      /* that block, or -1 */
     double flops;        /* forward FLOPs */
-    int64_t saved_bytes; /* tensors its forward keeps for backward */
-    int64_t input_bytes; /* its input: all that recomputation keeps */
+    /* training: all that its recorded forward allocates (outputs, saved statistics, autograd
+     * contexts), which the micro-batch holds until its backward is done */
+    int64_t saved_bytes;
+    /* a copy of its carried inputs (hidden states; for a decoder, the encoder output too), as a
+     * pipeline stage that starts with this block receives them; in training, those it uses get a
+     * gradient of input_grad_bytes */
+    int64_t input_bytes;
+    int64_t input_grad_bytes;
+    int64_t grad_bytes;      /* training: the activation gradients its backward allocates */
+    int64_t forward_bytes;   /* inference: all that its forward allocates */
+    /* The largest request its ops make of each kernel scratch buffer (per thread, kept: a device
+     * needs the largest over its blocks of each), in training and in inference. */
+    int64_t scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
+    int64_t forward_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
+    /* training with recompute_checkpoint_every_layer (layers only): what the layer keeps between
+     * its forward and its backward (copies of its inputs, its output, their gradients) */
+    int64_t recompute_bytes;
+    /* its parameters as a device holds them, each tensor rounded up (brg_model_block_costs) */
+    int64_t param_bytes;
+    int param_tensors;
 } brg_block_cost;
 
-/* What one device of a replica holds (bytes, FP32 everywhere) and computes.
- *  weights:    owned parameters, plus a copy of tied weights owned on another device;
+/* What one device of a replica holds (bytes, FP32 everywhere) and computes, at its peak.
+ *  weights:    owned parameters, plus a copy of tied weights owned on another device, with
+ *              their tensor headers;
  *  gradients:  the same count (training only);
- *  optimizer:  AdamW, two FP32 moments per owned parameter (training only);
- *  activations per micro-batch: training, the tensors saved for backward (with recomputation,
- *    each layer's input plus the largest layer's saved set, rebuilt one layer at a time);
- *    inference, the largest block's forward tensors (nothing is kept between blocks). */
+ *  optimizer:  state per parameter the device holds, copies included (training only; AdamW:
+ *              two FP32 moments);
+ *  activations: every micro-batch in flight on the device at once (in_flight) times what one
+ *    holds: training, all its blocks' recorded forwards and their activation gradients (with
+ *    recomputation, each layer's kept inputs and output plus one layer rebuilt at a time) and
+ *    the stage's input copies; inference, all its blocks' forwards;
+ *  scratch: the kernels' per-thread scratch buffers, each sized by the block that needs the most. */
 typedef struct brg_device_plan {
     int id;
     int n_blocks;
@@ -84,10 +111,32 @@ typedef struct brg_device_plan {
     int64_t weight_bytes, gradient_bytes, optimizer_bytes, activation_bytes, total_bytes;
     double flops;         /* forward FLOPs per micro-batch */
     double compute_share; /* flops / all devices' flops */
+    int in_flight;                   /* micro-batches held at once */
+    int64_t micro_batch_bytes;       /* activations of one micro-batch */
+    int64_t scratch_bytes;           /* counted in total_bytes */
 } brg_device_plan;
 
+/* What a plan needs beyond the blocks' costs. */
+typedef struct brg_plan_options {
+    brg_ipu_mode mode;
+    bool recompute;          /* recompute_checkpoint_every_layer (training) */
+    /* [n_devices]: micro-batches each device holds at once (the schedule's most in flight on its
+     * stage: brg_schedule_max_in_flight in training, every micro-batch of a host call in
+     * inference); NULL: one */
+    const int *in_flight;
+    /* FP32 optimizer state per parameter (training; AdamW and LAMB 2, SGD with momentum 1):
+     * brg_optimizer_state_floats; < 0: AdamW's 2 */
+    int optimizer_state;
+    /* threads per device (--threads-per-device; <= 1: one): each keeps its own copy of the
+     * attention kernels' scratch (slot 0), which they split by heads */
+    int threads;
+} brg_plan_options;
+
+/* brg_plan_devices_with(mode, recompute, one micro-batch in flight, AdamW). */
 brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
                             brg_ipu_mode mode, bool recompute, brg_device_plan *out);
+brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                                 const brg_plan_options *opts, brg_device_plan *out);
 
 /* A layers_per_ipu for n_devices that evens the load, where a device's load is the larger of
  * its share of all FLOPs and its share of all memory (as brg_plan_devices counts it). Blocks

@@ -70,6 +70,8 @@ typedef struct brg_train_options {
 /* Defaults: one device, 1F1B, AdamW at 5e-5 with weight decay 0, linear schedule, shuffle on. */
 void brg_train_options_default(brg_train_options *o);
 
+#define BRG_TRAIN_MAX_STAGES 64
+
 /* The placement and batching fields from the IPUConfig's training view, for a model that
  * brg_model_parallelize placed in training mode: replicas (replication_factor), stages and
  * block_stage (the placement's; borrowed: pl must outlive the options), accumulation
@@ -93,7 +95,19 @@ typedef struct brg_train_result {
      * step when there is more than one (the first pays for first touches of memory). */
     double pipeline_efficiency;
     double ideal_efficiency;    /* m / (m + p - 1) */
+    /* The most memory a device of each stage held at once (the largest over the replicas), as its
+     * arena counted it: parameters, gradients, optimizer state, activations and kernel scratch;
+     * for stages [0, BRG_TRAIN_MAX_STAGES). brg_train_plan_memory estimates the same bytes. */
+    size_t stage_peak_bytes[BRG_TRAIN_MAX_STAGES];
 } brg_train_result;
+
+/* The memory each device of a replica will need at its peak for this run ([opts->stages]): the
+ * plan brigade plan prints, for opts' micro-batch size, data's sequence length, stages and
+ * block_stage (NULL: all on stage 0), schedule and micro-batches in flight, recomputation and
+ * optimizer. brg_train refuses a run whose plan exceeds opts->device_memory before the first
+ * step; brg_train_result.stage_peak_bytes is what the run measured. */
+brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *opts,
+                                 brg_device_plan *out);
 
 /* Trains `model` on `data`; on return the model holds the weights of the last applied step.
  * A step whose loss or global gradient norm is not finite (NaN, inf) is not applied: the run

@@ -1,4 +1,5 @@
 /* Attention and the head reshuffles around it. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 /* ---- split heads ---- */
@@ -141,4 +142,25 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     if (!c) return BRG_ERR_OOM;
     *c = (attention_ctx){q, k, v, opts->bias, *y, lse, args};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_split_heads(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(split_ctx));
+}
+
+void ops_cost_merge_heads(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(merge_ctx));
+}
+
+void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, double D) {
+    ops_cost_tensor(c, B * H * Tq * D, sizeof(float), true);
+    c->fwd += ops_cost_align(B * H * Tq * sizeof(float)); /* the statistics */
+    ops_cost_context(c, sizeof(attention_ctx));
+    if (Tk <= 0) return;
+    /* score rows of one block (forward), with their gradients (backward) */
+    ops_cost_scratch(c, 0, (c->record ? 2 : 1) * BRG_ATTN_ROW_BLOCK * Tk);
 }

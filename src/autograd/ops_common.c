@@ -1,3 +1,6 @@
+#include <math.h>
+
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims) {
@@ -19,4 +22,29 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t) {
         return brg_error(BRG_ERR_INVALID_ARG, "%s: indices must be contiguous I32 (got %s)", op,
                          brg_dtype_name(t->dtype));
     return BRG_OK;
+}
+
+/* ---- memory plans (ops_cost.h) ---- */
+
+double ops_cost_align(double bytes) {
+    const double unit = BRG_ARENA_ALIGN;
+    return bytes < 1 ? unit : ceil(bytes / unit) * unit;
+}
+
+double ops_cost_tensor_bytes(double n, int elem_size) {
+    return ops_cost_align((double)sizeof(brg_tensor)) + ops_cost_align(n * elem_size);
+}
+
+void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad) {
+    c->fwd += ops_cost_tensor_bytes(n, elem_size);
+    if (grad && c->record) c->grad += ops_cost_align(n * (double)sizeof(float));
+}
+
+void ops_cost_context(ops_cost *c, size_t size) {
+    if (c->record) c->fwd += ops_cost_align((double)size);
+}
+
+void ops_cost_scratch(ops_cost *c, int slot, double floats) {
+    double bytes = (floats < 1 ? 1 : floats) * (double)sizeof(float);
+    if (bytes > c->scratch[slot]) c->scratch[slot] = bytes;
 }

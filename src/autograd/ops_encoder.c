@@ -1,5 +1,6 @@
 /* Structural ops of the encoder models: select a position, prepend a token, broadcast add,
  * padding-aware embedding, patch unfold. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 static const char *name_of(const brg_tensor *t, const char *fallback) { return t->name ? t->name : fallback; }
@@ -207,4 +208,31 @@ brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int6
     if (!c) return BRG_ERR_OOM;
     *c = (unfold_ctx){pixels, *y, d};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_select(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(select_ctx));
+}
+
+void ops_cost_prepend_token(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(prepend_ctx));
+}
+
+void ops_cost_add_broadcast(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(add_bcast_ctx));
+}
+
+void ops_cost_embedding_padded(ops_cost *c, double ids, double dim) {
+    ops_cost_tensor(c, ids * dim, sizeof(float), true); /* the plain embedding's output, unrecorded */
+    ops_cost_context(c, sizeof(embedding_pad_ctx));
+}
+
+void ops_cost_patch_unfold(ops_cost *c, double out_elems) {
+    /* of pixel_values, which take no gradient: nothing is recorded */
+    ops_cost_tensor(c, out_elems, sizeof(float), false);
 }

@@ -1,4 +1,5 @@
 /* tanh, and the regression / multi-label losses of the sequence-classification heads. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 /* ---- tanh ---- */
@@ -80,4 +81,17 @@ brg_status brg_mse_loss_share(brg_tape *tape, brg_tensor *x, brg_tensor *target,
 brg_status brg_bce_with_logits_share(brg_tape *tape, brg_tensor *x, brg_tensor *target, double denominator,
                                      brg_tensor **loss) {
     return pointwise(tape, "bce_with_logits", LOSS_BCE, x, target, denominator, loss);
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_tanh(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(tanh_ctx));
+}
+
+void ops_cost_pointwise_loss(ops_cost *c, double n) {
+    (void)n;
+    ops_cost_tensor(c, 1, sizeof(float), true);
+    ops_cost_context(c, sizeof(loss_ctx));
 }

@@ -1,4 +1,5 @@
 /* linear and batched matmul: thin wrappers that route every product through brg_gemm. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 typedef struct linear_ctx {
@@ -154,4 +155,25 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
     if (!c) return BRG_ERR_OOM;
     *c = (matmul_ctx){a, b, *y, batch, M, N, K, trans_a, trans_b};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_linear(ops_cost *c, double rows, double out) {
+    ops_cost_tensor(c, rows * out, sizeof(float), true);
+    ops_cost_context(c, sizeof(linear_ctx));
+}
+
+void ops_cost_linear_act(ops_cost *c, double rows, double out, bool bias) {
+    ops_cost_tensor(c, rows * out, sizeof(float), false); /* the pre-activation */
+    ops_cost_tensor(c, rows * out, sizeof(float), true);
+    ops_cost_context(c, sizeof(linear_act_ctx));
+    if (!c->record) return;
+    ops_cost_scratch(c, 2, rows * out);       /* dh */
+    if (bias) ops_cost_scratch(c, 1, 2 * out); /* the bias gradient's column sums, in double */
+}
+
+void ops_cost_matmul(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(matmul_ctx));
 }

@@ -1,4 +1,5 @@
 /* Cross-entropy, the loss transformers' LM and classification heads use. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 typedef struct cross_entropy_ctx {
@@ -55,4 +56,13 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
     if (!c) return BRG_ERR_OOM;
     *c = (cross_entropy_ctx){logits, targets, *loss, lse, n, v, count, (float)scale, ignore_index};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_cross_entropy(ops_cost *c, double rows) {
+    ops_cost_tensor(c, 1, sizeof(float), true);               /* the loss */
+    c->fwd += ops_cost_align((rows < 1 ? 1 : rows) * sizeof(float)); /* log-sum-exp per row */
+    ops_cost_context(c, sizeof(cross_entropy_ctx));
+    ops_cost_scratch(c, 3, 2 * rows); /* per-row losses, in double */
 }

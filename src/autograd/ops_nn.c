@@ -2,6 +2,7 @@
  * reshape. */
 #include <string.h>
 
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 static brg_status new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
@@ -271,4 +272,49 @@ brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *s
     if (!c) return BRG_ERR_OOM;
     *c = (reshape_ctx){x, t};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_embedding(ops_cost *c, double ids, double dim) {
+    ops_cost_tensor(c, ids * dim, sizeof(float), true);
+    ops_cost_context(c, sizeof(embedding_ctx));
+}
+
+void ops_cost_layer_norm(ops_cost *c, double rows, double width) {
+    ops_cost_tensor(c, rows * width, sizeof(float), true);
+    c->fwd += 2 * ops_cost_align(rows * sizeof(float)); /* mean, rstd */
+    ops_cost_context(c, sizeof(layer_norm_ctx));
+}
+
+void ops_cost_activation(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(activation_ctx));
+}
+
+void ops_cost_softmax(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(softmax_ctx));
+}
+
+void ops_cost_add(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(add_ctx));
+}
+
+void ops_cost_scale(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(scale_ctx));
+}
+
+void ops_cost_dropout(ops_cost *c, double n, float p) {
+    if (!c->dropout || p == 0.0f) return; /* the input itself */
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(dropout_ctx));
+}
+
+void ops_cost_reshape(ops_cost *c, double n) {
+    c->fwd += ops_cost_align((double)sizeof(brg_tensor)); /* a view: the header alone */
+    if (c->record) c->grad += ops_cost_align(n * sizeof(float));
+    ops_cost_context(c, sizeof(reshape_ctx));
 }

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 /* ---- concat rows ---- */
@@ -89,4 +90,16 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
     if (!c) return BRG_ERR_OOM;
     *c = (gather_ctx){x, index, *y, B, T, C};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_concat_rows(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(concat_ctx));
+}
+
+void ops_cost_gather_positions(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(gather_ctx));
 }

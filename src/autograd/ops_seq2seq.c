@@ -1,5 +1,6 @@
 /* Ops of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, relative position
  * buckets and bias. */
+#include "ops_cost.h"
 #include "ops_internal.h"
 
 static brg_status new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
@@ -153,4 +154,31 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     if (!c) return BRG_ERR_OOM;
     *c = (relpos_ctx){table, buckets, *bias};
     return BRG_OK;
+}
+
+/* ---- memory plans ---- */
+
+void ops_cost_rms_norm(ops_cost *c, double rows, double width) {
+    ops_cost_tensor(c, rows * width, sizeof(float), true);
+    c->fwd += ops_cost_align((rows < 1 ? 1 : rows) * sizeof(float)); /* rstd */
+    ops_cost_context(c, sizeof(rms_norm_ctx));
+}
+
+void ops_cost_relu(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(unary_ctx));
+}
+
+void ops_cost_mul(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(mul_ctx));
+}
+
+void ops_cost_relative_position_buckets(ops_cost *c, double Tq, double Tk) {
+    ops_cost_tensor(c, Tq * Tk, sizeof(int32_t), false);
+}
+
+void ops_cost_relative_position_bias(ops_cost *c, double H, double Tq, double Tk) {
+    ops_cost_tensor(c, H * Tq * Tk, sizeof(float), true);
+    ops_cost_context(c, sizeof(relpos_ctx));
 }

@@ -26,15 +26,41 @@ typedef struct plan {
     brg_device_plan *devices;
 } plan;
 
-static brg_status compute(plan *p) {
+/* Micro-batches each device holds at once: training, the schedule's most in flight on its stage
+ * (of gradient_accumulation_steps); inference, every one of a host call (device_iterations). */
+static brg_status in_flight(const plan *p, const char *schedule, int *out) {
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    int n = p->place.n_devices;
+    if (p->mode != BRG_IPU_MODE_TRAINING) {
+        for (int d = 0; d < n; d++) out[d] = (int)v.device_iterations;
+        return BRG_OK;
+    }
+    brg_schedule_kind kind = BRG_SCHEDULE_1F1B;
+    if (schedule) BRG_TRY(brg_schedule_kind_parse(schedule, &kind));
+    brg_schedule s;
+    BRG_TRY(brg_schedule_build(kind, n, (int)v.gradient_accumulation_steps, &s));
+    for (int d = 0; d < n; d++) out[d] = brg_schedule_max_in_flight(&s, d);
+    brg_schedule_free(&s);
+    return BRG_OK;
+}
+
+static brg_status compute(plan *p, const char *schedule) {
     brg_placement_free(&p->place);
     free(p->devices);
     p->devices = NULL;
     BRG_TRY(brg_model_parallelize(p->m, p->cfg, p->mode, &p->place));
     p->devices = calloc((size_t)p->place.n_devices, sizeof *p->devices);
-    if (!p->devices) return brg_error(BRG_ERR_OOM, "out of memory planning %d devices", p->place.n_devices);
-    return brg_plan_devices(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, p->mode,
-                            p->cfg->recompute_checkpoint_every_layer, p->devices);
+    int *flight = calloc((size_t)p->place.n_devices, sizeof *flight);
+    brg_status st = p->devices && flight ? BRG_OK
+                                         : brg_error(BRG_ERR_OOM, "out of memory planning %d devices", p->place.n_devices);
+    if (st == BRG_OK) st = in_flight(p, schedule, flight);
+    brg_plan_options o = {.mode = p->mode, .recompute = p->cfg->recompute_checkpoint_every_layer, .in_flight = flight,
+                          .optimizer_state = 2};
+    if (st == BRG_OK)
+        st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
+    free(flight);
+    return st;
 }
 
 /* ---- text --------------------------------------------------------------------------------- */
@@ -69,29 +95,34 @@ static void block_summary(const plan *p, int dev, char *buf, size_t len) {
 
 static void print_devices(const plan *p) {
     bool train = p->mode == BRG_IPU_MODE_TRAINING;
-    printf("%-6s %-24s %12s %12s %12s %12s %12s %12s %8s\n", "device", "blocks", "parameters", "weights", "gradients",
-           "optimizer", "activations", "total", "compute");
+    printf("%-6s %-24s %12s %12s %12s %12s %12s %10s %12s %8s\n", "device", "blocks", "parameters", "weights",
+           "gradients", "optimizer", "activations", "scratch", "total", "compute");
     for (int d = 0; d < p->place.n_devices; d++) {
         const brg_device_plan *dp = &p->devices[d];
-        char blocks[256], w[32], g[32], o[32], a[32], t[32];
+        char blocks[256], w[32], g[32], o[32], a[32], s[32], t[32];
         block_summary(p, d, blocks, sizeof blocks);
-        printf("%-6d %-24s %12lld %12s %12s %12s %12s %12s %7.1f%%\n", d, blocks, (long long)dp->params,
+        printf("%-6d %-24s %12lld %12s %12s %12s %12s %10s %12s %7.1f%%\n", d, blocks, (long long)dp->params,
                mib(dp->weight_bytes, w, sizeof w), train ? mib(dp->gradient_bytes, g, sizeof g) : "-",
                train ? mib(dp->optimizer_bytes, o, sizeof o) : "-", mib(dp->activation_bytes, a, sizeof a),
-               mib(dp->total_bytes, t, sizeof t), 100.0 * dp->compute_share);
+               mib(dp->scratch_bytes, s, sizeof s), mib(dp->total_bytes, t, sizeof t), 100.0 * dp->compute_share);
     }
 }
 
 static void print_notes(const plan *p, const plan_args *a) {
+    int most = 0;
+    for (int d = 0; d < p->place.n_devices; d++) most = p->devices[d].in_flight > most ? p->devices[d].in_flight : most;
     if (p->mode == BRG_IPU_MODE_TRAINING)
-        printf("optimizer: AdamW, two FP32 moments per parameter; gradients FP32; activations: tensors saved for "
-               "backward by one micro-batch of %lld x %lld tokens%s (estimate: see docs/config.md)\n",
+        printf("optimizer: AdamW, two FP32 moments per parameter; gradients FP32; activations: what a micro-batch of "
+               "%lld x %lld tokens holds from its forward to the end of its backward (saved tensors and their "
+               "gradients%s), times the micro-batches in flight on the device (up to %d, %s schedule); total: the "
+               "device's peak (estimate: see docs/config.md)\n",
                (long long)a->batch, (long long)a->seq,
-               p->cfg->recompute_checkpoint_every_layer ? ", layers recomputed from their inputs" : "");
+               p->cfg->recompute_checkpoint_every_layer ? "; layers recomputed from their inputs" : "", most,
+               a->schedule ? a->schedule : "1f1b");
     else
-        printf("inference: weights only; activations: the largest block's forward tensors for one micro-batch of "
-               "%lld x %lld tokens (estimate: see docs/config.md)\n",
-               (long long)a->batch, (long long)a->seq);
+        printf("inference: weights only; activations: every block's forward tensors for a micro-batch of %lld x %lld "
+               "tokens, times the %d micro-batches of a host call (estimate: see docs/config.md)\n",
+               (long long)a->batch, (long long)a->seq, most);
     printf("compute: share of forward FLOPs per micro-batch\n");
 }
 
@@ -129,6 +160,9 @@ static cJSON *devices_json(const plan *p) {
         cJSON_AddNumberToObject(o, "gradient_bytes", (double)dp->gradient_bytes);
         cJSON_AddNumberToObject(o, "optimizer_bytes", (double)dp->optimizer_bytes);
         cJSON_AddNumberToObject(o, "activation_bytes", (double)dp->activation_bytes);
+        cJSON_AddNumberToObject(o, "micro_batch_bytes", (double)dp->micro_batch_bytes);
+        cJSON_AddNumberToObject(o, "in_flight", dp->in_flight);
+        cJSON_AddNumberToObject(o, "scratch_bytes", (double)dp->scratch_bytes);
         cJSON_AddNumberToObject(o, "total_bytes", (double)dp->total_bytes);
         cJSON_AddNumberToObject(o, "flops", dp->flops);
         cJSON_AddNumberToObject(o, "compute_share", dp->compute_share);
@@ -173,7 +207,7 @@ static brg_status load(plan *p, plan_args *a) {
     p->costs = calloc((size_t)p->m->n_blocks, sizeof *p->costs);
     if (!p->costs) return brg_error(BRG_ERR_OOM, "out of memory planning %d blocks", p->m->n_blocks);
     BRG_TRY(brg_model_block_costs(p->m, a->batch, a->seq, p->costs));
-    return compute(p);
+    return compute(p, a->schedule);
 }
 
 /* Replaces the mode's layers_per_ipu by the balanced proposal and plans again. */
@@ -182,7 +216,7 @@ static brg_status balance(plan *p, const plan_args *a, brg_ipu_list *proposal) {
                                  p->cfg->recompute_checkpoint_every_layer, a->goal, proposal));
     if (p->mode == BRG_IPU_MODE_INFERENCE) p->cfg->inference_layers_per_ipu = *proposal;
     else p->cfg->layers_per_ipu = *proposal;
-    return compute(p);
+    return compute(p, a->schedule);
 }
 
 /* The pipeline schedule of one step (training: gradient_accumulation_steps micro-batches) or

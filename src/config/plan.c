@@ -5,17 +5,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/arena.h"
 #include "brigade/placement.h"
+#include "brigade/tensor.h"
 
 #define F32 4 /* bytes: weights, gradients, moments and activations are FP32 */
 
 static bool training(brg_ipu_mode m) { return m == BRG_IPU_MODE_TRAINING; }
 
-/* Bytes a device holds for one block's parameters. */
+static int64_t align_up(int64_t n) { return n < 1 ? BRG_ARENA_ALIGN : (n + BRG_ARENA_ALIGN - 1) / BRG_ARENA_ALIGN * BRG_ARENA_ALIGN; }
+/* A tensor's header in the arena. */
+static int64_t header(void) { return align_up((int64_t)sizeof(brg_tensor)); }
+
+/* Costs that count parameters as the arena holds them (brg_model_block_costs): each tensor's data
+ * rounded up, and its header; others: the plain FP32 bytes. */
+static bool arena_counted(const brg_block_cost *c) { return c->param_bytes > 0 || c->param_tensors > 0; }
+static int64_t owned_data(const brg_block_cost *c) { return arena_counted(c) ? c->param_bytes : F32 * c->params; }
+static int64_t tied_data(const brg_block_cost *c) {
+    return arena_counted(c) ? align_up(F32 * c->tied_params) : F32 * c->tied_params;
+}
+
+/* Bytes a device holds for one block's parameters (the balance's view). */
 static int64_t param_bytes(const brg_block_cost *c, bool tied_copy, brg_ipu_mode m) {
-    int64_t p = c->params + (tied_copy ? c->tied_params : 0);
-    if (!training(m)) return F32 * p;
-    return F32 * p * 2 + F32 * c->params * 2; /* weight + gradient, and two AdamW moments when owned */
+    int64_t p = owned_data(c) + (tied_copy ? tied_data(c) : 0);
+    if (!training(m)) return p;
+    return p * 4; /* weight, gradient, two AdamW moments */
 }
 
 static brg_status check_map(int n_blocks, const int *block_device, int n_devices) {
@@ -32,50 +46,97 @@ static bool tied_elsewhere(const brg_block_cost *costs, int n_blocks, const int 
     return costs[b].tied_params > 0 && o >= 0 && o < n_blocks && block_device[o] != block_device[b];
 }
 
-static void add_params(brg_device_plan *d, const brg_block_cost *c, bool copy, brg_ipu_mode m) {
+/* The first block on the device before `b` that copies the same tied weights (one copy serves
+ * them all), or -1. */
+static int earlier_copy(const brg_block_cost *costs, const int *block_device, int b) {
+    for (int e = 0; e < b; e++)
+        if (block_device[e] == block_device[b] && costs[e].tied_owner == costs[b].tied_owner &&
+            costs[e].tied_params > 0)
+            return e;
+    return -1;
+}
+
+static void add_params(brg_device_plan *d, const brg_block_cost *c, bool copy, const brg_plan_options *o) {
     int64_t p = c->params + (copy ? c->tied_params : 0);
+    int64_t data = owned_data(c) + (copy ? tied_data(c) : 0);
+    int64_t tensors = arena_counted(c) ? c->param_tensors + (copy ? 1 : 0) : 0;
     d->params += p;
-    d->weight_bytes += F32 * p;
-    if (training(m)) {
-        d->gradient_bytes += F32 * p;
-        d->optimizer_bytes += 2 * F32 * c->params;
+    d->weight_bytes += data + tensors * header();
+    if (training(o->mode)) {
+        d->gradient_bytes += data;
+        d->optimizer_bytes += (int64_t)(o->optimizer_state < 0 ? 2 : o->optimizer_state) * data;
     }
 }
 
-/* Activation bytes of the blocks on device `dev` (see brg_device_plan). */
-static int64_t activations(const brg_block_cost *costs, int n_blocks, const int *block_device, int dev,
-                           brg_ipu_mode m, bool recompute) {
-    int64_t sum = 0, largest = 0;
+/* One micro-batch's activations on device `dev`: what it keeps to the end of its backward
+ * (*kept) and, with recomputation, what rebuilding one layer adds at its worst (*transient); the
+ * kernel scratch (*scratch). A layer is rebuilt during the backward, after the blocks behind it
+ * on the device got their gradients and before the blocks in front of it do (the stage's input
+ * may get its gradient earlier, from a later layer it also reaches, as T5's encoder output). */
+static void activations(const brg_block_cost *costs, int n_blocks, const int *block_device, int dev,
+                        const brg_plan_options *o, int64_t *kept, int64_t *transient, int64_t *scratch) {
+    const bool train = training(o->mode);
+    *kept = *transient = *scratch = 0;
+    int64_t slot[BRG_PLAN_SCRATCH_SLOTS] = {0}, grads_before = 0;
+    bool first = true;
     for (int b = 0; b < n_blocks; b++) {
         if (block_device[b] != dev) continue;
         const brg_block_cost *c = &costs[b];
-        if (c->saved_bytes > largest && (!training(m) || (recompute && c->layer >= 0))) largest = c->saved_bytes;
-        if (!training(m)) continue;
-        sum += recompute && c->layer >= 0 ? c->input_bytes : c->saved_bytes;
+        if (first && b > 0) /* the stage's copy of what the device before it sent */
+            *kept += c->input_bytes + (train ? c->input_grad_bytes : 0);
+        first = false;
+        for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) {
+            int64_t s = train ? c->scratch_bytes[k] : c->forward_scratch_bytes[k];
+            if (s > slot[k]) slot[k] = s;
+        }
+        if (!train) {
+            *kept += c->forward_bytes;
+            continue;
+        }
+        int64_t full = c->saved_bytes + c->grad_bytes;
+        if (!o->recompute || c->layer < 0) {
+            *kept += full;
+            grads_before += c->grad_bytes;
+            continue;
+        }
+        *kept += c->recompute_bytes > 0 ? c->recompute_bytes : c->input_bytes;
+        if (full - grads_before > *transient) *transient = full - grads_before;
     }
-    return training(m) ? sum + (recompute ? largest : 0) : largest;
+    for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) *scratch += slot[k];
+    if (o->threads > 1) *scratch += (int64_t)(o->threads - 1) * slot[0];
 }
 
-brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
-                            brg_ipu_mode mode, bool recompute, brg_device_plan *out) {
+brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                                 const brg_plan_options *opts, brg_device_plan *out) {
     BRG_TRY(check_map(n_blocks, block_device, n_devices));
     memset(out, 0, (size_t)n_devices * sizeof *out);
     double total = 0;
     for (int b = 0; b < n_blocks; b++) {
         brg_device_plan *d = &out[block_device[b]];
         d->n_blocks++;
-        add_params(d, &costs[b], tied_elsewhere(costs, n_blocks, block_device, b), mode);
+        bool copy = tied_elsewhere(costs, n_blocks, block_device, b) && earlier_copy(costs, block_device, b) < 0;
+        add_params(d, &costs[b], copy, opts);
         d->flops += costs[b].flops;
         total += costs[b].flops;
     }
     for (int i = 0; i < n_devices; i++) {
         brg_device_plan *d = &out[i];
         d->id = i;
-        d->activation_bytes = activations(costs, n_blocks, block_device, i, mode, recompute);
-        d->total_bytes = d->weight_bytes + d->gradient_bytes + d->optimizer_bytes + d->activation_bytes;
+        d->in_flight = opts->in_flight && opts->in_flight[i] > 0 ? opts->in_flight[i] : 1;
+        int64_t kept, transient;
+        activations(costs, n_blocks, block_device, i, opts, &kept, &transient, &d->scratch_bytes);
+        d->micro_batch_bytes = kept + transient;
+        d->activation_bytes = kept * d->in_flight + transient;
+        d->total_bytes = d->weight_bytes + d->gradient_bytes + d->optimizer_bytes + d->activation_bytes + d->scratch_bytes;
         d->compute_share = total > 0 ? d->flops / total : 0;
     }
     return BRG_OK;
+}
+
+brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,
+                            brg_ipu_mode mode, bool recompute, brg_device_plan *out) {
+    brg_plan_options o = {.mode = mode, .recompute = recompute, .in_flight = NULL, .optimizer_state = -1};
+    return brg_plan_devices_with(costs, n_blocks, block_device, n_devices, &o, out);
 }
 
 /* ---- balance ------------------------------------------------------------------------------ */
@@ -84,11 +145,13 @@ typedef struct load {
     double flops, bytes;
 } load;
 
-/* A block's memory as the plan counts it, with recomputation keeping only a layer's input. A
+/* A block's memory as the plan counts it (one micro-batch), with recomputation keeping only what
+ * a layer needs to rebuild itself. A
  * tied copy counts when both blocks have fixed devices (a tied head); for layers, where it
  * lands depends on the answer, so it is left out. */
 static double block_bytes(const brg_block_cost *c, bool tied_copy, brg_ipu_mode m, bool recompute) {
-    int64_t act = !training(m) ? 0 : recompute && c->layer >= 0 ? c->input_bytes : c->saved_bytes;
+    int64_t keep = c->recompute_bytes > 0 ? c->recompute_bytes : c->input_bytes;
+    int64_t act = !training(m) ? c->forward_bytes : recompute && c->layer >= 0 ? keep : c->saved_bytes + c->grad_bytes;
     return (double)(param_bytes(c, tied_copy, m) + act);
 }
 

@@ -22,9 +22,10 @@ struct brg_arena {
     char name[64];
     size_t budget;
     size_t used;
-    size_t peak;          /* of used, plus children_used for a parent */
+    size_t peak;          /* of used, plus children_used for a parent, plus scratch */
     struct brg_arena *parent; /* a child draws on its parent's budget */
     size_t children_used;
+    size_t scratch;       /* kernel scratch held outside the chunks (budget and peak), see brg_arena_add_scratch */
     chunk *first;
     chunk *current;
 };
@@ -96,7 +97,7 @@ static void *bump(brg_arena *a, size_t bytes) {
     return p;
 }
 
-static size_t family_used(const brg_arena *root) { return root->used + root->children_used; }
+static size_t family_used(const brg_arena *root) { return root->used + root->children_used + root->scratch; }
 
 void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
     BRG_ASSERT(arena);
@@ -149,6 +150,30 @@ void brg_arena_reset(brg_arena *arena, size_t mark) {
     c->used = mark - before;
     arena->current = c;
     for (chunk *n = c->next; n; n = n->next) n->used = 0;
+}
+
+void brg_arena_add_scratch(brg_arena *arena, size_t bytes) {
+    brg_arena *root = arena->parent ? arena->parent : arena;
+    root->scratch += bytes;
+    if (family_used(root) > root->peak) root->peak = family_used(root);
+}
+
+void brg_arena_drop_scratch(brg_arena *arena, size_t bytes) {
+    brg_arena *root = arena->parent ? arena->parent : arena;
+    root->scratch -= bytes < root->scratch ? bytes : root->scratch;
+}
+
+size_t brg_arena_scratch(const brg_arena *arena) { return (arena->parent ? arena->parent : arena)->scratch; }
+
+brg_status brg_arena_check(const brg_arena *arena) {
+    const brg_arena *root = arena->parent ? arena->parent : arena;
+    if (!root->budget || root->peak <= root->budget) return BRG_OK;
+    char b_peak[64], b_budget[64], b_scratch[64];
+    format_bytes(root->peak, b_peak, sizeof b_peak);
+    format_bytes(root->budget, b_budget, sizeof b_budget);
+    format_bytes(root->scratch, b_scratch, sizeof b_scratch);
+    return brg_error(BRG_ERR_OOM, "%s out of memory: it held %s at its peak, over the %s budget (%s of it kernel scratch)",
+                     root->name, b_peak, b_budget, b_scratch);
 }
 
 size_t brg_arena_used(const brg_arena *arena) { return arena->used; }

@@ -8,4 +8,9 @@
  * created; BRG_ERR_INVALID_ARG when `dir` exists and is not a folder. */
 brg_status brg_dirs_create(const char *dir);
 
+/* Swaps two existing paths (folders or files) in one atomic step: renameat2's RENAME_EXCHANGE.
+ * BRG_ERR_UNSUPPORTED where the kernel or the file system lacks it (the caller falls back to
+ * renames); BRG_ERR_IO naming both paths otherwise. */
+brg_status brg_dirs_exchange(const char *a, const char *b);
+
 #endif

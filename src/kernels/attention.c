@@ -25,7 +25,7 @@
 
 /* Query rows per block: enough to make the score products real GEMMs, small enough that the
  * [ROW_BLOCK, Tk] scratch stays in cache for sequence lengths of a few thousand. */
-#define ROW_BLOCK 32
+#define ROW_BLOCK BRG_ATTN_ROW_BLOCK
 
 static void check_args(const brg_attn_args *a) {
     BRG_ASSERT(a != NULL);

@@ -21,6 +21,7 @@ typedef struct gemm_job {
 typedef struct team_job {
     brg_team_fn fn;
     void *ctx;
+    brg_arena *scratch_arena; /* the caller's: the workers' scratch counts against it too */
 } team_job;
 
 struct brg_gemm_team {
@@ -66,6 +67,7 @@ static void *worker_main(void *p) {
         seen = t->generation;
         team_job job = t->job;
         pthread_mutex_unlock(&t->lock);
+        brg_scratch_bind(job.scratch_arena);
         job.fn(job.ctx, a.index, t->n);
         pthread_mutex_lock(&t->lock);
         if (--t->pending == 0) pthread_cond_signal(&t->done);
@@ -127,7 +129,7 @@ bool brg_team_run(brg_team_fn fn, void *ctx) {
     if (!t || t->n < 2) return false;
     bound = NULL; /* the slices below run alone on their threads */
     pthread_mutex_lock(&t->lock);
-    t->job = (team_job){fn, ctx};
+    t->job = (team_job){fn, ctx, brg_scratch_bound()};
     t->pending = t->n - 1;
     t->generation++;
     pthread_cond_broadcast(&t->go);

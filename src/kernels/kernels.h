@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "brigade/arena.h"
 #include "brigade/status.h"
 #include "brigade/tensor.h"
 
@@ -187,9 +188,21 @@ void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, c
                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
 
 /* ---- scratch ------------------------------------------------------------------------------
- * A per-thread buffer of at least n floats for slot (0..3), reused across calls (contents are
- * not kept between calls that use the same slot); freed when the thread exits. */
+ * A per-thread buffer of at least n floats for slot (0..BRG_SCRATCH_SLOTS-1), reused across calls
+ * (contents are not kept between calls that use the same slot); freed when the thread exits.
+ * Slots: 0 attention's score rows, 1 the bias-GELU backward's column sums, 2 linear_act's dh,
+ * 3 cross-entropy's per-row losses. */
+#define BRG_SCRATCH_SLOTS 4
+/* Query rows attention scores at once: its scratch holds [BRG_ATTN_ROW_BLOCK, Tk] floats (twice
+ * that in backward). */
+#define BRG_ATTN_ROW_BLOCK 32
 float *brg_scratch(int slot, size_t n);
+/* The arena this thread's scratch counts against (a device's: its budget and peak), or NULL.
+ * Buffers grown while bound count in it (brg_arena_add_scratch); binding another arena hands
+ * the buffers back first. A device's thread binds its arena, and its team's threads bind the
+ * same one while they run the device's work. */
+void brg_scratch_bind(brg_arena *arena);
+brg_arena *brg_scratch_bound(void);
 
 /* ---- encoder kernels (BERT, ViT) ---- */
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "brigade/rng.h"
+#include "io/file_pair.h"
 #include "models/model_internal.h"
 #include "brigade/safetensors.h"
 
@@ -217,26 +218,23 @@ static brg_status ensure_dir(const char *dir) {
     return brg_error(BRG_ERR_IO, "cannot create directory %s: %s", dir, strerror(errno));
 }
 
-/* The weights go first and config.json (a few hundred bytes) last: a full disk stops the big
- * write, which leaves the old file whole, before a new config.json could describe weights that
- * were never written. A folder this call created is removed again when the save fails, so no
- * folder is left holding half a model. */
+/* The pair is written into a staging folder inside `dir` and switched in as one unit
+ * (io/file_pair.h): a kill, a crash or a full disk at any moment leaves the old pair or the new
+ * one, never new weights beside an old config.json. A folder this call created is removed again
+ * when the save fails, so no folder is left holding half a model. */
 static brg_status save_weights(const brg_model *m, const char *dir);
 
 brg_status brg_model_save(const brg_model *m, const char *dir) {
     struct stat before;
     const bool existed = stat(dir, &before) == 0;
     BRG_TRY(ensure_dir(dir));
-    brg_status st = save_weights(m, dir);
-    if (st == BRG_OK) st = m->ops->save_config(m, dir);
-    if (st != BRG_OK && !existed) {
-        char path[4200];
-        snprintf(path, sizeof path, "%s/model.safetensors", dir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        unlink(path);
-        rmdir(dir); /* only if empty: anything else in it is not ours to remove */
-    }
+    brg_file_pair pair;
+    brg_status st = brg_file_pair_begin(dir, "model.safetensors", "config.json", &pair);
+    if (st == BRG_OK) st = save_weights(m, pair.staging);
+    if (st == BRG_OK) st = m->ops->save_config(m, pair.staging);
+    if (st == BRG_OK) st = brg_file_pair_commit(&pair);
+    else brg_file_pair_abort(&pair);
+    if (st != BRG_OK && !existed) rmdir(dir); /* only if empty: anything else in it is not ours to remove */
     return st;
 }
 

@@ -13,6 +13,7 @@
 #include "brigade/vit.h"
 #include "io/json.h"
 #include "models/gpt2_internal.h"
+#include "models/model_cost.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------------- */
 
@@ -22,44 +23,7 @@ static brg_status gpt2_create_dir(const char *dir, brg_model **out) {
     return gpt2_create_path(path, out);
 }
 
-/* Forward FLOPs (2 per multiply-add, matmuls and attention only) and saved FP32 elements for
- * one micro-batch of B x T tokens; docs/config.md gives the formulas. */
-static brg_status gpt2_block_cost(const brg_model *m, int block, int64_t B, int64_t T, brg_block_cost *out) {
-    const brg_gpt2_config *c = m->config;
-    double C = (double)c->n_embd, F = (double)(c->n_inner ? c->n_inner : 4 * c->n_embd);
-    double V = (double)c->vocab_size, H = (double)c->n_head, BT = (double)(B * T);
-    const brg_block *b = &m->blocks[block];
-    double saved = 0, input = BT * C;
-    switch (b->kind) {
-    case BRG_BLOCK_EMBEDDINGS:
-        out->flops = BT * C;       /* token + position embedding sum */
-        saved = BT * (C + 1);      /* dropout mask, token ids */
-        input = BT;
-        break;
-    case BRG_BLOCK_LAYER:
-        out->flops = BT * (8 * C * C + 4 * C * F) + 4 * BT * (double)T * C;
-        /* x, ln_1 out, q/k/v, context, dropout mask, ln_2 in/out, dropout mask; c_fc and gelu
-         * outputs; LayerNorm statistics; attention probabilities and their dropout mask */
-        saved = BT * (10 * C + 2 * F + 4) + 2 * (double)B * H * (double)T * (double)T;
-        break;
-    case BRG_BLOCK_HEAD: {
-        /* the task head's width: the vocabulary, the labels, or nothing (GPT2Model) */
-        double L = c->task == BRG_GPT2_LM_HEAD ? V : c->task == BRG_GPT2_BASE ? 0 : (double)c->num_labels;
-        double rows = c->task == BRG_GPT2_SEQUENCE_CLASSIFICATION ? (double)B : BT;
-        out->flops = 2 * rows * C * L;
-        saved = BT * (2 * C + 2) + rows * L; /* ln_f in/out and statistics, the softmax of the logits */
-        int p = brg_model_find_param(m, "lm_head.weight");
-        if (p >= 0 && m->params[p].block != block) {
-            out->tied_params = brg_tensor_numel(m->params[p].tensor);
-            out->tied_owner = m->params[p].block;
-        }
-        break;
-    }
-    }
-    out->saved_bytes = (int64_t)(4 * saved);
-    out->input_bytes = (int64_t)(4 * input);
-    return BRG_OK;
-}
+/* GPT-2's block costs: gpt2_cost.c. */
 
 static const brg_model_arch gpt2_arch = {
     .architecture = "GPT2LMHeadModel",
@@ -88,28 +52,28 @@ static const brg_model_arch gpt2_heads[] = {
 
 static const brg_model_arch other_builtins[] = {
     {.architecture = "BertForMaskedLM", .model_type = "bert", .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Classifier ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForSequenceClassification", .model_type = "bert", .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForQuestionAnswering", .model_type = "bert", .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "QA Outputs ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertModel", .model_type = NULL, .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Pooler ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForTokenClassification", .model_type = NULL, .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForMultipleChoice", .model_type = NULL, .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Classifier Output ", NULL, NULL, NULL, NULL}},
     {.architecture = "BertForPreTraining", .model_type = NULL, .load_dir = brg_bert_load_dir,
-     .create_dir = brg_bert_create_dir,
+     .create_dir = brg_bert_create_dir, .block_cost = bert_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Pretraining Heads ", NULL, NULL, NULL, NULL}},
     {.architecture = "ViTForImageClassification", .model_type = "vit", .load_dir = brg_vit_load_dir,
-     .create_dir = brg_vit_create_dir,
+     .create_dir = brg_vit_create_dir, .block_cost = vit_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Head       ", NULL, NULL,
                 "---------- Device Allocation -----------", "---------------------------------------"}},
     {.architecture = "T5ForConditionalGeneration", .model_type = "t5", .load_dir = brg_t5_load_dir,
@@ -117,6 +81,7 @@ static const brg_model_arch other_builtins[] = {
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "LM Head Output ", "Decoder", "decoder.", NULL, NULL}},
     /* the base models: ViT's and T5's encoder alone */
     {.architecture = "ViTModel", .model_type = NULL, .load_dir = brg_vit_load_dir, .create_dir = brg_vit_create_dir,
+     .block_cost = vit_block_cost,
      .labels = {{"Embedding  ", NULL, NULL}, "Encoder", " ", "Pooler     ", NULL, NULL,
                 "---------- Device Allocation -----------", "---------------------------------------"}},
     {.architecture = "T5EncoderModel", .model_type = NULL, .load_dir = brg_t5_load_dir,
@@ -349,6 +314,23 @@ brg_status brg_model_block_costs(const brg_model *m, int64_t batch, int64_t seq,
         out[b].layer = m->blocks[b].kind == BRG_BLOCK_LAYER ? m->blocks[b].layer : -1;
         out[b].params = 0;
     }
-    for (int i = 0; i < m->n_params; i++) out[m->params[i].block].params += brg_tensor_numel(m->params[i].tensor);
+    for (int i = 0; i < m->n_params; i++) {
+        brg_block_cost *c = &out[m->params[i].block];
+        int64_t n = brg_tensor_numel(m->params[i].tensor);
+        c->params += n;
+        c->param_bytes += (int64_t)ops_cost_align((double)n * sizeof(float));
+        c->param_tensors++;
+    }
+    /* Weights a block reads through an alias from another block (a tied LM head or decoder, a
+     * shared position-bias table): a device without the owner holds a copy. */
+    for (int b = 0; b < m->n_blocks; b++) out[b].tied_params = 0, out[b].tied_owner = -1;
+    for (int i = 0; i < m->n_aliases; i++) {
+        const brg_param_alias *al = &m->aliases[i];
+        int owner = m->params[al->param].block;
+        brg_block_cost *c = &out[al->block];
+        if (owner == al->block || (c->tied_owner >= 0 && c->tied_owner != owner)) continue;
+        c->tied_owner = owner;
+        c->tied_params += brg_tensor_numel(m->params[al->param].tensor);
+    }
     return BRG_OK;
 }

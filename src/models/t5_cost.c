@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "io/json.h"
+#include "models/model_cost.h"
 #include "t5_internal.h"
 
 /* The checkpoint is what decides the head's tie (see brg_t5_load_dir); from the config alone,
@@ -17,61 +18,123 @@ brg_status brg_t5_create_dir(const char *dir, brg_model **out) {
     return brg_t5_create(&cfg, out);
 }
 
-/* Parameters the block reads through an alias from a block that owns them. */
-static void tied_reads(const brg_model *m, int block, brg_block_cost *out) {
-    out->tied_params = 0;
-    out->tied_owner = -1;
-    for (int i = 0; i < m->n_aliases; i++) {
-        const brg_param_alias *a = &m->aliases[i];
-        int owner = m->params[a->param].block;
-        if (a->block != block || owner == block) continue;
-        out->tied_params += brg_tensor_numel(m->params[a->param].tensor);
-        out->tied_owner = owner;
+/* ---- memory: t5.c's forward replayed through the ops' cost functions (keep the two in step:
+ * tests/test_memory_plan.c holds the sum to what a device measures) ---- */
+
+static void activation(const brg_t5_config *c, ops_cost *o, double n) {
+    if (c->act == BRG_T5_ACT_RELU) ops_cost_relu(o, n);
+    else ops_cost_activation(o, n);
+}
+
+/* x + dropout(o(attention(q(n), k(kv), v(kv)))), n = rms_norm(x): queries from Tq rows, keys and
+ * values from Tk. */
+static void attention_sublayer(const brg_t5_config *c, ops_cost *o, double B, double Tq, double Tk) {
+    double C = (double)c->d_model, H = (double)c->num_heads, D = (double)c->d_kv, I = H * D;
+    ops_cost_rms_norm(o, B * Tq, C);
+    ops_cost_linear(o, B * Tq, I);
+    ops_cost_linear(o, B * Tk, I);
+    ops_cost_linear(o, B * Tk, I);
+    ops_cost_split_heads(o, B * Tq * I);
+    ops_cost_split_heads(o, B * Tk * I);
+    ops_cost_split_heads(o, B * Tk * I);
+    ops_cost_attention(o, B, H, Tq, Tk, D);
+    ops_cost_merge_heads(o, B * Tq * I);
+    ops_cost_linear(o, B * Tq, C);
+    ops_cost_dropout(o, B * Tq * C, c->dropout_rate);
+    ops_cost_add(o, B * Tq * C);
+}
+
+static void feed_forward(const brg_t5_config *c, ops_cost *o, double BT) {
+    double C = (double)c->d_model, F = (double)c->d_ff;
+    ops_cost_rms_norm(o, BT, C);
+    ops_cost_linear(o, BT, F);
+    activation(c, o, BT * F);
+    if (c->is_gated_act) {
+        ops_cost_linear(o, BT, F);
+        ops_cost_mul(o, BT * F);
+    }
+    ops_cost_dropout(o, BT * F, c->dropout_rate);
+    ops_cost_linear(o, BT, C);
+    ops_cost_dropout(o, BT * C, c->dropout_rate);
+    ops_cost_add(o, BT * C);
+}
+
+static void position_bias(const brg_t5_config *c, ops_cost *o, double T) {
+    ops_cost_relative_position_buckets(o, T, T);
+    ops_cost_relative_position_bias(o, (double)c->num_heads, T, T);
+}
+
+/* The decoder is as long as the encoder here (the block cost has one sequence length); its
+ * input ids are derived from the labels. */
+static void memory(const brg_model *m, int block, int64_t batch, int64_t seq, ops_cost *o) {
+    const brg_t5_config *c = m->config;
+    const brg_block *b = &m->blocks[block];
+    double B = (double)batch, T = (double)seq, C = (double)c->d_model, BT = B * T;
+    switch (b->kind) {
+    case BRG_BLOCK_EMBEDDINGS:
+        ops_cost_embedding(o, BT, C);
+        ops_cost_dropout(o, BT * C, c->dropout_rate);
+        o->out[0] = BT * C;
+        break;
+    case BRG_BLOCK_LAYER:
+        o->in[0] = o->out[0] = BT * C;
+        o->in_used[0] = true;
+        if (b->layer < c->num_layers) {
+            position_bias(c, o, T);
+            attention_sublayer(c, o, B, T, T);
+            feed_forward(c, o, BT);
+            if (b->layer == c->num_layers - 1) { /* the encoder's final norm */
+                ops_cost_rms_norm(o, BT, C);
+                ops_cost_dropout(o, BT * C, c->dropout_rate);
+            }
+            break;
+        }
+        if (b->layer == c->num_layers) { /* the decoder starts from the labels, shifted */
+            ops_cost_tensor(o, BT, sizeof(int32_t), false);
+            ops_cost_embedding(o, BT, C);
+            ops_cost_dropout(o, BT * C, c->dropout_rate);
+        } else {
+            o->in[1] = BT * C; /* the encoder output travels with the decoder's hidden states */
+            o->in_used[1] = true;
+        }
+        position_bias(c, o, T);
+        attention_sublayer(c, o, B, T, T); /* self */
+        attention_sublayer(c, o, B, T, T); /* cross, over the encoder output */
+        feed_forward(c, o, BT);
+        break;
+    case BRG_BLOCK_HEAD:
+        o->in[0] = BT * C;
+        o->in_used[0] = true;
+        if (c->task == BRG_T5_ENCODER) break; /* T5EncoderModel's head hands the encoder output on */
+        if (c->num_decoder_layers > 0) o->in[1] = BT * C; /* the encoder output, carried but unused */
+        ops_cost_rms_norm(o, BT, C);
+        ops_cost_dropout(o, BT * C, c->dropout_rate);
+        if (c->scale_decoder_outputs) ops_cost_scale(o, BT * C);
+        ops_cost_linear(o, BT, (double)c->vocab_size);
+        ops_cost_cross_entropy(o, BT);
+        break;
     }
 }
 
-/* Forward FLOPs (2 per multiply-add; matmuls and attention only) and saved FP32 elements, with
- * the encoder and decoder both `seq` tokens long. The fused attention keeps one statistic per
- * query row, not the [T, T] probabilities; each layer keeps its [H, T, T] position bias. */
+/* Forward FLOPs (2 per multiply-add; matmuls and attention only), with the encoder and decoder
+ * both `seq` tokens long; memory from the forward's ops (above). */
 brg_status brg_t5_block_cost(const brg_model *m, int block, int64_t batch, int64_t seq, brg_block_cost *out) {
     if (block < 0 || block >= m->n_blocks) return brg_error(BRG_ERR_INVALID_ARG, "T5 has no block %d", block);
     const brg_t5_config *c = m->config;
     const brg_block *b = &m->blocks[block];
     double C = (double)c->d_model, I = (double)(c->num_heads * c->d_kv), F = (double)c->d_ff;
     double V = (double)c->vocab_size, T = (double)seq, BT = (double)(batch * seq);
-    double ff_mats = c->is_gated_act ? 3 : 2, ff_saved = c->is_gated_act ? 4 : 2;
-    double bias = (double)c->num_heads * T * T, saved = 0, input = BT * C;
+    double ff_mats = c->is_gated_act ? 3 : 2;
     out->layer = b->layer;
-    tied_reads(m, block, out);
-    bool decoder = b->kind == BRG_BLOCK_LAYER && b->layer >= c->num_layers;
     switch (b->kind) {
-    case BRG_BLOCK_EMBEDDINGS:
-        out->flops = 0;       /* a lookup */
-        saved = BT * (C + 1); /* ids, dropout mask */
-        input = BT;
-        break;
+    case BRG_BLOCK_EMBEDDINGS: out->flops = 0; break; /* a lookup */
     case BRG_BLOCK_LAYER:
-        /* q, k, v, o and the two attention products; the feed-forward */
+        /* q, k, v, o and the two attention products; the feed-forward; cross-attention */
         out->flops = BT * (8 * C * I + 4 * T * I) + 2 * BT * C * F * ff_mats;
-        /* residual input, norm output, q, k, v, context; feed-forward activations; statistics */
-        saved = BT * (2 * C + 4 * I + F * ff_saved + 2 * C + 3) + bias;
-        if (decoder) {
-            out->flops += BT * (8 * C * I + 4 * T * I); /* cross-attention */
-            saved += BT * (2 * C + 4 * I + 2);
-            input = 2 * BT * C; /* hidden states and the encoder output */
-        }
-        if (b->layer == c->num_layers - 1) saved += BT * (C + 1); /* the encoder's final norm */
+        if (b->layer >= c->num_layers) out->flops += BT * (8 * C * I + 4 * T * I);
         break;
-    case BRG_BLOCK_HEAD:
-        if (c->task == BRG_T5_ENCODER) { /* T5EncoderModel's head hands the encoder output on */
-            out->flops = 0;
-            break;
-        }
-        out->flops = 2 * BT * C * V;
-        saved = BT * (2 * C + 2 + V); /* final norm in/out and statistics, the logits' softmax */
-        break;
+    case BRG_BLOCK_HEAD: out->flops = c->task == BRG_T5_ENCODER ? 0 : 2 * BT * C * V; break;
     }
-    out->saved_bytes = (int64_t)(4 * saved);
-    out->input_bytes = (int64_t)(4 * input);
+    model_cost_memory(memory, m, block, batch, seq, out);
     return BRG_OK;
 }

@@ -142,6 +142,7 @@ static void *device_main(void *p) {
     brg_runtime *rt = dev->rt;
     uint64_t seen = 0;
     if (rt->opts.pin_threads) pin_to_core(dev);
+    brg_scratch_bind(dev->arena); /* kernel scratch counts against the device's budget */
     brg_gemm_team_bind(dev->team);
     for (;;) {
         pthread_mutex_lock(&rt->lock);

@@ -1,11 +1,13 @@
-/* The memory check that runs before any training: each device's estimated need (from the same
- * plan `brigade plan` prints) against its budget, or without budgets all of them against the
- * machine's memory, so a run that cannot fit fails up front with the bytes, not on some later
- * step. */
+/* The memory check that runs before any training: each device's estimated peak (the plan
+ * `brigade plan` prints, with this run's schedule, micro-batches in flight, recomputation and
+ * optimizer) against its budget, or without budgets all of them against the machine's memory, so
+ * a run that cannot fit fails up front with the bytes, not on some later step. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "brigade/registry.h"
+#include "brigade/schedule.h"
 #include "trainer_internal.h"
 
 static void format_bytes(double n, char *buf, size_t len) {
@@ -14,31 +16,48 @@ static void format_bytes(double n, char *buf, size_t len) {
     else snprintf(buf, len, "%.0f bytes", n);
 }
 
-/* 1F1B keeps up to stages - stage micro-batches in flight on a stage; GPipe all of them. */
-static int in_flight(const brg_train_options *o, int stage) {
-    int m = o->accumulation;
-    if (o->schedule == BRG_SCHEDULE_GPIPE) return m;
-    return o->stages - stage < m ? o->stages - stage : m;
-}
-
-static double device_need(const brg_train_options *o, const brg_device_plan *d) {
-    return (double)(d->weight_bytes + d->gradient_bytes + d->optimizer_bytes) +
-           (double)d->activation_bytes * in_flight(o, d->id);
+brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
+                                 brg_device_plan *out) {
+    if (o->stages < 1 || o->accumulation < 1 || o->micro_batch < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "stages (%d), accumulation (%d) and micro-batch size (%lld) must be >= 1",
+                         o->stages, o->accumulation, (long long)o->micro_batch);
+    int n = model->n_blocks;
+    brg_block_cost *costs = calloc((size_t)n, sizeof *costs);
+    int *stage = calloc((size_t)n, sizeof *stage), *in_flight = calloc((size_t)o->stages, sizeof *in_flight);
+    brg_status st = costs && stage && in_flight ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
+    brg_schedule s = {0};
+    if (st == BRG_OK && o->block_stage) memcpy(stage, o->block_stage, (size_t)n * sizeof *stage);
+    /* Image data has no sequence length: the model's own cost knows its patches. */
+    const int64_t seq = data && data->seq_len > 0 ? data->seq_len : 1;
+    if (st == BRG_OK) st = brg_model_block_costs(model, o->micro_batch, seq, costs);
+    if (st == BRG_OK) st = brg_schedule_build(o->schedule, o->stages, o->accumulation, &s);
+    for (int d = 0; st == BRG_OK && d < o->stages; d++) in_flight[d] = brg_schedule_max_in_flight(&s, d);
+    brg_plan_options po = {.mode = BRG_IPU_MODE_TRAINING, .recompute = o->recompute, .in_flight = in_flight,
+                           .optimizer_state = brg_optimizer_state_floats(&o->optimizer),
+                           .threads = o->intra_threads};
+    if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
+    brg_schedule_free(&s);
+    free(costs);
+    free(stage);
+    free(in_flight);
+    return st;
 }
 
 static brg_status check_device(const brg_train_options *o, const brg_device_plan *d) {
-    double act = (double)d->activation_bytes * in_flight(o, d->id);
-    double need = device_need(o, d);
+    double need = (double)d->total_bytes;
     if (need <= (double)o->device_memory) return BRG_OK;
-    char total[32], budget[32], w[32], a[32];
+    char total[32], budget[32], w[32], a[32], s[32];
     format_bytes(need, total, sizeof total);
     format_bytes((double)o->device_memory, budget, sizeof budget);
     format_bytes((double)(d->weight_bytes + d->gradient_bytes + d->optimizer_bytes), w, sizeof w);
-    format_bytes(act, a, sizeof a);
+    format_bytes((double)d->activation_bytes, a, sizeof a);
+    format_bytes((double)d->scratch_bytes, s, sizeof s);
     return brg_error(BRG_ERR_OOM,
                      "device %d (stage %d of every replica) needs about %s (%.0f bytes: %s of weights, gradients and "
-                     "optimizer state, %s of activations for %d micro-batches in flight) but its budget is %s",
-                     d->id, d->id, total, need, w, a, in_flight(o, d->id), budget);
+                     "optimizer state, %s of activations for %d micro-batches in flight, %s of kernel scratch) but "
+                     "its budget is %s: raise --device-memory, lower the micro-batch size, or turn on "
+                     "recompute_checkpoint_every_layer",
+                     d->id, d->id, total, need, w, a, d->in_flight, s, budget);
 }
 
 /* Without a budget the devices share the machine's memory: all replicas of all stages together
@@ -48,7 +67,7 @@ static brg_status check_machine(const brg_train_options *o, const brg_device_pla
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return BRG_OK;
     double per_replica = 0;
-    for (int d = 0; d < o->stages; d++) per_replica += device_need(o, &plans[d]);
+    for (int d = 0; d < o->stages; d++) per_replica += (double)plans[d].total_bytes;
     const double need = per_replica * o->replicas, have = (double)pages * (double)page;
     if (need <= have) return BRG_OK;
     char n[32], r[32], h[32];
@@ -63,18 +82,13 @@ static brg_status check_machine(const brg_train_options *o, const brg_device_pla
 
 brg_status trainer_check_budget(trainer *t) {
     const brg_train_options *o = &t->opts;
-    int n = t->model->n_blocks;
-    brg_block_cost *costs = calloc((size_t)n, sizeof *costs);
     brg_device_plan *plans = calloc((size_t)o->stages, sizeof *plans);
-    brg_status st = costs && plans ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
-    /* Image data has no sequence length: the model's own cost knows its patches. */
-    const int64_t seq = t->data->seq_len > 0 ? t->data->seq_len : 1;
-    if (st == BRG_OK) st = brg_model_block_costs(t->model, o->micro_batch, seq, costs);
-    if (st == BRG_OK)
-        st = brg_plan_devices(costs, n, t->block_stage, o->stages, BRG_IPU_MODE_TRAINING, o->recompute, plans);
+    if (!plans) return brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
+    brg_train_options with = *o;
+    with.block_stage = t->block_stage;
+    brg_status st = brg_train_plan_memory(t->model, t->data, &with, plans);
     if (st == BRG_OK && !o->device_memory) st = check_machine(o, plans);
     for (int d = 0; st == BRG_OK && o->device_memory && d < o->stages; d++) st = check_device(o, &plans[d]);
-    free(costs);
     free(plans);
     return st;
 }

@@ -50,14 +50,15 @@ int64_t brg_ckpt_dir_step_of(const char *path) {
     return n;
 }
 
-/* True for "checkpoint-N.tmp.PID" of a process that no longer exists. */
+/* True for "checkpoint-N.tmp.PID" (or a replaced folder moved aside as "...tmp.PID.old.PID") of
+ * a process that no longer exists. */
 static bool stale_temporary(const char *name) {
     if (strncmp(name, PREFIX, strlen(PREFIX)) != 0) return false;
     const char *tmp = strstr(name, ".tmp.");
     if (!tmp) return false;
     char *end;
     long pid = strtol(tmp + 5, &end, 10);
-    if (end == tmp + 5 || *end || pid <= 0 || pid == (long)getpid()) return false;
+    if (end == tmp + 5 || (*end && strncmp(end, ".old.", 5) != 0) || pid <= 0 || pid == (long)getpid()) return false;
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -139,23 +140,30 @@ brg_status brg_ckpt_dir_commit(const char *out, int64_t step, char *tmp) {
     char *final = brg_str_printf("%s/" PREFIX "%lld", out, (long long)step);
     char *old = brg_str_printf("%s.old.%ld", tmp, (long)getpid());
     brg_status st = final && old ? sync_folder(tmp) : brg_error(BRG_ERR_OOM, "no memory for a checkpoint path");
-    /* An existing folder of the same step (a resumed run saving that step again) moves aside
-     * first: rename cannot replace a folder that holds files. */
-    bool moved = false;
+    /* An existing folder of the same step (a resumed run saving that step again) is swapped with
+     * the new one in one step where the system can (the old one is then at `tmp`, removed
+     * below); else it moves aside first, as rename cannot replace a folder that holds files. */
+    bool moved = false, swapped = false;
     if (st == BRG_OK && access(final, F_OK) == 0) {
+        brg_status x = brg_dirs_exchange(tmp, final);
+        if (x == BRG_OK) swapped = true;
+        else if (x != BRG_ERR_UNSUPPORTED) st = x;
+        else brg_clear_error();
+    }
+    if (st == BRG_OK && !swapped && access(final, F_OK) == 0) {
         if (rename(final, old) != 0)
             st = brg_error(BRG_ERR_IO, "cannot replace %s: %s", final, strerror(errno));
         else
             moved = true;
     }
-    if (st == BRG_OK && rename(tmp, final) != 0) {
+    if (st == BRG_OK && !swapped && rename(tmp, final) != 0) {
         st = brg_error(BRG_ERR_IO, "cannot rename %s to %s: %s", tmp, final, strerror(errno));
         if (moved) (void)rename(old, final);
         moved = false;
     }
     if (st == BRG_OK) fsync_path(out, O_RDONLY | O_DIRECTORY);
     if (moved) remove_tree(old);
-    if (st != BRG_OK) remove_tree(tmp);
+    if (st != BRG_OK || swapped) remove_tree(tmp); /* the failed new set, or the swapped-out old one */
     free(tmp);
     free(final);
     free(old);

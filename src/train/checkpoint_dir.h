@@ -22,8 +22,10 @@
  * parents, if missing); *tmp receives its malloc'd path. */
 brg_status brg_ckpt_dir_begin(const char *out, int64_t step, char **tmp);
 
-/* Makes the temporary folder the complete checkpoint-`step` (replacing an older folder of that
- * step, e.g. one a resumed run saves again) and frees `tmp`. On failure the temporary is removed. */
+/* Makes the temporary folder the complete checkpoint-`step` and frees `tmp`. An older folder of
+ * that step (one a resumed run saves again) is swapped with it in one step (renameat2's
+ * RENAME_EXCHANGE) and then removed; where the system cannot swap, it moves aside first. On
+ * failure the temporary is removed. */
 brg_status brg_ckpt_dir_commit(const char *out, int64_t step, char *tmp);
 
 /* Removes the temporary folder after a failed write, and frees `tmp`. */

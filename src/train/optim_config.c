@@ -107,3 +107,11 @@ brg_status brg_optimizer_config_validate(const brg_optimizer_config *c) {
     default: return validate_adam_like(c, kind);
     }
 }
+
+int brg_optimizer_state_floats(const brg_optimizer_config *c) {
+    switch (c->kind) {
+    case BRG_OPTIMIZER_SGD: return c->momentum != 0.0f ? 1 : 0;
+    case BRG_OPTIMIZER_RMSPROP: return 1 + (c->momentum > 0.0f) + (c->centered ? 1 : 0);
+    default: return 2; /* Adam, AdamW, LAMB: two moments */
+    }
+}

@@ -56,21 +56,12 @@ static brg_status check_writable(const char *dir) {
     return st;
 }
 
-/* Optimizer state floats per parameter float. */
-static int state_per_param(const brg_optimizer_config *c) {
-    switch (c->kind) {
-    case BRG_OPTIMIZER_SGD: return c->momentum != 0.0f ? 1 : 0;
-    case BRG_OPTIMIZER_RMSPROP: return 1 + (c->momentum != 0.0f) + (c->centered ? 1 : 0);
-    default: return 2; /* Adam, AdamW, LAMB: two moments */
-    }
-}
-
 /* One checkpoint: the model, its optimizer state, and the final model beside it; rounded up. */
 static brg_status check_space(const trainer *t, const char *dir) {
     struct statvfs fs;
     if (statvfs(dir, &fs) != 0) return BRG_OK; /* no answer: the writes themselves will say */
     const double params = (double)brg_model_num_parameters(t->model) * sizeof(float);
-    const double need = params * (2 + state_per_param(&t->opts.optimizer)) + (1 << 20);
+    const double need = params * (2 + brg_optimizer_state_floats(&t->opts.optimizer)) + (1 << 20);
     const double have = (double)fs.f_bavail * (double)fs.f_frsize;
     if (have >= need) return BRG_OK;
     return brg_error(BRG_ERR_IO,

@@ -463,6 +463,15 @@ static brg_status loop(trainer *t, brg_train_result *r) {
     return BRG_OK;
 }
 
+static void record_peaks(const trainer *t, brg_train_result *r) {
+    for (int d = 0; t->rt && d < brg_runtime_device_count(t->rt); d++) {
+        brg_device_stats s;
+        brg_runtime_device_stats(t->rt, d, &s);
+        int stage = d % t->opts.stages;
+        if (stage < BRG_TRAIN_MAX_STAGES && s.peak_bytes > r->stage_peak_bytes[stage]) r->stage_peak_bytes[stage] = s.peak_bytes;
+    }
+}
+
 brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_options *opts,
                      brg_train_result *result) {
     BRG_TRY(check_options(opts, data));
@@ -474,6 +483,7 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
     brg_status st = setup(&t);
     if (st == BRG_OK) st = loop(&t, &r);
     /* A refused or interrupted step left the devices' weights as the last applied step did. */
+    record_peaks(&t, &r);
     if (st == BRG_OK || st == BRG_ERR_DIVERGED || st == BRG_ERR_INTERRUPTED) {
         brg_status synced = brg_runtime_sync_to_model(t.rt);
         if (st == BRG_OK) st = synced;

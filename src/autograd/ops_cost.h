@@ -1,0 +1,84 @@
+/* What the ops allocate, for memory plans. Each ops_cost_NAME mirrors brg_NAME: it adds to `c`
+ * the bytes one call on tensors of the given sizes takes from the tape's arena (its output
+ * tensors, header and data each rounded up as the arena rounds them; the statistics it saves;
+ * its autograd context when the tape records), the gradient buffers its outputs get during
+ * backward, and the kernel scratch it asks for. A model's block cost replays its forward through
+ * these (see brg_model_arch.block_cost), and tests/test_memory_plan.c holds the sum to what the
+ * device's arena measures. */
+#ifndef BRIGADE_OPS_COST_H
+#define BRIGADE_OPS_COST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+typedef struct ops_cost {
+    bool record;  /* the tape records (training): contexts, gradients, backward scratch */
+    bool dropout; /* the micro-batch trains: a dropout with p > 0 makes a new tensor */
+    double fwd;   /* bytes the forward allocates (kept until the micro-batch is released) */
+    double grad;  /* bytes of the activation gradients backward allocates */
+    double scratch[BRG_SCRATCH_SLOTS]; /* the largest request of each kernel scratch slot */
+    /* What the block carries, in elements: its inputs (in_used: those its ops read, which get
+     * gradients) and the outputs it makes itself (0 for none, or for an input it hands on
+     * unchanged), for stage inputs and recomputation. */
+    double in[2], out[2];
+    bool in_used[2];
+} ops_cost;
+
+/* `bytes` rounded up as the arena rounds an allocation (a request of 0 takes one unit). */
+double ops_cost_align(double bytes);
+/* One tensor of `n` elements of `elem_size` bytes: header and data. */
+double ops_cost_tensor_bytes(double n, int elem_size);
+/* A tensor the model's code makes itself (position ids, shifted labels: grad false), or an
+ * output that takes part in backward (grad true: it gets a gradient when the tape records). */
+void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad);
+/* For the ops' own cost functions: an autograd context of `size` bytes (when recording), and a
+ * request of `floats` floats from scratch slot `slot`. */
+void ops_cost_context(ops_cost *c, size_t size);
+void ops_cost_scratch(ops_cost *c, int slot, double floats);
+
+/* ops_linear.c: x [rows, in] -> [rows, out] */
+void ops_cost_linear(ops_cost *c, double rows, double out);
+void ops_cost_linear_act(ops_cost *c, double rows, double out, bool bias);
+void ops_cost_matmul(ops_cost *c, double out_elems);
+
+/* ops_nn.c */
+void ops_cost_embedding(ops_cost *c, double ids, double dim);
+void ops_cost_layer_norm(ops_cost *c, double rows, double width);
+void ops_cost_activation(ops_cost *c, double n);
+void ops_cost_softmax(ops_cost *c, double n);
+void ops_cost_add(ops_cost *c, double n);
+void ops_cost_scale(ops_cost *c, double n);
+void ops_cost_dropout(ops_cost *c, double n, float p);
+void ops_cost_reshape(ops_cost *c, double n);
+
+/* ops_attention.c */
+void ops_cost_split_heads(ops_cost *c, double out_elems);
+void ops_cost_merge_heads(ops_cost *c, double out_elems);
+void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, double D);
+
+/* ops_loss.c: n target rows */
+void ops_cost_cross_entropy(ops_cost *c, double rows);
+
+/* ops_encoder.c, ops_encoder_loss.c */
+void ops_cost_select(ops_cost *c, double out_elems);
+void ops_cost_prepend_token(ops_cost *c, double out_elems);
+void ops_cost_add_broadcast(ops_cost *c, double n);
+void ops_cost_embedding_padded(ops_cost *c, double ids, double dim);
+void ops_cost_patch_unfold(ops_cost *c, double out_elems); /* of model inputs (no gradient) */
+void ops_cost_tanh(ops_cost *c, double n);
+void ops_cost_pointwise_loss(ops_cost *c, double n); /* brg_mse_loss_share, brg_bce_with_logits_share */
+
+/* ops_seq2seq.c */
+void ops_cost_rms_norm(ops_cost *c, double rows, double width);
+void ops_cost_relu(ops_cost *c, double n);
+void ops_cost_mul(ops_cost *c, double n);
+void ops_cost_relative_position_buckets(ops_cost *c, double Tq, double Tk);
+void ops_cost_relative_position_bias(ops_cost *c, double H, double Tq, double Tk);
+
+/* ops_pack.c */
+void ops_cost_concat_rows(ops_cost *c, double out_elems);
+void ops_cost_gather_positions(ops_cost *c, double out_elems);
+
+#endif

@@ -1,0 +1,59 @@
+/* model_cost_memory: a block's two replays (training, inference) as brg_block_cost fields. */
+#include "models/model_cost.h"
+
+_Static_assert(BRG_SCRATCH_SLOTS == BRG_PLAN_SCRATCH_SLOTS, "the plan counts every kernel scratch slot");
+
+void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t batch, int64_t seq,
+                       brg_block_cost *out) {
+    ops_cost train = {.record = true, .dropout = true}, infer = {.record = false, .dropout = false};
+    fn(m, block, batch, seq, &train);
+    fn(m, block, batch, seq, &infer);
+    out->saved_bytes = (int64_t)train.fwd;
+    out->grad_bytes = (int64_t)train.grad;
+    out->forward_bytes = (int64_t)infer.fwd;
+    for (int i = 0; i < BRG_SCRATCH_SLOTS; i++) {
+        out->scratch_bytes[i] = (int64_t)train.scratch[i];
+        out->forward_scratch_bytes[i] = (int64_t)infer.scratch[i];
+    }
+    double in = 0, in_grad = 0, keep = 0;
+    const double f32 = sizeof(float);
+    for (int k = 0; k < 2; k++) {
+        if (train.in[k] <= 0) continue;
+        in += ops_cost_tensor_bytes(train.in[k], sizeof(float));
+        in_grad += train.in_used[k] ? ops_cost_align(train.in[k] * f32) : 0;
+        /* recomputation copies every input aside, with a gradient */
+        keep += ops_cost_tensor_bytes(train.in[k], sizeof(float)) + ops_cost_align(train.in[k] * f32);
+    }
+    if (m->blocks[block].kind == BRG_BLOCK_LAYER) {
+        /* the output buffer taken before the layer runs (shaped as its first input), and the
+         * outputs it makes, each with the gradient that comes back */
+        if (train.in[0] > 0) keep += ops_cost_tensor_bytes(train.in[0], sizeof(float));
+        for (int k = 0; k < 2; k++) {
+            if (train.out[k] <= 0) continue;
+            if (k > 0 || train.out[k] != train.in[0]) keep += ops_cost_tensor_bytes(train.out[k], sizeof(float));
+            keep += ops_cost_align(train.out[k] * f32);
+        }
+        out->recompute_bytes = (int64_t)keep;
+    }
+    out->input_bytes = (int64_t)in;
+    out->input_grad_bytes = (int64_t)in_grad;
+}
+
+void model_cost_sequence_loss(ops_cost *c, double rows, double labels, brg_problem_type problem) {
+    if (problem == BRG_PROBLEM_AUTO) problem = labels == 1 ? BRG_PROBLEM_REGRESSION : BRG_PROBLEM_SINGLE_LABEL;
+    if (problem == BRG_PROBLEM_SINGLE_LABEL) {
+        ops_cost_cross_entropy(c, rows);
+        return;
+    }
+    ops_cost_tensor(c, rows * labels, sizeof(float), false); /* float targets, when the labels are integers */
+    ops_cost_pointwise_loss(c, rows * labels);
+}
+
+/* enc_self_attention: q, k, v, their heads, the fused attention, the merged heads. */
+void model_cost_self_attention(ops_cost *o, double B, double T, double C, double H) {
+    double BT = B * T;
+    for (int i = 0; i < 3; i++) ops_cost_linear(o, BT, C);
+    for (int i = 0; i < 3; i++) ops_cost_split_heads(o, BT * C);
+    ops_cost_attention(o, B, H, T, T, C / H);
+    ops_cost_merge_heads(o, BT * C);
+}

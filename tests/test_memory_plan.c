@@ -1,0 +1,314 @@
+/* The memory plan against what devices measure: for GPT-2, BERT, ViT and T5 at two micro-batch
+ * shapes, one training step on one device and as a two-stage pipeline (1F1B with four
+ * micro-batches, so the first stage holds two at once; GPipe, recomputation and two threads per
+ * device once each; the other heads once each), and an inference pipeline, the plan's per-device peak (brg_train_plan_memory, which the budget
+ * check before step 1 uses, and brg_plan_devices_with as brigade plan calls it) is within 10% of
+ * the device arena's measured peak (parameters, gradients, optimizer state, activations and the
+ * kernels' scratch), and never below it. A budget 10% above the plan trains; one below the
+ * measured peak is refused before step 1, naming the device and the bytes. Prints the table
+ * docs/reliability.md quotes. */
+#include "brigade/rng.h"
+#include "brigade/runtime.h"
+#include "brigade/schedule.h"
+#include "brigade/t5.h"
+#include "brigade/trainer.h"
+#include "test_util.h"
+
+enum { ROWS = 16, VOCAB = 96, MAX_BLOCKS = 32 };
+
+typedef enum arch { GPT2, BERT, VIT, T5, N_ARCHS } arch;
+static const char *const arch_names[N_ARCHS] = {"GPT-2", "BERT", "ViT", "T5"};
+
+/* The head of each architecture a case trains: 0 is the LM head (GPT-2, T5: gated-GELU, untied),
+ * masked LM (BERT), the classifier (ViT); else a brg_gpt2_task / brg_bert_task, or for T5 1 the
+ * ReLU feed-forward with the tied head. */
+static int task;
+
+/* Tiny, but with every op at work: dropout on, several heads, an MLP wider than the model. */
+static brg_model *make_model(arch a, int64_t image) {
+    brg_model *m = NULL;
+    switch (a) {
+    case GPT2: {
+        brg_gpt2_config c;
+        brg_gpt2_config_default(&c);
+        c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.n_positions = 64, c.vocab_size = VOCAB;
+        if (task) c.task = (brg_gpt2_task)task, c.num_labels = 5, c.pad_token_id = 0;
+        CHECK_OK(brg_gpt2_create(&c, &m));
+        break;
+    }
+    case BERT: {
+        brg_bert_config c;
+        brg_bert_config_default(&c, task ? (brg_bert_task)task : BRG_BERT_MASKED_LM);
+        c.vocab_size = VOCAB, c.hidden_size = 64, c.num_hidden_layers = 2, c.num_attention_heads = 4;
+        c.intermediate_size = 192, c.max_position_embeddings = 64;
+        c.num_labels = task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_TOKEN_CLASSIFICATION ? 5 : 2;
+        CHECK_OK(brg_bert_create(&c, &m));
+        break;
+    }
+    case VIT: {
+        brg_vit_config c;
+        brg_vit_config_default(&c);
+        c.image_h = c.image_w = image, c.patch_h = c.patch_w = 4, c.num_channels = 3;
+        c.hidden_size = 64, c.num_hidden_layers = 2, c.num_attention_heads = 4, c.intermediate_size = 192;
+        c.num_labels = 5;
+        CHECK_OK(brg_vit_create(&c, &m));
+        break;
+    }
+    case T5: {
+        brg_t5_config c;
+        brg_t5_config_default(&c);
+        c.vocab_size = VOCAB, c.d_model = 64, c.d_kv = 16, c.num_heads = 4, c.d_ff = 160;
+        c.num_layers = 2, c.num_decoder_layers = 2, c.dropout_rate = 0.1f;
+        c.relative_attention_num_buckets = 8, c.relative_attention_max_distance = 16;
+        c.decoder_start_token_id = 0, c.pad_token_id = 0;
+        snprintf(c.feed_forward_proj, sizeof c.feed_forward_proj, task ? "relu" : "gated-gelu");
+        c.is_gated_act = !task, c.act = task ? BRG_T5_ACT_RELU : BRG_T5_ACT_GELU_TANH;
+        c.tie_word_embeddings = c.scale_decoder_outputs = task != 0;
+        CHECK_OK(brg_t5_create(&c, &m));
+        break;
+    }
+    case N_ARCHS: break;
+    }
+    if (m) brg_model_init_weights(m, 5);
+    return m;
+}
+
+static brg_tensor *column(brg_dataset *d, brg_tensor **slot, brg_dtype dt, int nd, const int64_t *shape) {
+    CHECK_OK(brg_tensor_new(d->arena, dt, nd, shape, "column", slot));
+    return *slot;
+}
+
+/* ROWS rows of the inputs and labels `a` trains on: T tokens (or image x image pixels). */
+static brg_dataset *make_data(arch a, int64_t T, int64_t image) {
+    brg_dataset *d = calloc(1, sizeof *d);
+    CHECK_OK(brg_arena_create("dataset", 0, &d->arena));
+    d->rows = ROWS;
+    d->seq_len = a == VIT ? 0 : T;
+    brg_rng rng;
+    brg_rng_seed(&rng, 1);
+    brg_bundle *c = &d->columns;
+    int64_t rt[2] = {ROWS, T}, r1[1] = {ROWS}, px[4] = {ROWS, 3, image, image};
+    if (a == VIT) {
+        float *p = column(d, &c->pixel_values, BRG_DTYPE_F32, 4, px)->data;
+        int32_t *l = column(d, &c->labels, BRG_DTYPE_I32, 1, r1)->data;
+        for (int64_t i = 0; i < ROWS * 3 * image * image; i++) p[i] = (float)brg_rng_normal(&rng);
+        for (int i = 0; i < ROWS; i++) l[i] = i % 5;
+        return d;
+    }
+    int32_t *ids = column(d, &c->input_ids, BRG_DTYPE_I32, 2, rt)->data;
+    float *mask = column(d, &c->attention_mask, BRG_DTYPE_F32, 2, rt)->data;
+    /* per row: sequence classification, question answering's start; else per token */
+    const bool per_row = (a == GPT2 && task == BRG_GPT2_SEQUENCE_CLASSIFICATION) ||
+                         (a == BERT && (task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_QUESTION_ANSWERING));
+    const bool classes = (a == GPT2 && task == BRG_GPT2_TOKEN_CLASSIFICATION) || (a == BERT && task == BRG_BERT_TOKEN_CLASSIFICATION);
+    int32_t *labels = column(d, &c->labels, BRG_DTYPE_I32, per_row ? 1 : 2, per_row ? r1 : rt)->data;
+    for (int64_t i = 0; i < ROWS * T; i++) {
+        ids[i] = 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
+        mask[i] = (i % T) < T - (i / T) % 3 ? 1.0f : 0.0f;
+        if (!per_row) labels[i] = a == BERT && i % 3 ? -100 : classes ? ids[i] % 5 : ids[i];
+    }
+    for (int i = 0; per_row && i < ROWS; i++) labels[i] = (int32_t)(i % (task == BRG_BERT_QUESTION_ANSWERING && a == BERT ? T : 5));
+    if (a == BERT && (task == BRG_BERT_QUESTION_ANSWERING || task == BRG_BERT_PRETRAINING)) {
+        int32_t *extra = column(d, &c->extra_labels, BRG_DTYPE_I32, 1, r1)->data; /* end positions; next sentence */
+        for (int i = 0; i < ROWS; i++) extra[i] = task == BRG_BERT_PRETRAINING ? i % 2 : (int32_t)((i * 3 + 1) % T);
+    }
+    if (a == BERT) {
+        int32_t *types = column(d, &c->token_type_ids, BRG_DTYPE_I32, 2, rt)->data;
+        for (int64_t i = 0; i < ROWS * T; i++) types[i] = (i % T) >= T / 2;
+    }
+    return d;
+}
+
+/* Embeddings on stage 0, the first half of the layers too, the rest and the head on stage 1. */
+static void split(const brg_model *m, int stages, int *block_stage) {
+    int layers = 0, seen = 0;
+    for (int b = 0; b < m->n_blocks; b++) layers += m->blocks[b].kind == BRG_BLOCK_LAYER;
+    for (int b = 0; b < m->n_blocks; b++) {
+        const brg_block *blk = &m->blocks[b];
+        block_stage[b] = stages == 1 || blk->kind == BRG_BLOCK_EMBEDDINGS ? 0
+                         : blk->kind == BRG_BLOCK_HEAD                   ? 1
+                                                                         : seen++ < layers / 2 ? 0 : 1;
+    }
+}
+
+typedef struct shape {
+    int64_t B, T, image;
+} shape;
+
+typedef struct setup {
+    int stages, accumulation;
+    brg_schedule_kind schedule;
+    bool recompute;
+    const char *name;
+    int threads; /* per device; 0: one */
+} setup;
+
+static int steps_done;
+static void count_steps(void *ctx, int64_t step, double loss, float lr) {
+    (void)ctx, (void)loss, (void)lr;
+    steps_done = (int)step;
+}
+
+static void options(const brg_model *m, const shape *s, const setup *u, int *block_stage, brg_train_options *o) {
+    brg_train_options_default(o);
+    split(m, u->stages, block_stage);
+    o->steps = 1, o->micro_batch = s->B, o->stages = u->stages, o->accumulation = u->accumulation;
+    o->schedule = u->schedule, o->recompute = u->recompute, o->block_stage = block_stage, o->shuffle = false;
+    o->intra_threads = u->threads;
+    o->on_step = count_steps;
+}
+
+static double worst = 0;
+
+static void row(const char *arch_name, const shape *s, const char *setup_name, int stage, double plan, double got) {
+    double ratio = plan / got;
+    if (fabs(ratio - 1) > worst) worst = fabs(ratio - 1);
+    char what[64];
+    if (s->image) snprintf(what, sizeof what, "%lld x %lldx%lld px", (long long)s->B, (long long)s->image, (long long)s->image);
+    else snprintf(what, sizeof what, "%lld x %lld", (long long)s->B, (long long)s->T);
+    printf("| %s | %s | %s | %d | %.1f | %.1f | %+.1f%% |\n", arch_name, what, setup_name, stage, plan / 1024, got / 1024,
+           100 * (ratio - 1));
+    CHECK_MSG(plan >= got && plan <= 1.10 * got, "%s %s %s stage %d: the plan says %.0f bytes, the device peaked at %.0f",
+              arch_name, what, setup_name, stage, plan, got);
+}
+
+/* One training step: measured peaks against brg_train_plan_memory's. */
+static void training(arch a, const shape *s, const setup *u) {
+    brg_model *m = make_model(a, s->image);
+    brg_dataset *d = make_data(a, s->T, s->image);
+    if (!m || !d) return;
+    int block_stage[MAX_BLOCKS];
+    brg_train_options o;
+    options(m, s, u, block_stage, &o);
+    brg_device_plan plan[2];
+    CHECK_OK(brg_train_plan_memory(m, d, &o, plan));
+    brg_train_result r = {0};
+    CHECK_OK(brg_train(m, d, &o, &r));
+    for (int st = 0; st < u->stages; st++)
+        row(arch_names[a], s, u->name, st, (double)plan[st].total_bytes, (double)r.stage_peak_bytes[st]);
+    brg_dataset_free(d);
+    brg_model_destroy(m);
+}
+
+/* An inference pipeline of two stages over 2 micro-batches (every one kept until the call ends). */
+static void inference(arch a, const shape *s) {
+    enum { M = 2 };
+    brg_model *m = make_model(a, s->image);
+    brg_dataset *d = make_data(a, s->T, s->image);
+    if (!m || !d) return;
+    int block_stage[MAX_BLOCKS];
+    split(m, 2, block_stage);
+    brg_runtime_options ro = {.replicas = 1, .stages = 2, .block_stage = block_stage, .micro_batches = M,
+                              .schedule = BRG_SCHEDULE_GPIPE, .training = false};
+    brg_runtime *rt = NULL;
+    CHECK_OK(brg_runtime_create(m, &ro, &rt));
+    brg_tensor views[M][BRG_BUNDLE_INPUTS];
+    brg_micro_batch mbs[M];
+    for (int i = 0; i < M && rt; i++) {
+        brg_bundle b;
+        brg_dataset_rows(d, i * s->B, s->B, views[i], &b);
+        mbs[i] = (brg_micro_batch){.input_ids = b.input_ids, .attention_mask = b.attention_mask, .labels = b.labels,
+                                   .token_type_ids = b.token_type_ids, .pixel_values = b.pixel_values};
+    }
+    float losses[M];
+    if (rt) CHECK_OK(brg_runtime_infer(rt, mbs, NULL, NULL, losses));
+    brg_block_cost costs[MAX_BLOCKS];
+    brg_device_plan plan[2];
+    int flight[2] = {M, M};
+    brg_plan_options po = {.mode = BRG_IPU_MODE_INFERENCE, .in_flight = flight, .optimizer_state = 0};
+    CHECK_OK(brg_model_block_costs(m, s->B, d->seq_len > 0 ? d->seq_len : 1, costs));
+    CHECK_OK(brg_plan_devices_with(costs, m->n_blocks, block_stage, 2, &po, plan));
+    for (int st = 0; rt && st < 2; st++) {
+        brg_device_stats ds;
+        brg_runtime_device_stats(rt, st, &ds);
+        row(arch_names[a], s, "inference, 2 stages x 2 mb", st, (double)plan[st].total_bytes, (double)ds.peak_bytes);
+    }
+    brg_runtime_destroy(rt);
+    brg_dataset_free(d);
+    brg_model_destroy(m);
+}
+
+/* --device-memory: 10% above the plan trains; below what the device needs is refused up front. */
+static void budgets(void) {
+    const shape s = {4, 32, 0};
+    const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0};
+    brg_model *m = make_model(GPT2, 0);
+    brg_dataset *d = make_data(GPT2, s.T, 0);
+    if (!m || !d) return;
+    int block_stage[MAX_BLOCKS];
+    brg_train_options o;
+    options(m, &s, &u, block_stage, &o);
+    brg_device_plan plan[2];
+    CHECK_OK(brg_train_plan_memory(m, d, &o, plan));
+    int64_t most = plan[0].total_bytes > plan[1].total_bytes ? plan[0].total_bytes : plan[1].total_bytes;
+
+    o.device_memory = (size_t)(1.1 * (double)most);
+    brg_train_result r = {0};
+    steps_done = 0;
+    CHECK_OK(brg_train(m, d, &o, &r));
+    CHECK(steps_done == 1 && r.steps == 1);
+    CHECK(r.stage_peak_bytes[0] <= o.device_memory && r.stage_peak_bytes[1] <= o.device_memory);
+
+    /* A byte short of what device 0 measured: refused before step 1. */
+    o.device_memory = r.stage_peak_bytes[0] - 1;
+    steps_done = 0;
+    memset(&r, 0, sizeof r);
+    CHECK_ERR(brg_train(m, d, &o, &r), BRG_ERR_OOM, "device 0 (stage 0 of every replica) needs about");
+    CHECK_MSG(strstr(brg_last_error(), "micro-batches in flight") && strstr(brg_last_error(), "but its budget is"),
+              "%s", brg_last_error());
+    CHECK(steps_done == 0 && r.steps == 0);
+    brg_dataset_free(d);
+    brg_model_destroy(m);
+}
+
+int main(void) {
+    const shape text[2] = {{2, 16, 0}, {4, 32, 0}}, images[2] = {{2, 0, 16}, {4, 0, 32}};
+    const setup setups[] = {
+        {1, 1, BRG_SCHEDULE_1F1B, false, "1 device", 0},
+        {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 1F1B x 4 mb", 0},
+    };
+    printf("| model | micro-batch | run | stage | plan KiB | measured KiB | plan - measured |\n");
+    printf("|---|---|---|---:|---:|---:|---:|\n");
+    for (int a = 0; a < N_ARCHS; a++)
+        for (int i = 0; i < 2; i++) {
+            const shape *s = a == VIT ? &images[i] : &text[i];
+            for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++) training((arch)a, s, &setups[k]);
+            inference((arch)a, s);
+        }
+    const setup gpipe = {2, 4, BRG_SCHEDULE_GPIPE, false, "2 stages, GPipe x 4 mb", 0};
+    const setup recompute = {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 1F1B x 4 mb, recompute", 0};
+    const setup threads = {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads", 2};
+    for (int a = 0; a < N_ARCHS; a++) {
+        training((arch)a, a == VIT ? &images[1] : &text[1], &gpipe);
+        training((arch)a, a == VIT ? &images[1] : &text[1], &recompute);
+    }
+    training(GPT2, &text[1], &threads);
+    /* the other heads, once each */
+    const struct {
+        arch a;
+        int task;
+        const char *name;
+    } heads[] = {
+        {GPT2, BRG_GPT2_SEQUENCE_CLASSIFICATION, "sequence classification"},
+        {GPT2, BRG_GPT2_TOKEN_CLASSIFICATION, "token classification"},
+        {BERT, BRG_BERT_SEQUENCE_CLASSIFICATION, "sequence classification"},
+        {BERT, BRG_BERT_QUESTION_ANSWERING, "question answering"},
+        {BERT, BRG_BERT_TOKEN_CLASSIFICATION, "token classification"},
+        {BERT, BRG_BERT_PRETRAINING, "pretraining"},
+        {T5, 1, "ReLU, tied head"},
+    };
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
+        task = heads[h].task;
+        char n1[96], n2[96];
+        snprintf(n1, sizeof n1, "%s, 1 device", heads[h].name);
+        snprintf(n2, sizeof n2, "%s, 2 stages, 1F1B x 4 mb", heads[h].name);
+        const setup one = {1, 1, BRG_SCHEDULE_1F1B, false, n1, 0};
+        const setup two = {2, 4, BRG_SCHEDULE_1F1B, false, n2, 0};
+        training(heads[h].a, &text[1], &one);
+        training(heads[h].a, &text[1], &two);
+    }
+    task = 0;
+    printf("largest difference: %.2f%%\n", 100 * worst);
+    budgets();
+    return test_finish();
+}
