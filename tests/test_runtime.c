@@ -196,6 +196,58 @@ static void check_recomputation(brg_model *m, const data *d, const result *singl
     free_result(m, &recomputed);
 }
 
+/* params_in_model: replica 0's devices compute on the model's own memory for the parameters
+ * their stage owns (the rest, tied copies and other replicas, on copies of their own), with the
+ * losses, gradients and memory peaks that copies give; writing the weights back is a no-op. */
+static void check_params_in_model(brg_model *m, const data *d) {
+    const layout l = {2, 2, 2, TWO, BRG_SCHEDULE_1F1B, .what = "2 replicas x 2 stages"};
+    brg_runtime_options copies = layout_options(&l), in_model = copies;
+    in_model.params_in_model = true;
+    brg_runtime *rt[2] = {NULL, NULL};
+    CHECK_OK(brg_runtime_create(m, &copies, &rt[0]));
+    CHECK_OK(brg_runtime_create(m, &in_model, &rt[1]));
+    if (!rt[0] || !rt[1]) return;
+    int shared = 0;
+    for (int dv = 0; dv < brg_runtime_device_count(rt[1]); dv++) {
+        brg_device_info info;
+        brg_device_get_info(brg_runtime_device(rt[1], dv), &info);
+        for (int p = 0; p < m->n_params; p++) {
+            if (!info.holds[p]) continue;
+            bool owner = info.replica == 0 && TWO[m->params[p].block] == info.stage;
+            bool same = info.view->params[p].tensor->data == m->params[p].tensor->data;
+            CHECK_MSG(same == owner, "device %d: %s %s the model's memory", dv, m->params[p].name,
+                      same ? "shares" : "does not share");
+            shared += same;
+        }
+    }
+    CHECK(shared == m->n_params);
+    batches b;
+    split(m, d, d->labels, l.replicas, l.micro_batches, &b);
+    result got[2];
+    for (int k = 0; k < 2; k++) {
+        float losses[8];
+        CHECK_OK(brg_runtime_run(rt[k], b.mbs, &b.denom, 1, losses));
+        got[k].loss = 0;
+        for (int i = 0; i < 4; i++) got[k].loss += losses[i];
+        collect_grads(rt[k], m, &got[k]);
+    }
+    CHECK(got[0].loss == got[1].loss);
+    check_grads(m, &got[0], &got[1], "params_in_model");
+    CHECK(got[0].activation_peak == got[1].activation_peak);
+    for (int dv = 0; dv < brg_runtime_device_count(rt[1]); dv++) {
+        brg_device_stats a, c;
+        brg_runtime_device_stats(rt[0], dv, &a);
+        brg_runtime_device_stats(rt[1], dv, &c);
+        CHECK_MSG(a.peak_bytes == c.peak_bytes, "device %d peaks at %zu with copies, %zu on the model's memory", dv,
+                  a.peak_bytes, c.peak_bytes);
+    }
+    CHECK_OK(brg_runtime_sync_to_model(rt[1]));
+    for (int k = 0; k < 2; k++) {
+        free_result(m, &got[k]);
+        brg_runtime_destroy(rt[k]);
+    }
+}
+
 /* The host model holds no gradients of its own while devices train (they would double the
  * memory of a run); brg_model_zero_grad gives every parameter a cleared one on request. */
 static void check_host_gradients_lazy(brg_model *m) {
@@ -231,6 +283,7 @@ int main(void) {
     check_inference(m, &d);
     check_zero_between_runs(m, &d, 1, ONE);
     check_zero_between_runs(m, &d, 2, TWO);
+    check_params_in_model(m, &d);
     check_host_gradients_lazy(m);
     free_result(m, &single);
     brg_model_destroy(m);

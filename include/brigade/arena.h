@@ -46,6 +46,12 @@ void brg_arena_reset(brg_arena *arena, size_t mark);
 void brg_arena_add_scratch(brg_arena *arena, size_t bytes);
 void brg_arena_drop_scratch(brg_arena *arena, size_t bytes);
 size_t brg_arena_scratch(const brg_arena *arena);
+/* Memory that lives elsewhere but that the device computes on as its own (a runtime's replica 0
+ * on the model's parameters, brg_runtime_options.params_in_model): counted, rounded as an
+ * allocation, against the budget and in the peak, never handed back by a reset, not part of
+ * marks or used. Refused past the budget like an allocation. */
+brg_status brg_arena_borrow(brg_arena *arena, size_t bytes, const char *what);
+size_t brg_arena_borrowed(const brg_arena *arena);
 /* BRG_ERR_OOM, naming the device, its peak and its budget, when the peak (kernel scratch
  * included) went past the budget; BRG_OK otherwise (and without a budget). */
 brg_status brg_arena_check(const brg_arena *arena);

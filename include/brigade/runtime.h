@@ -30,6 +30,11 @@ typedef struct brg_runtime_options {
     bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
     bool pin_threads;        /* pin device d's thread to core d mod the cores available */
     int intra_threads;       /* threads per device for its matrix products; 0 or 1: one */
+    /* Replica 0 computes on the model's own parameter memory instead of copies (each parameter
+     * on the stage whose block owns it; tied copies on other stages stay copies), so a run holds
+     * its weights once and the model follows training step by step. The bytes still count
+     * against each device's budget. For callers that own the model for the run (the trainer). */
+    bool params_in_model;
 } brg_runtime_options;
 
 /* One micro-batch's inputs (host memory, read by every stage of its replica); the fields

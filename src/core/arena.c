@@ -26,6 +26,7 @@ struct brg_arena {
     struct brg_arena *parent; /* a child draws on its parent's budget */
     size_t children_used;
     size_t scratch;       /* kernel scratch held outside the chunks (budget and peak), see brg_arena_add_scratch */
+    size_t borrowed;      /* memory held elsewhere that the device computes on, see brg_arena_borrow */
     chunk *first;
     chunk *current;
 };
@@ -97,7 +98,9 @@ static void *bump(brg_arena *a, size_t bytes) {
     return p;
 }
 
-static size_t family_used(const brg_arena *root) { return root->used + root->children_used + root->scratch; }
+static size_t family_used(const brg_arena *root) {
+    return root->used + root->children_used + root->scratch + root->borrowed;
+}
 
 void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
     BRG_ASSERT(arena);
@@ -164,6 +167,24 @@ void brg_arena_drop_scratch(brg_arena *arena, size_t bytes) {
 }
 
 size_t brg_arena_scratch(const brg_arena *arena) { return (arena->parent ? arena->parent : arena)->scratch; }
+
+brg_status brg_arena_borrow(brg_arena *arena, size_t bytes, const char *what) {
+    BRG_ASSERT(arena && !arena->parent);
+    size_t need = align_up(bytes ? bytes : 1);
+    if (arena->budget && family_used(arena) + need > arena->budget) {
+        char b_need[64], b_used[64], b_budget[64];
+        format_bytes(need, b_need, sizeof b_need);
+        format_bytes(family_used(arena), b_used, sizeof b_used);
+        format_bytes(arena->budget, b_budget, sizeof b_budget);
+        return brg_error(BRG_ERR_OOM, "%s out of memory: %s needs %s, %s of the %s budget already in use", arena->name,
+                         what ? what : "borrowed memory", b_need, b_used, b_budget);
+    }
+    arena->borrowed += need;
+    if (family_used(arena) > arena->peak) arena->peak = family_used(arena);
+    return BRG_OK;
+}
+
+size_t brg_arena_borrowed(const brg_arena *arena) { return arena->borrowed; }
 
 brg_status brg_arena_check(const brg_arena *arena) {
     const brg_arena *root = arena->parent ? arena->parent : arena;

@@ -29,13 +29,6 @@ static brg_status gather_on_root(brg_device *dev, const brg_named_tensor *items,
 
 /* ---- the model's weights ---- */
 
-/* The owner's copy stands for all: replica 0's, on the stage of the block that owns the
- * parameter. */
-static bool owns(const brg_device *dev, int p) {
-    const brg_runtime *rt = dev->rt;
-    return dev->replica == 0 && dev->holds[p] && rt->block_stage[rt->model->params[p].block] == dev->stage;
-}
-
 static brg_status into_model(void *ctx, int from, const brg_named_tensor *item) {
     brg_model *m = ctx;
     int p = brg_model_find_param(m, item->name);
@@ -43,7 +36,8 @@ static brg_status into_model(void *ctx, int from, const brg_named_tensor *item) 
     if (!dst || !brg_tensor_same_shape(dst, item->tensor) || dst->dtype != item->tensor->dtype)
         return brg_error(BRG_ERR_INTERNAL, "device %d sent %s, which the model does not have in that shape", from,
                          item->name);
-    memcpy(dst->data, item->tensor->data, brg_tensor_nbytes(dst));
+    /* A device that computes on the model's own memory (params_in_model) sends it back as is. */
+    if (dst->data != item->tensor->data) memcpy(dst->data, item->tensor->data, brg_tensor_nbytes(dst));
     return BRG_OK;
 }
 
@@ -54,7 +48,7 @@ static brg_status to_model_job(brg_device *dev, void *arg) {
     if (!items) return brg_error(BRG_ERR_OOM, "cannot list device %d's parameters", dev->id);
     int n = 0;
     for (int p = 0; p < m->n_params; p++)
-        if (owns(dev, p)) items[n++] = (brg_named_tensor){m->params[p].name, dev->view.params[p].tensor};
+        if (device_owns_param(dev, p)) items[n++] = (brg_named_tensor){m->params[p].name, dev->view.params[p].tensor};
     brg_status st = gather_on_root(dev, items, n, into_model, dev->rt->model);
     free(items);
     return st;
@@ -72,7 +66,8 @@ static brg_status from_model_job(brg_device *dev, void *arg) {
         tensors[p] = dev->id == 0 ? m->params[p].tensor : dev->holds[p] ? dev->view.params[p].tensor : NULL;
         if (dev->id == 0 && dev->holds[p]) {
             brg_tensor *own = dev->view.params[p].tensor;
-            memcpy(own->data, m->params[p].tensor->data, brg_tensor_nbytes(own));
+            if (own->data != m->params[p].tensor->data)
+                memcpy(own->data, m->params[p].tensor->data, brg_tensor_nbytes(own));
         }
     }
     transport *t = dev->rt->transport;

@@ -375,7 +375,8 @@ brg_status executor_run_device(brg_device *dev, void *arg) {
     dev->run_mark = brg_arena_mark(dev->arena);
     brg_status st = run_steps(dev);
     if (st == BRG_OK) st = brg_arena_check(dev->arena); /* kernel scratch may have taken it past its budget */
-    size_t act = brg_arena_peak(dev->arena) > dev->run_mark ? brg_arena_peak(dev->arena) - dev->run_mark : 0;
+    const size_t held = dev->run_mark + brg_arena_borrowed(dev->arena); /* what the run started with */
+    size_t act = brg_arena_peak(dev->arena) > held ? brg_arena_peak(dev->arena) - held : 0;
     if (act > dev->activation_peak) dev->activation_peak = act;
     for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
     for (int s = 0; s < dev->n_slots; s++) {

@@ -61,8 +61,19 @@ static brg_status make_grad_span(brg_device *dev, const brg_model *m) {
     return BRG_OK;
 }
 
+/* A header in the device's arena over the model's own bytes, which count against the device's
+ * budget (and peak) as its own copy would. */
+static brg_status share_param(brg_device *dev, const brg_tensor *src, const char *name, brg_tensor **out) {
+    brg_tensor *t = brg_arena_alloc(dev->arena, sizeof *t, name);
+    if (!t) return BRG_ERR_OOM;
+    *t = brg_tensor_wrap(BRG_DTYPE_F32, src->ndim, src->shape, src->data);
+    t->name = name;
+    *out = t;
+    return brg_arena_borrow(dev->arena, brg_tensor_nbytes(src), name);
+}
+
 /* The device's copy of every parameter its blocks read (a tied weight gets a copy on each
- * stage that reads it). */
+ * stage that reads it), or with params_in_model the model's own memory for those it owns. */
 static brg_status make_view(brg_device *dev, const brg_model *m) {
     dev->view = *m;
     dev->view.params = calloc((size_t)m->n_params, sizeof *dev->view.params);
@@ -75,8 +86,12 @@ static brg_status make_view(brg_device *dev, const brg_model *m) {
         if (!dev->holds[p]) continue;
         const brg_tensor *src = m->params[p].tensor;
         brg_tensor *t;
-        BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));
-        memcpy(t->data, src->data, brg_tensor_nbytes(src));
+        if (dev->rt->opts.params_in_model && device_owns_param(dev, p)) {
+            BRG_TRY(share_param(dev, src, m->params[p].name, &t));
+        } else {
+            BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));
+            memcpy(t->data, src->data, brg_tensor_nbytes(src));
+        }
         dev->view.params[p].tensor = t;
     }
     return dev->rt->opts.training ? make_grad_span(dev, m) : BRG_OK;
@@ -116,7 +131,7 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     int blocks = dev->last_block - dev->first_block + 1;
     for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
     BRG_TRY(make_view(dev, rt->model));
-    dev->persistent_peak = brg_arena_used(dev->arena);
+    dev->persistent_peak = brg_arena_used(dev->arena) + brg_arena_borrowed(dev->arena);
     return BRG_OK;
 }
 

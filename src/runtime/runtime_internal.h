@@ -90,4 +90,11 @@ double runtime_now(void);
 brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts, transport_factory make_transport,
                                brg_runtime **out);
 
+/* The owner's copy of parameter p stands for all: replica 0's, on the stage of the block that
+ * owns the parameter. */
+static inline bool device_owns_param(const brg_device *dev, int p) {
+    const brg_runtime *rt = dev->rt;
+    return dev->replica == 0 && dev->holds[p] && rt->block_stage[rt->model->params[p].block] == dev->stage;
+}
+
 #endif

@@ -114,7 +114,8 @@ static brg_status setup(trainer *t) {
     brg_runtime_options ro = {.replicas = o->replicas, .stages = o->stages, .block_stage = t->block_stage,
                               .micro_batches = o->accumulation, .schedule = o->schedule,
                               .device_memory = o->device_memory, .training = true, .recompute = o->recompute,
-                              .pin_threads = o->pin_threads, .intra_threads = o->intra_threads};
+                              .pin_threads = o->pin_threads, .intra_threads = o->intra_threads,
+                              .params_in_model = true}; /* the trainer owns the model: weights held once */
     BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
     int devices = brg_runtime_device_count(t->rt);
     t->optimizers = calloc((size_t)devices, sizeof *t->optimizers);
