@@ -24,6 +24,7 @@
  * brg_gemm_ref is the slow, accurate yardstick the tests compare everything against. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,9 +75,30 @@ static void choose_backend(void) {
     }
 }
 
+/* -1: the backend chosen above; else the one brg_gemm_force_backend asked for. */
+static atomic_int forced = -1;
+
 static backend current_backend(void) {
+    const int f = atomic_load_explicit(&forced, memory_order_relaxed);
+    if (f >= 0) return (backend)f;
     pthread_once(&choose_once, choose_backend);
     return active;
+}
+
+const char *brg_gemm_force_backend(const char *name) {
+    if (!name) {
+        atomic_store_explicit(&forced, -1, memory_order_relaxed);
+        return brg_gemm_backend();
+    }
+    const brg_isa isa = brg_isa_detected();
+    backend b;
+    if (strcmp(name, "openblas") == 0) b = BACKEND_OPENBLAS;
+    else if (strcmp(name, "ref") == 0) b = BACKEND_REF;
+    else if (strcmp(name, "avx512") == 0) b = kernel_for(isa);
+    else if (strcmp(name, "avx2") == 0) b = kernel_for(isa < BRG_ISA_AVX2 ? isa : BRG_ISA_AVX2);
+    else return NULL;
+    atomic_store_explicit(&forced, (int)b, memory_order_relaxed);
+    return backend_names[b];
 }
 
 /* Leading-dimension rules of row-major BLAS: a [rows, cols] operand needs ld >= cols. */

@@ -27,6 +27,12 @@ void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, f
                   int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 /* Which implementation brg_gemm uses ("openblas", "avx512", ...). */
 const char *brg_gemm_backend(void);
+/* For tests comparing the backends: brg_gemm (and the kernels on it) use the backend `name`
+ * names ("openblas", "avx512", "avx2", "ref"; the kernels capped by the CPU and BRIGADE_ISA as
+ * BRIGADE_GEMM is) until the next call; NULL goes back to the process's choice. Returns the
+ * backend now in use, or NULL (nothing changed) for an unknown name. Call it while no product
+ * is running. */
+const char *brg_gemm_force_backend(const char *name);
 /* Threads each GEMM call may use (process-wide). */
 void brg_gemm_set_threads(int threads);
 

@@ -42,17 +42,19 @@ void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, co
 
 /* ---- ReLU ---- */
 
+/* torch's threshold(x, 0, 0): x <= 0 ? 0 : x, so a NaN stays NaN instead of becoming 0. */
 void brg_k_relu_fwd(float *y, const float *x, int64_t n) {
     BRG_ASSERT(n >= 0);
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
-/* The gradient at exactly 0 is 0, as torch's threshold_backward gives. */
+/* torch's threshold_backward: x <= 0 ? 0 : dy, so the gradient at exactly 0 is 0 and a NaN
+ * input passes it on. */
 void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n) {
     BRG_ASSERT(n >= 0);
     if (!dx) return;
     for (int64_t i = 0; i < n; i++)
-        if (x[i] > 0.0f) dx[i] += dy[i];
+        if (!(x[i] <= 0.0f)) dx[i] += dy[i];
 }
 
 /* ---- elementwise product ---- */
