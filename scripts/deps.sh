@@ -8,7 +8,8 @@
 # of failing at once; a failed install prints apt-get's own last lines and fails.
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev)
+packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev libpng-dev
+  libjpeg62-turbo-dev)
 # `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 

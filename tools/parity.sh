@@ -207,6 +207,20 @@ run_minilm() {
     done
 }
 
+# Task pipelines: fresh fixtures (transformers 5 in VENV, 4.57.6 in tools/.venv4 for question
+# answering and text2text, made by tools/setup_venv4.sh) through test_pipeline_tasks.
+run_pipelines() {
+    local dir=$WORK/pipeline
+    echo "parity: task pipelines against transformers' pipeline() (tools/pipeline_fixtures.py)"
+    if ! "$PY" "$ROOT/tools/pipeline_fixtures.py" --out "$dir" >"$WORK/pipeline.log" 2>&1; then
+        fail "pipeline_fixtures.py (log: $WORK/pipeline.log)"
+    elif BRIGADE_CLI=$BUILD/brigade BRIGADE_TEST_TMP=$WORK/pipeline-tmp "$BUILD/test_pipeline_tasks" "$dir"; then
+        pass "test_pipeline_tasks on fresh pipeline fixtures"
+    else
+        fail "test_pipeline_tasks $dir"
+    fi
+}
+
 main() {
     if ! ensure_venv; then
         echo "parity: could not set up $VENV"
@@ -218,6 +232,7 @@ main() {
     run_init_check
     run_tokenizers
     run_minilm
+    run_pipelines
     if [ "$FAILED" -eq 0 ]; then
         rm -rf "$WORK"
     else

@@ -22,6 +22,8 @@
 #include "brigade/encoder.h"
 #include "brigade/bert.h"
 #include "brigade/vit.h"
+#include "brigade/image.h"
+#include "brigade/image_classification.h"
 #include "brigade/tokenizer.h"
 #include "brigade/sentence_embedding.h"
 #include "brigade/version.h"
@@ -31,5 +33,6 @@
 #include "brigade/pipeline.h"
 #include "brigade/trainer.h"
 #include "brigade/generate.h"
+#include "brigade/task_pipeline.h"
 
 #endif

@@ -78,6 +78,17 @@ void brg_encoding_free(brg_encoding *enc);
 brg_status brg_tokenizer_decode(const brg_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special_tokens,
                                 char **text);
 
+/* Token strings joined through the tokenizer's decoder, as Python's `tokenizer.decoder.decode(
+ * tokens)` (transformers' convert_tokens_to_string): no id lookup, nothing skipped, tokens
+ * outside the vocabulary kept as they are; without a decoder, joined by single spaces. */
+brg_status brg_tokenizer_decode_tokens(const brg_tokenizer *tok, const char *const *tokens, size_t n, char **text);
+
+/* The model's kind: "WordPiece", "BPE", "Unigram" or "WordLevel". */
+const char *brg_tokenizer_model_type(const brg_tokenizer *tok);
+/* The model's continuing_subword_prefix ("##" for WordPiece; BPE's when tokenizer.json sets
+ * one); NULL when the model has none. */
+const char *brg_tokenizer_continuing_subword_prefix(const brg_tokenizer *tok);
+
 /* Replace the truncation / padding taken from tokenizer.json (NULL disables). */
 brg_status brg_tokenizer_set_truncation(brg_tokenizer *tok, const brg_truncation *t);
 brg_status brg_tokenizer_set_padding(brg_tokenizer *tok, const brg_padding *p);

@@ -23,6 +23,7 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "tokenize lines of text with a model folder's tokenizer (JSON lines)"},
     {"detokenize", cmd_detokenize, "decode lines of token ids back to text"},
     {"embed", cmd_embed, "sentence embeddings of lines of text (sentence-transformers folders)"},
+    {"pipeline", cmd_pipeline, "transformers' pipeline(TASK) on a model folder: JSON lines in, JSON lines out"},
 };
 
 static void usage(FILE *out) {

@@ -353,6 +353,7 @@ brg_status tk_bpe_tokenize(const tk_bpe *b, const tk_str *w, tk_tokens *out) {
 }
 
 const tk_vocab *tk_bpe_vocab(const tk_bpe *b) { return &b->vocab; }
+const char *tk_bpe_prefix(const tk_bpe *b) { return b->prefix; }
 
 const char *const *tk_bpe_rev(const tk_bpe *b, size_t *n) {
     *n = b->n_rev;

@@ -154,3 +154,14 @@ size_t tk_model_vocab_size(const tk_model *m) {
     }
     return vocab_of(m)->count;
 }
+
+const char *tk_model_type_name(const tk_model *m) {
+    static const char *const names[] = {"WordPiece", "BPE", "Unigram", "WordLevel"};
+    return names[m->type];
+}
+
+const char *tk_model_subword_prefix(const tk_model *m) {
+    if (m->type == M_WORDPIECE) return tk_wordpiece_prefix(m->wp);
+    if (m->type == M_BPE) return tk_bpe_prefix(m->bpe);
+    return NULL;
+}

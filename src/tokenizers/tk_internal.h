@@ -148,6 +148,11 @@ brg_status tk_model_tokenize(const tk_model *m, const tk_str *s, tk_tokens *out)
 int32_t tk_model_token_to_id(const tk_model *m, const char *tok, size_t len);
 const char *tk_model_id_to_token(const tk_model *m, int32_t id);
 size_t tk_model_vocab_size(const tk_model *m);
+/* "WordPiece", "BPE", "Unigram" or "WordLevel". */
+const char *tk_model_type_name(const tk_model *m);
+/* The model's continuing_subword_prefix as Python's `model.continuing_subword_prefix` gives it
+ * (WordPiece's, BPE's when set); NULL when it has none. */
+const char *tk_model_subword_prefix(const tk_model *m);
 void tk_model_free(tk_model *m);
 brg_status tk_model_wordpiece_from_vocab(tk_vocab *vocab, const char *unk, tk_model **out); /* takes vocab */
 brg_status tk_model_bpe_from_files(const char *vocab_json, const char *merges_txt, tk_model **out);
@@ -163,6 +168,7 @@ brg_status tk_wordpiece_tokenize(const tk_wordpiece *w, const tk_str *s, tk_toke
 void tk_wordpiece_free(tk_wordpiece *w);
 const tk_vocab *tk_wordpiece_vocab(const tk_wordpiece *w);
 const char *const *tk_wordpiece_rev(const tk_wordpiece *w, size_t *n);
+const char *tk_wordpiece_prefix(const tk_wordpiece *w);
 
 brg_status tk_bpe_parse(const cJSON *j, tk_bpe **out);
 brg_status tk_bpe_from_files(const char *vocab_json, const char *merges_txt, tk_bpe **out);
@@ -170,6 +176,7 @@ brg_status tk_bpe_tokenize(const tk_bpe *b, const tk_str *s, tk_tokens *out);
 void tk_bpe_free(tk_bpe *b);
 const tk_vocab *tk_bpe_vocab(const tk_bpe *b);
 const char *const *tk_bpe_rev(const tk_bpe *b, size_t *n);
+const char *tk_bpe_prefix(const tk_bpe *b); /* NULL when unset */
 
 brg_status tk_unigram_parse(const cJSON *j, tk_unigram **out);
 brg_status tk_unigram_tokenize(const tk_unigram *u, const tk_str *s, tk_tokens *out);

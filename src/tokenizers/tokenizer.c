@@ -419,18 +419,8 @@ static bool is_special(const brg_tokenizer *t, const char *token) {
     return false;
 }
 
-brg_status brg_tokenizer_decode(const brg_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special_tokens,
-                                char **text) {
-    *text = NULL;
-    char **toks = calloc(n + 1, sizeof *toks);
-    if (!toks) return brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
-    size_t k = 0;
-    brg_status st = BRG_OK;
-    for (size_t i = 0; i < n && st == BRG_OK; i++) {
-        const char *t = brg_tokenizer_id_to_token(tok, ids[i]);
-        if (!t || (skip_special_tokens && is_special(tok, t))) continue;
-        if (!(toks[k++] = strdup(t))) st = brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
-    }
+/* The decoder over token strings (takes toks[0..k), freed here), joined into *text. */
+static brg_status decode_strings(const brg_tokenizer *tok, char **toks, size_t k, brg_status st, char **text) {
     bool decoded = tok->p.decoder != NULL;
     if (st == BRG_OK) st = tk_decoder_apply(tok->p.decoder, &toks, &k);
     size_t total = 1;
@@ -452,6 +442,38 @@ brg_status brg_tokenizer_decode(const brg_tokenizer *tok, const int32_t *ids, si
     free(toks);
     *text = out;
     return st;
+}
+
+brg_status brg_tokenizer_decode(const brg_tokenizer *tok, const int32_t *ids, size_t n, bool skip_special_tokens,
+                                char **text) {
+    *text = NULL;
+    char **toks = calloc(n + 1, sizeof *toks);
+    if (!toks) return brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
+    size_t k = 0;
+    brg_status st = BRG_OK;
+    for (size_t i = 0; i < n && st == BRG_OK; i++) {
+        const char *t = brg_tokenizer_id_to_token(tok, ids[i]);
+        if (!t || (skip_special_tokens && is_special(tok, t))) continue;
+        if (!(toks[k++] = strdup(t))) st = brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
+    }
+    return decode_strings(tok, toks, k, st, text);
+}
+
+brg_status brg_tokenizer_decode_tokens(const brg_tokenizer *tok, const char *const *tokens, size_t n, char **text) {
+    *text = NULL;
+    char **toks = calloc(n + 1, sizeof *toks);
+    if (!toks) return brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
+    size_t k = 0;
+    brg_status st = BRG_OK;
+    for (size_t i = 0; i < n && st == BRG_OK; i++)
+        if (!(toks[k++] = strdup(tokens[i]))) st = brg_error(BRG_ERR_OOM, "tokenizer: out of memory");
+    return decode_strings(tok, toks, k, st, text);
+}
+
+const char *brg_tokenizer_model_type(const brg_tokenizer *tok) { return tk_model_type_name(tok->p.model); }
+
+const char *brg_tokenizer_continuing_subword_prefix(const brg_tokenizer *tok) {
+    return tk_model_subword_prefix(tok->p.model);
 }
 
 brg_status brg_tokenizer_set_truncation(brg_tokenizer *tok, const brg_truncation *t) {

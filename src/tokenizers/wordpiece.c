@@ -152,6 +152,7 @@ brg_status tk_wordpiece_tokenize(const tk_wordpiece *w, const tk_str *s, tk_toke
 }
 
 const tk_vocab *tk_wordpiece_vocab(const tk_wordpiece *w) { return &w->vocab; }
+const char *tk_wordpiece_prefix(const tk_wordpiece *w) { return w->prefix; }
 
 const char *const *tk_wordpiece_rev(const tk_wordpiece *w, size_t *n) {
     *n = w->n_rev;
