@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # brigade pipeline TASK from the command line: --text / --question --context / --input (a file or
-# stdin) give the same results; a question-answering run end to end; bad input is one line on
-# stderr, a non-zero exit and nothing on stdout. (Every task against transformers' outputs:
-# test_pipeline_tasks.)
+# stdin) give the same results; a question-answering run end to end; image-classification by
+# --image and by {"image": PATH} lines; bad input is one line on stderr, a non-zero exit and nothing
+# on stdout. (Every task against transformers' outputs: test_pipeline_tasks.)
 set -uo pipefail
 brigade=$1
 source "$(dirname "$0")/shell_util.sh"
@@ -33,7 +33,53 @@ grep -q '^{"score": [0-9.e-]*, "start": [0-9]*, "end": [0-9]*, "answer": "' "$tm
 expect_out "--question --context" '"answer": "' "$brigade" pipeline question-answering \
   --model "$fix/question_answering" --question "who is coding?" --context "anna is coding in the morning"
 expect_out "--help lists the tasks" "question-answering" "$brigade" pipeline --help
-expect_out "--help has the image slot" "image-classification" "$brigade" pipeline --help
+expect_out "--help lists image-classification" "image-classification" "$brigade" pipeline --help
+
+# Image classification: --image and a JSONL file (paths relative to the current directory) print
+# the same lines, 2 stages too; a bad file stops the run at its batch, naming the line and the file.
+vit=tests/fixtures/image_cls_vit
+img=tests/fixtures/images
+"$brigade" pipeline image-classification --model "$vit" --image "$img/progressive_77x53.jpg" --top-k 3 \
+  >"$tmp/img1.jsonl" || bad "--image"
+grep -qx '\[{"label": "tabby cat", "score": 0\.82[0-9]*}, {"label": "espresso", "score": 0\.11[0-9]*}, {"label": "tench", "score": 0\.038[0-9]*}\]' \
+  "$tmp/img1.jsonl" && ok || bad "--image: $(cat "$tmp/img1.jsonl")"
+printf '{"image": "%s"}\n' "$img/rgb_37x23.png" "$img/progressive_77x53.jpg" "$img/exif6_100x80.jpg" >"$tmp/img.jsonl"
+"$brigade" pipeline image-classification --model "$vit" --input "$tmp/img.jsonl" --top-k 3 >"$tmp/img3.jsonl" ||
+  bad "image --input"
+(($(wc -l <"$tmp/img3.jsonl") == 3)) && sed -n 2p "$tmp/img3.jsonl" | cmp -s - "$tmp/img1.jsonl" && ok ||
+  bad "image --input: $(cat "$tmp/img3.jsonl")"
+echo '{"inference_layers_per_ipu": [1, 1], "inference_device_iterations": 2}' >"$tmp/two.json"
+"$brigade" pipeline image-classification --model "$vit" --input "$tmp/img.jsonl" --top-k 3 --batch-size 1 \
+  --ipu-config "$tmp/two.json" | cmp -s - "$tmp/img3.jsonl" && ok || bad "image --ipu-config differs"
+expect_fail "not an image classifier" 1 "is a BertForSequenceClassification: image-classification takes ViTForImageClassification" \
+  "$brigade" pipeline image-classification --model "$fix/text_classification" --image "$img/rgb_37x23.png"
+expect_fail "missing image" 1 "input 1: cannot open $tmp/none.png" "$brigade" pipeline image-classification \
+  --model "$vit" --image "$tmp/none.png"
+printf '{"image": "%s"}\n{"image": "%s"}\n' "$img/rgb_37x23.png" "$vit/pipeline.json" >"$tmp/corrupt.jsonl"
+expect_fail "corrupt image" 1 "line 2: $vit/pipeline.json: not a PNG or JPEG" "$brigade" pipeline \
+  image-classification --model "$vit" --input "$tmp/corrupt.jsonl"
+out=$("$brigade" pipeline image-classification --model "$vit" --input "$tmp/corrupt.jsonl" 2>/dev/null)
+[[ -z $out ]] && ok || bad "corrupt image: something was written: $out"
+head -c 300 "$img/baseline_64x48.jpg" >"$tmp/cut.jpg"
+printf '{"image": "%s"}\n{"image": "%s"}\n' "$img/rgb_37x23.png" "$tmp/cut.jpg" >"$tmp/cut.jsonl"
+out=$("$brigade" pipeline image-classification --model "$vit" --input "$tmp/cut.jsonl" --batch-size 1 2>"$tmp/err.txt")
+(($? == 1)) && grep -q "line 2: .*cut.jpg" "$tmp/err.txt" && [[ $(wc -l <<<"$out") == 1 ]] && ok ||
+  bad "truncated image, batch 1: the lines before it and one error: $out / $(cat "$tmp/err.txt")"
+printf '{"text": "hi"}\n' >"$tmp/noimage.jsonl"
+expect_fail "no image field" 1 'line 1: image-classification does not take "text"' "$brigade" pipeline \
+  image-classification --model "$vit" --input "$tmp/noimage.jsonl"
+printf '{}\n' >"$tmp/empty_obj.jsonl"
+expect_fail "missing image field" 1 'line 1: image-classification needs "image"' "$brigade" pipeline \
+  image-classification --model "$vit" --input "$tmp/empty_obj.jsonl"
+printf '{"image": 3}\n' >"$tmp/image_type.jsonl"
+expect_fail "image field type" 1 'line 1: "image" must be a string' "$brigade" pipeline image-classification \
+  --model "$vit" --input "$tmp/image_type.jsonl"
+expect_fail "image and text" 2 "or --image PATH" "$brigade" pipeline image-classification --model "$vit" \
+  --image "$img/rgb_37x23.png" --text hi
+expect_fail "bad function" 1 "function_to_apply 'relu'" "$brigade" pipeline image-classification --model "$vit" \
+  --image "$img/rgb_37x23.png" --function-to-apply relu
+expect_fail "image to a text task" 1 'text-classification does not take "image"' "$brigade" pipeline \
+  text-classification --model "$fix/text_classification" --image "$img/rgb_37x23.png"
 
 # Bad input: one line, exit 1 (runs that fail) or 2 (usage), nothing on stdout.
 m=$fix/text_classification

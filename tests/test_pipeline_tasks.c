@@ -3,7 +3,10 @@
  * options are its flags), batched (3 inputs per forward pass, so rows are padded) and one at a
  * time, each result equal to the fixture's (numbers to 1e-4; token indices, spans, labels and
  * texts exactly); the forward-pass tasks again through a 2-stage inference pipeline with 2 device
- * iterations (filler rows), equal to the one-device results (to 1e-6); and the library API
+ * iterations (filler rows), equal to the one-device results (to 1e-6); image-classification on
+ * the committed images against tests/fixtures/image_cls_vit/pipeline.json (every run's top_k and
+ * function_to_apply; batched, one at a time and pipelined, labels exactly and scores to 1e-4);
+ * and the library API
  * (brg_task_pipeline_*) on its own, including its errors. */
 #include <cJSON.h>
 #include <stdio.h>
@@ -200,15 +203,108 @@ static void check_fixtures(const char *root, const char *ipu_config) {
     }
 }
 
+/* ---- image-classification ------------------------------------------------------------------ */
+
+#define IMAGE_MODEL "tests/fixtures/image_cls_vit"
+
+/* One run of pipeline.json (its kwargs as the command's flags) against its outputs. */
+static void check_image_run(const cJSON *run, const cJSON *inputs, int batch, const char *ipu_config) {
+    const cJSON *kw = cJSON_GetObjectItem(run, "kwargs"), *expected = cJSON_GetObjectItem(run, "outputs");
+    const cJSON *k = cJSON_GetObjectItem(kw, "top_k"), *fn = cJSON_GetObjectItem(kw, "function_to_apply");
+    cJSON *options = cJSON_CreateObject();
+    if (k) cJSON_AddNumberToObject(options, "top-k", k->valuedouble);
+    if (fn) cJSON_AddStringToObject(options, "function-to-apply", fn->valuestring);
+    char *args = cJSON_PrintUnformatted(kw);
+    int n = 0;
+    char **lines = run_cli("image-classification", IMAGE_MODEL, options, inputs, batch, ipu_config, &n);
+    CHECK_MSG(lines && n == cJSON_GetArraySize(expected), "image-classification %s (batch %d%s): %d lines", args,
+              batch, ipu_config ? ", pipelined" : "", n);
+    for (int i = 0; lines && i < n && i < cJSON_GetArraySize(expected); i++) {
+        cJSON *got = cJSON_Parse(lines[i]);
+        char why[600] = "";
+        CHECK_MSG(got && same(got, cJSON_GetArrayItem(expected, i), NULL, 1e-4, why, sizeof why),
+                  "image-classification %s (batch %d%s) image %d: %s\n  got %.400s", args, batch,
+                  ipu_config ? ", pipelined" : "", i, why, lines[i]);
+        cJSON_Delete(got);
+    }
+    free_lines(lines, n);
+    free(args);
+    cJSON_Delete(options);
+}
+
+static void check_images(const char *ipu_config) {
+    cJSON *j = load(IMAGE_MODEL "/pipeline.json");
+    CHECK(j != NULL);
+    if (!j) return;
+    /* {"image": PATH} lines, the paths relative to the current directory (the source root). */
+    cJSON *inputs = cJSON_CreateArray();
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "images")) {
+        char path[4200];
+        snprintf(path, sizeof path, "tests/fixtures/%s", e->valuestring);
+        cJSON *in = cJSON_CreateObject();
+        cJSON_AddStringToObject(in, "image", path);
+        cJSON_AddItemToArray(inputs, in);
+    }
+    CHECK(cJSON_GetArraySize(inputs) >= 25);
+    int runs = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(j, "runs")) {
+        check_image_run(e, inputs, 3, NULL);
+        if (runs++ > 0) continue;
+        check_image_run(e, inputs, 1, NULL);
+        check_image_run(e, inputs, 8, ipu_config);
+    }
+    CHECK(runs == 5);
+    printf("image-classification: %d runs on %d images\n", runs, cJSON_GetArraySize(inputs));
+    cJSON_Delete(inputs);
+    cJSON_Delete(j);
+}
+
 /* ---- the library API ---------------------------------------------------------------------- */
+
+static void check_image_api(void) {
+    brg_task_pipeline *p = NULL;
+    CHECK_ERR(brg_task_pipeline_create("image-classification", FIX "/text_classification", NULL, &p),
+              BRG_ERR_UNSUPPORTED,
+              "is a BertForSequenceClassification: image-classification takes ViTForImageClassification");
+    brg_task_options o;
+    brg_task_options_default(&o);
+    o.function_to_apply = "tanh";
+    CHECK_ERR(brg_task_pipeline_create("image-classification", IMAGE_MODEL, &o, &p), BRG_ERR_INVALID_ARG,
+              "function_to_apply 'tanh'");
+    brg_task_options_default(&o);
+    o.top_k = 0;
+    o.batch_size = 2;
+    CHECK_OK(brg_task_pipeline_create("image-classification", IMAGE_MODEL, &o, &p));
+    if (!p) return;
+    CHECK(strcmp(brg_task_pipeline_inputs(p), "image") == 0);
+    const brg_task_input in[4] = {{.image = "tests/fixtures/images/rgb_37x23.png"},
+                                  {.image = "tests/fixtures/images/gray_45x37.jpg"},
+                                  {.image = "tests/fixtures/images/none.png"},
+                                  {.text = "hello"}};
+    char *res[4] = {NULL, NULL, NULL, NULL};
+    CHECK_ERR(brg_task_pipeline_run(p, in, 4, 1, res), BRG_ERR_INVALID_ARG,
+              "input 4: image-classification does not take \"text\" (its inputs: image)");
+    CHECK_ERR(brg_task_pipeline_run(p, in, 3, 1, res), BRG_ERR_NOT_FOUND,
+              "input 3: cannot open tests/fixtures/images/none.png");
+    CHECK(res[0] == NULL && res[1] == NULL && res[2] == NULL);
+    const brg_task_input none = {0};
+    CHECK_ERR(brg_task_pipeline_run(p, &none, 1, 9, res), BRG_ERR_INVALID_ARG,
+              "input 9: image-classification needs \"image\"");
+    /* top_k 0: no labels, as transformers' scores[:0] */
+    CHECK_OK(brg_task_pipeline_run(p, in, 2, 0, res));
+    CHECK(res[0] && res[1] && strcmp(res[0], "[]") == 0 && strcmp(res[1], "[]") == 0);
+    free(res[0]);
+    free(res[1]);
+    brg_task_pipeline_destroy(p);
+}
 
 static void check_api(void) {
     int n;
     const brg_task_info *t = brg_task_list(&n);
     CHECK(n >= 10);
-    bool image = false;
-    for (int i = 0; i < n; i++) image |= strcmp(t[i].name, "image-classification") == 0 && !t[i].implemented;
-    CHECK(image);
+    for (int i = 0; i < n; i++) CHECK_MSG(t[i].implemented, "%s is not implemented", t[i].name);
+    CHECK(brg_task_find("image-classification") && strcmp(brg_task_find("image-classification")->inputs, "image") == 0);
     CHECK(brg_task_find("translation_en_to_de") != NULL);
     CHECK(brg_task_find("translation_en_de") == NULL);
     CHECK(strcmp(brg_task_find("summarization")->follows, "transformers 4.57") == 0);
@@ -216,8 +312,6 @@ static void check_api(void) {
     brg_task_pipeline *p = NULL;
     CHECK_ERR(brg_task_pipeline_create("sentiment", FIX "/text_classification", NULL, &p), BRG_ERR_INVALID_ARG,
               "unknown task 'sentiment'");
-    CHECK_ERR(brg_task_pipeline_create("image-classification", FIX "/text_classification", NULL, &p),
-              BRG_ERR_UNSUPPORTED, "not implemented");
     CHECK_ERR(brg_task_pipeline_create("question-answering", FIX "/token_classification", NULL, &p),
               BRG_ERR_UNSUPPORTED, "is a BertForTokenClassification: question-answering takes BertForQuestionAnswering");
     CHECK_ERR(brg_task_pipeline_create("text-generation", FIX "/text2text", NULL, &p), BRG_ERR_UNSUPPORTED,
@@ -306,6 +400,8 @@ int main(int argc, char **argv) {
         fclose(f);
     }
     check_api();
+    check_image_api();
     check_fixtures(argc > 1 ? argv[1] : FIX, ipu);
+    check_images(ipu);
     return test_finish();
 }

@@ -1,6 +1,7 @@
 /* Task pipelines: what transformers' `pipeline(task, model=DIR)` returns, for a model folder
- * with its tokenizer. Each result is a JSON text shaped as the Python call on that one input
- * returns it (what `brigade pipeline TASK` prints, one line per input):
+ * with its tokenizer (image-classification: its preprocessor_config.json instead). Each result
+ * is a JSON text shaped as the Python call on that one input returns it (what `brigade pipeline
+ * TASK` prints, one line per input):
  *
  *   text-classification   [{"label", "score"}] (a text_pair input: the dict alone; top_k set:
  *                          the top_k labels, best first; top_k 0: every label); scores through softmax, sigmoid or nothing as
@@ -18,7 +19,9 @@
  *                          continuation (return_full_text false: the continuation alone)
  *   text2text-generation  [{"generated_text"}]; summarization [{"summary_text"}]; translation
  *                          and translation_XX_to_YY [{"translation_text"}]
- *   image-classification  (the task table has its slot; not implemented in this layer yet)
+ *   image-classification  [{"label", "score"}], best first, top_k (UNSET: 5; 0: none) capped at
+ *                          num_labels; scores as function_to_apply or config.json says (as
+ *                          text-classification); brigade/image_classification.h does the work
  *
  * transformers v5 dropped question-answering, summarization, text2text-generation and
  * translation: for those brigade follows transformers 4.57 (the last 4.x release), their
@@ -67,10 +70,11 @@ typedef struct brg_task_options {
     brg_inference_options inference;
 
     /* text-classification: BRG_TASK_UNSET gives the single best label in a list, 0 every label,
-     * k the k best; fill-mask: UNSET is 5; question-answering: UNSET is 1. */
+     * k the k best; fill-mask: UNSET is 5; question-answering: UNSET is 1; image-classification:
+     * UNSET is 5, 0 lists none. */
     int64_t top_k;
-    const char *function_to_apply; /* text-classification: NULL (from the config), "softmax",
-                                    * "sigmoid" or "none" */
+    const char *function_to_apply; /* text- and image-classification: NULL (from the config),
+                                    * "softmax", "sigmoid" or "none" */
     brg_aggregation aggregation;   /* token-classification */
     const char *const *ignore_labels; /* token-classification; NULL: {"O"} */
     int n_ignore_labels;
@@ -99,13 +103,14 @@ void brg_task_options_default(brg_task_options *o);
 
 /* One input; the fields a task reads (others must be NULL):
  *   text-classification: text, optional text_pair; question-answering: question and context;
- *   every other text task: text. */
+ *   every other text task: text; image-classification: image. */
 typedef struct brg_task_input {
     const char *text;
     const char *text_pair;
     const char *question;
     const char *context;
-    const char *image; /* image-classification: a file path (reserved for that task) */
+    const char *image; /* image-classification: a PNG or JPEG file, opened as given (a relative
+                        * path from the current directory) */
 } brg_task_input;
 
 /* The task table. */
@@ -125,7 +130,8 @@ const brg_task_info *brg_task_find(const char *task);
 
 typedef struct brg_task_pipeline brg_task_pipeline;
 
-/* Loads the model folder (or cached hub id) `model` and its tokenizer for `task`. A model whose
+/* Loads the model folder (or cached hub id) `model` and its tokenizer for `task` (for
+ * image-classification the image classifier of brigade/image_classification.h instead). A model whose
  * head does not fit the task, an unknown task, or options out of range are errors naming them.
  * `opts` may be NULL (the defaults). */
 brg_status brg_task_pipeline_create(const char *task, const char *model, const brg_task_options *opts,

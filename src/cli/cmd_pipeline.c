@@ -1,7 +1,8 @@
 /* brigade pipeline TASK: transformers' pipeline(TASK, model=DIR) on inputs from the command line
- * (--text, --text-pair; --question and --context) or a JSONL file (--input, "-" for stdin: one
+ * (--text, --text-pair; --question and --context; --image) or a JSONL file (--input, "-" for stdin: one
  * object per line with the task's fields), one JSON line out per input, shaped as the Python call
- * on that input returns it. The task layer is the library's (brigade/task_pipeline.h); this file
+ * on that input returns it. An image path is taken as given, relative to the current directory
+ * (not to the JSONL file), as transformers opens the string. The task layer is the library's (brigade/task_pipeline.h); this file
  * reads flags and lines, and writes results. */
 #include <errno.h>
 #include <stddef.h>
@@ -20,7 +21,7 @@
 #define MAX_BATCH 1024
 
 typedef struct flags {
-    const char *model, *text, *text_pair, *question, *context, *input, *ipu_config, *overrides;
+    const char *model, *text, *text_pair, *question, *context, *image, *input, *ipu_config, *overrides;
     const char *function, *aggregation, *ignore, *targets, *early, *kwargs, *clean_up;
     int64_t batch_size, top_k, doc_stride, max_answer_len, max_seq_len;
     int64_t max_new, min_new, max_length, min_length, beams, num_return, ngram, seed;
@@ -158,6 +159,7 @@ static brg_status parse_line(batch *b, const char *line, size_t len, int64_t no,
     if (st == BRG_OK) st = field(j, "text_pair", no, &in->text_pair);
     if (st == BRG_OK) st = field(j, "question", no, &in->question);
     if (st == BRG_OK) st = field(j, "context", no, &in->context);
+    if (st == BRG_OK) st = field(j, "image", no, &in->image);
     if (st != BRG_OK) {
         cJSON_Delete(j);
         return st;
@@ -211,7 +213,7 @@ static brg_status run_file(brg_task_pipeline *p, const char *path, int64_t batch
 
 static brg_status run_one(brg_task_pipeline *p, const flags *f) {
     const brg_task_input in = {.text = f->text, .text_pair = f->text_pair, .question = f->question,
-                               .context = f->context};
+                               .context = f->context, .image = f->image};
     char *result = NULL;
     BRG_TRY(brg_task_pipeline_run(p, &in, 1, 1, &result));
     puts(result);
@@ -234,13 +236,16 @@ static void usage_tasks(void) {
 int cmd_pipeline(int argc, char **argv) {
     flags f = {.batch_size = 8};
     arg_spec specs[] = {
-        {"model", ARG_STRING, &f.model, true, "model folder (or cached hub id) with its tokenizer", false},
+        {"model", ARG_STRING, &f.model, true, "model folder (or cached hub id); the text tasks need its tokenizer",
+         false},
         {"text", ARG_STRING, &f.text, false, "one input's text", false},
         {"text-pair", ARG_STRING, &f.text_pair, false, "text-classification: its second sequence", false},
         {"question", ARG_STRING, &f.question, false, "question-answering: the question", false},
         {"context", ARG_STRING, &f.context, false, "question-answering: the context", false},
+        {"image", ARG_STRING, &f.image, false, "image-classification: a PNG or JPEG file", false},
         {"input", ARG_STRING, &f.input, false,
-         "JSONL file (- for stdin), one object per line: {\"text\"[, \"text_pair\"]} or {\"question\", \"context\"}",
+         "JSONL file (- for stdin), one object per line: {\"text\"[, \"text_pair\"]}, {\"question\", \"context\"} or "
+         "{\"image\": PATH} (relative to the current directory)",
          false},
         {"batch-size", ARG_INT, &f.batch_size, false,
          "inputs per forward pass (question answering: windows), 1 to 1024 (8); results do not depend on it", false},
@@ -249,9 +254,10 @@ int cmd_pipeline(int argc, char **argv) {
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
         {"top-k", ARG_INT, &f.top_k, false,
-         "labels (text-classification; 0: all), predictions per mask (fill-mask, 5), answers (question-answering, 1); "
-         "generation: sample from the k most likely tokens", false},
-        {"function-to-apply", ARG_STRING, &f.function, false, "text-classification: softmax, sigmoid or none", false},
+         "labels (text-classification, 0: all; image-classification, 5), predictions per mask (fill-mask, 5), "
+         "answers (question-answering, 1); generation: sample from the k most likely tokens", false},
+        {"function-to-apply", ARG_STRING, &f.function, false,
+         "text-classification, image-classification: softmax, sigmoid or none", false},
         {"aggregation-strategy", ARG_STRING, &f.aggregation, false,
          "token-classification: none, simple, first, average or max (none)", false},
         {"ignore-labels", ARG_STRING, &f.ignore, false, "token-classification: labels dropped, comma-separated (O)",
@@ -306,10 +312,10 @@ int cmd_pipeline(int argc, char **argv) {
         return 2;
     }
     if (!args_parse("pipeline", argc, argv, 3, specs, n)) return 2;
-    const bool qa_flags = f.question || f.context, text_flags = f.text || f.text_pair;
-    if ((f.input != NULL) + (qa_flags || text_flags) != 1 || (qa_flags && text_flags)) {
+    const bool qa_flags = f.question || f.context, text_flags = f.text || f.text_pair, image = f.image != NULL;
+    if ((f.input != NULL) + (qa_flags || text_flags || image) != 1 || qa_flags + text_flags + image > 1) {
         fprintf(stderr, "brigade pipeline: give --input FILE.jsonl, or --text TEXT [--text-pair TEXT], or --question Q "
-                        "--context C\n");
+                        "--context C, or --image PATH\n");
         return 2;
     }
     if (f.batch_size < 1 || f.batch_size > MAX_BATCH) {

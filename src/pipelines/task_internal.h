@@ -66,11 +66,16 @@ struct task_def {
     /* n inputs (already checked to carry the task's fields) -> results[0..n). */
     brg_status (*run)(brg_task_pipeline *p, const brg_task_input *in, int64_t n, int64_t first_index, char **results);
     void (*destroy)(brg_task_pipeline *p);
+    /* Set for a task that builds its model from the folder itself and takes no tokenizer (image
+     * classification: the image classifier loads the model, its image processor and inference
+     * pipeline). Called instead of the text tasks' loading, after config.json and the arena;
+     * `fits` is then unused: architectures[0] must be one of info.models. */
+    brg_status (*load)(brg_task_pipeline *p, const brg_ipu_config *cfg);
 };
 
 extern const task_def task_text_classification, task_token_classification, task_fill_mask,
     task_question_answering, task_feature_extraction, task_text_generation, task_text2text,
-    task_summarization, task_translation;
+    task_summarization, task_translation, task_image_classification;
 
 /* ---- shared helpers (task_common.c) ------------------------------------------------------ */
 

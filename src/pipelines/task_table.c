@@ -10,32 +10,19 @@
 #include "io/json.h"
 #include "pipelines/task_internal.h"
 
-/* image-classification: a ViTForImageClassification folder and an image file per input
- * ({"image": PATH}); the image loading and preprocessing live elsewhere (src/data/), the task's
- * def goes here when they land. Until then its row says so and creating it is refused. */
-static const brg_task_info image_classification_info = {
-    .name = "image-classification",
-    .inputs = "image",
-    .models = "ViTForImageClassification",
-    .returns = "[{\"label\", \"score\"}] (top_k, default 5)",
-    .follows = "transformers 5",
-    .implemented = false,
-};
-
 static const task_def *const tasks[] = {
     &task_text_classification, &task_token_classification, &task_fill_mask,   &task_question_answering,
     &task_feature_extraction,  &task_text_generation,      &task_text2text,   &task_summarization,
-    &task_translation,
+    &task_translation,         &task_image_classification,
 };
 #define N_TASKS ((int)(sizeof tasks / sizeof tasks[0]))
 
-static brg_task_info table[N_TASKS + 1];
+static brg_task_info table[N_TASKS];
 
 const brg_task_info *brg_task_list(int *n) {
     /* Filled on every call from constant data: the same result from any thread. */
     for (int i = 0; i < N_TASKS; i++) table[i] = tasks[i]->info;
-    table[N_TASKS] = image_classification_info;
-    *n = N_TASKS + 1;
+    *n = N_TASKS;
     return table;
 }
 
@@ -64,7 +51,7 @@ const brg_task_info *brg_task_find(const char *task) {
         for (int i = 0; i < n; i++)
             if (strcmp(all[i].name, d->name) == 0) return &all[i];
     }
-    return task && strcmp(task, image_classification_info.name) == 0 ? &all[N_TASKS] : NULL;
+    return NULL;
 }
 
 void brg_task_options_default(brg_task_options *o) {
@@ -134,8 +121,23 @@ static brg_status setup_devices(brg_task_pipeline *p, const brg_ipu_config *cfg)
     return BRG_OK;
 }
 
+/* A task that builds its model itself: the head is checked from config.json alone, so that a
+ * folder of another model is not loaded for nothing; one without architectures is left to the
+ * task's own checks (its model_type). */
+static brg_status load_own(brg_task_pipeline *p, const char *model, const brg_ipu_config *cfg) {
+    char path[4200];
+    BRG_TRY(brg_json_load_config(p->dir, path, sizeof path, &p->config));
+    const cJSON *arch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(p->config, "architectures"), 0);
+    if (cJSON_IsString(arch) && strcmp(arch->valuestring, p->def->info.models) != 0)
+        return brg_error(BRG_ERR_UNSUPPORTED, "%s is a %s: %s takes %s", model, arch->valuestring, p->task,
+                         p->def->info.models);
+    BRG_TRY(brg_arena_create("pipeline", 0, &p->arena));
+    return p->def->load(p, cfg);
+}
+
 static brg_status load(brg_task_pipeline *p, const char *model, const brg_ipu_config *cfg) {
     BRG_TRY(brg_hf_resolve(model, p->dir, sizeof p->dir));
+    if (p->def->load) return load_own(p, model, cfg);
     BRG_TRY(brg_model_load(p->dir, &p->model));
     if (!p->def->fits(p->model))
         return brg_error(BRG_ERR_UNSUPPORTED, "%s is a %s: %s takes %s", model, p->model->ops->architecture, p->task,
@@ -167,8 +169,6 @@ brg_status brg_task_pipeline_create(const char *task, const char *model, const b
         for (int i = 0; i < n; i++)
             if (all[i].implemented)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", all[i].name);
-        if (strcmp(task, image_classification_info.name) == 0)
-            return brg_error(BRG_ERR_UNSUPPORTED, "image-classification is not implemented yet (tasks: %s)", names);
         return brg_error(BRG_ERR_INVALID_ARG, "unknown task '%s' (tasks: %s, translation_XX_to_YY)", task, names);
     }
     if (strlen(task) >= sizeof ((brg_task_pipeline *)0)->task)
@@ -227,21 +227,37 @@ const char *brg_task_pipeline_inputs(const brg_task_pipeline *p) { return p->def
 /* ---- running --------------------------------------------------------------------------------- */
 
 /* The fields input i carries against those the task reads. */
-static brg_status check_input(const brg_task_pipeline *p, const brg_task_input *in, int64_t index) {
+static void text_fields(const brg_task_pipeline *p, const brg_task_input *in, const char **missing,
+                        const char **extra) {
     const bool qa = p->def == &task_question_answering, pair = p->def == &task_text_classification;
-    const char *missing = NULL, *extra = NULL;
     if (qa) {
-        if (!in->question) missing = "question";
-        else if (!in->context) missing = "context";
-        if (in->text) extra = "text";
-        else if (in->text_pair) extra = "text_pair";
+        if (!in->question) *missing = "question";
+        else if (!in->context) *missing = "context";
+        if (in->text) *extra = "text";
+        else if (in->text_pair) *extra = "text_pair";
     } else {
-        if (!in->text) missing = "text";
-        if (in->question) extra = "question";
-        else if (in->context) extra = "context";
-        else if (in->text_pair && !pair) extra = "text_pair";
+        if (!in->text) *missing = "text";
+        if (in->question) *extra = "question";
+        else if (in->context) *extra = "context";
+        else if (in->text_pair && !pair) *extra = "text_pair";
     }
-    if (in->image) extra = "image";
+    if (in->image) *extra = "image";
+}
+
+static void image_fields(const brg_task_input *in, const char **missing, const char **extra) {
+    if (!in->image) *missing = "image";
+    *extra = in->text        ? "text"
+             : in->text_pair ? "text_pair"
+             : in->question  ? "question"
+             : in->context   ? "context"
+                             : NULL;
+}
+
+static brg_status check_input(const brg_task_pipeline *p, const brg_task_input *in, int64_t index) {
+    const bool qa = p->def == &task_question_answering;
+    const char *missing = NULL, *extra = NULL;
+    if (p->def == &task_image_classification) image_fields(in, &missing, &extra);
+    else text_fields(p, in, &missing, &extra);
     if (extra)
         return brg_error(BRG_ERR_INVALID_ARG, "%s %lld: %s does not take \"%s\" (its inputs: %s)", p->in_name,
                          (long long)index, p->task, extra, p->def->info.inputs);
