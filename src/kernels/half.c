@@ -4,6 +4,9 @@
 
 #include <stdatomic.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "kernels/simd.h"
 
@@ -47,8 +50,11 @@ bool brg_isa_has_avx512bf16(void) {
 
 bool brg_isa_has_f16c(void) {
 #if defined(__x86_64__) || defined(__i386__)
+    /* CPUID.1:ECX.F16C read directly: clang before 15 has no "f16c" in __builtin_cpu_supports.
+     * F16C is VEX-encoded, so it also needs the OS to save AVX state ("avx" checks that). */
+    unsigned a, b, c, d;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("f16c");
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && __builtin_cpu_supports("avx");
 #else
     return false;
 #endif
