@@ -4,14 +4,16 @@ shape each ("default"): BertForSequenceClassification (bert-base, 2 labels, 4 x 
 ViTForImageClassification (vit-base, 224x224 patch 16, 1000 labels, 2 images) and
 T5ForConditionalGeneration (t5-small, 4 pairs of 128 -> 32 tokens). Training is forward +
 backward + AdamW (lr 5e-5, no weight decay, as brigade's trainer defaults to); inference is the
-forward under torch.inference_mode.
+forward under torch.inference_mode. --mode decode (GPT-2, not part of "all"): greedy
+generate() with the cache, batches 1 and 8 of --prompt random tokens (128), --new-tokens new
+tokens (128, min_new_tokens as many, so eos cannot end a row early); eager only (see run_decode).
 
     python bench/bench_torch.py [--model small|tiny|bert-base|vit-base|t5-small|all (comma list)]
                                 [--mode train|infer|all] [--bt 4x64|8x128|default|all]
                                 [--threads 1,2] [--variants eager,fused,compile] [--compile-threads 1,2]
                                 [--one CONFIG]
                                 [--steps N] [--warmup N] [--peak1 GFLOPS --peak2 GFLOPS]
-                                [--env-tag NAME]
+                                [--env-tag NAME] [--prompt N] [--new-tokens N]
 
 Configurations, for each thread count n (torch.set_num_threads(n)):
   tn          eager, torch.optim.AdamW with its defaults (the for-loop implementation on CPU)
@@ -183,6 +185,57 @@ def measure(w, train, variant, threads, warmup, steps):
     return sec, optim, (max(0.0, sum(times[:warmup]) - warmup * sec) if compiled else None)
 
 
+def generate_seconds(model, ids, new_tokens):
+    t = time.perf_counter()
+    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
+                         min_new_tokens=new_tokens, do_sample=False, use_cache=True, pad_token_id=0)
+    assert out.shape[1] == ids.shape[1] + new_tokens
+    return time.perf_counter() - t
+
+
+def decode_bytes_per_step(c, n_params, batch, prompt, new_tokens):
+    """As brigade_bench: every weight once (tied head counted once, one position row), and each
+    row's keys and values at the mean cache length of the decode steps."""
+    weights = n_params - (c["n_positions"] - 1) * c["n_embd"]
+    return 4.0 * (weights + batch * 2.0 * c["n_layer"] * (prompt + new_tokens / 2.0) * c["n_embd"])
+
+
+def run_decode(a, name, measured):
+    """transformers' generate, greedy with the cache, as brigade_bench --mode decode: the prefill is
+    a generate of one new token, the decode time the full generate's less that. Eager only:
+    torch.compile of generate's growing dynamic cache recompiles as the length changes, and a
+    static cache to avoid that is not what generate does by default."""
+    c = GPT2[name]
+    model = GPT2LMHeadModel(GPT2Config(**c)).eval()
+    n_params = numel(model)
+    g = torch.Generator().manual_seed(42)
+    reps = a.steps or 1
+    for batch in (1, 8):
+        ids = torch.randint(0, c["vocab_size"], (batch, a.prompt), generator=g)
+        for threads in (int(x) for x in a.threads.split(",")):
+            torch.set_num_threads(threads)
+            with torch.inference_mode():
+                generate_seconds(model, ids, 2)
+                prefill = min(generate_seconds(model, ids, 1) for _ in range(reps))
+                full = min(generate_seconds(model, ids, a.new_tokens) for _ in range(reps))
+            dec = full - prefill
+            tps = (a.new_tokens - 1) * batch / dec
+            step_bytes = decode_bytes_per_step(c, n_params, batch, a.prompt, a.new_tokens)
+            mean_len = a.prompt + a.new_tokens / 2.0
+            gflops = tps * (2.0 * n_params + 4.0 * c["n_layer"] * c["n_embd"] * mean_len) * 1e-9
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+            print(f"  {name:9s} decode {batch}x{a.prompt}+{a.new_tokens} t{threads}  prefill {prefill * 1e3:8.1f} ms  "
+                  f"decode {tps:9.1f} tokens/s  {step_bytes / batch * 1e-6:.1f} MB/token", flush=True)
+            print(f"RESULT impl=torch model={name} mode=decode bt={batch}x{a.prompt} config=t{threads} cores={threads} "
+                  f"threads={threads} batch={batch} prompt={a.prompt} new_tokens={a.new_tokens} "
+                  f"prefill_ms={prefill * 1e3:.3f} ms_per_step={dec / (a.new_tokens - 1) * 1e3:.3f} "
+                  f"decode_tokens_per_s={tps:.3f} tokens_per_s={tps:.3f} gflops={gflops:.3f} "
+                  f"bytes_per_token={step_bytes / batch:.0f} params={n_params} peak_rss_mb={rss:.1f} "
+                  f"rss={'cumulative' if measured else 'fresh'} env={a.env_tag}", flush=True)
+            measured += 1
+    return measured
+
+
 def configs(a, train):
     if a.one:
         threads, _, variant = a.one.removeprefix("t").partition("-")
@@ -210,6 +263,8 @@ def main():
     ap.add_argument("--peak1", type=float, default=0.0)
     ap.add_argument("--peak2", type=float, default=0.0)
     ap.add_argument("--env-tag", default="default")
+    ap.add_argument("--prompt", type=int, default=128, help="decode: tokens per prompt")
+    ap.add_argument("--new-tokens", type=int, default=128, help="decode: new tokens per row")
     a = ap.parse_args()
     a.compile_threads = a.compile_threads or a.threads
 
@@ -222,6 +277,8 @@ def main():
     for name in MODEL_NAMES:
         if not pick(a.model, name):
             continue
+        if a.mode != "all" and pick(a.mode, "decode") and name in GPT2:
+            measured = run_decode(a, name, measured)
         shapes = list(GPT2_SHAPES) if name in GPT2 else ["default"]
         for mode in ("train", "infer"):
             if not pick(a.mode, mode):

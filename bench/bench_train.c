@@ -1,9 +1,16 @@
 /* brigade_bench: training and inference throughput of GPT-2, BERT-base, ViT-base and T5-small on
  * this machine, against the machine's own measured fp32 FMA peak.
  *
- *   brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|all]
+ *   brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|decode|all]
  *                 [--bt 4x64|8x128|default|all] [--config NAME[,NAME...]|all] [--steps N] [--warmup N]
  *                 [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]
+ *                 [--mode decode [--prompt N] [--new-tokens N] [--bw-mib N]]
+ *
+ * --mode decode (GPT-2 only, not part of "all"): greedy brg_generate with the KV cache, batches 1
+ * and 8 of random prompts (default 128 tokens, 128 new tokens, no eos), as 1dev (one thread) and
+ * 1dev2t (a 2-thread intra-op team bound to the generating thread); first it measures the
+ * streaming read bandwidth of 1 and 2 threads over a --bw-mib buffer (default 1 GiB), and each
+ * row's bound is the batch over the bytes a decode step reads at that bandwidth.
  *
  * Models: GPT-2 small and tiny at B x T 4x64 and 8x128; at one shape each, called "default":
  * bert-base (BertForSequenceClassification, 2 labels, B = 4 sequences of 128 tokens), vit-base
@@ -43,6 +50,7 @@
 #include "brigade/bert.h"
 #include "brigade/brigade.h"
 #include "brigade/dataset.h"
+#include "brigade/generate.h"
 #include "brigade/gpt2.h"
 #include "brigade/runtime.h"
 #include "brigade/t5.h"
@@ -177,6 +185,9 @@ typedef struct settings {
     double peak1, peak2; /* GFLOP/s of 1 and 2 cores; 0 when not measured */
     const char *env_tag; /* NULL, or the env= field of the RESULT lines (run.sh marks its RSS runs) */
     int measured;        /* measurements this process has reported (the first one's RSS is its own) */
+    int64_t prompt, new_tokens; /* decode: tokens per prompt, new tokens per row */
+    int bw_mib;                 /* decode: the bandwidth buffer, MiB */
+    double bandwidth[3];        /* decode: streaming read GB/s of 1 and 2 threads */
 } settings;
 
 typedef struct measurement {
@@ -550,11 +561,203 @@ static bool pick(const char *want, const char *name) {
     return false;
 }
 
+/* ---- streaming bandwidth -----------------------------------------------------------------
+ * The rate a decode step can at best read its weights at: threads summing disjoint parts of a
+ * buffer far larger than the last-level cache, so every byte comes from memory. SSE2 (every
+ * x86-64 has it) with eight accumulators already issues loads faster than DRAM delivers them. */
+
+typedef struct bw_job {
+    const float *p;
+    size_t n; /* floats, a multiple of 32 */
+    float sink;
+} bw_job;
+
+static void *bw_thread(void *arg) {
+    bw_job *j = arg;
+    __m128 acc[8];
+    for (int i = 0; i < 8; i++) acc[i] = _mm_setzero_ps();
+    for (size_t i = 0; i < j->n; i += 32)
+        for (int a = 0; a < 8; a++) acc[a] = _mm_add_ps(acc[a], _mm_load_ps(j->p + i + 4 * (size_t)a));
+    for (int a = 1; a < 8; a++) acc[0] = _mm_add_ps(acc[0], acc[a]);
+    float out[4];
+    _mm_storeu_ps(out, acc[0]);
+    j->sink = out[0] + out[1] + out[2] + out[3];
+    return NULL;
+}
+
+/* GB/s (1e9 bytes) of `threads` threads reading `buf` (n floats) once each pass; best of five. */
+static double measure_bandwidth(const float *buf, size_t n, int threads) {
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        pthread_t th[8];
+        bw_job jobs[8];
+        const double t = now();
+        for (int i = 0; i < threads; i++) {
+            const size_t blocks = n / 32, first = blocks * (size_t)i / (size_t)threads * 32,
+                         last = blocks * (size_t)(i + 1) / (size_t)threads * 32;
+            jobs[i] = (bw_job){buf + first, last - first, 0};
+            pthread_create(&th[i], NULL, bw_thread, &jobs[i]);
+        }
+        for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
+        const double gbps = (double)(n / 32 * 32) * sizeof(float) / (now() - t) * 1e-9;
+        if (gbps > best) best = gbps;
+    }
+    return best;
+}
+
+/* Fills set->bandwidth[1..2] and prints one RESULT line per thread count. */
+static bool measure_bandwidths(settings *set) {
+    const size_t bytes = (size_t)set->bw_mib << 20, n = bytes / sizeof(float);
+    float *buf = aligned_alloc(64, bytes);
+    if (!buf) {
+        fprintf(stderr, "brigade_bench: cannot allocate the %d MiB bandwidth buffer\n", set->bw_mib);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) buf[i] = 1.0f; /* first touch outside the timing */
+    for (int t = 1; t <= 2; t++) {
+        set->bandwidth[t] = measure_bandwidth(buf, n, t);
+        printf("streaming read bandwidth (%d MiB buffer), %d thread%s: %.1f GB/s\n", set->bw_mib, t, t > 1 ? "s" : "",
+               set->bandwidth[t]);
+        printf("RESULT impl=bandwidth kind=bandwidth threads=%d gbps=%.3f buffer_mib=%d\n", t, set->bandwidth[t],
+               set->bw_mib);
+    }
+    free(buf);
+    fflush(stdout);
+    return true;
+}
+
+/* ---- decode ------------------------------------------------------------------------------
+ * Greedy generation through brg_generate (KV cache) of `new_tokens` tokens after a random
+ * prompt of `prompt` tokens per row, no eos, so every row generates them all. The prefill
+ * (the prompt's forward and the first new token from its logits) is timed as a generate of one
+ * new token; the decode time is the full generate's less that, which covers the new_tokens - 1
+ * steps that feed one token per row each. */
+
+static const int DECODE_BATCHES[] = {1, 8};
+
+static brg_status generate_once(brg_model *m, const brg_prompts *p, int64_t new_tokens, double *seconds) {
+    brg_generation_config cfg;
+    brg_generation_config_default(&cfg);
+    cfg.max_new_tokens = new_tokens, cfg.min_new_tokens = new_tokens;
+    cfg.n_eos = 0;
+    brg_generation g;
+    const double t = now();
+    BRG_TRY(brg_generate(m, &cfg, p, &g));
+    *seconds = now() - t;
+    const bool full = g.lengths[0] == new_tokens;
+    brg_generation_free(&g);
+    return full ? BRG_OK : brg_error(BRG_ERR_INTERNAL, "generate stopped before %lld tokens", (long long)new_tokens);
+}
+
+/* Bytes a decode step reads: every weight once (the tied LM head is the token embedding, so
+ * it counts once; of the position embedding only the row in use), and each row's keys and
+ * values over the mean cache length of the steps. */
+static double decode_step_bytes(const brg_model *m, const model_spec *ms, int64_t batch, int64_t prompt,
+                                int64_t new_tokens) {
+    const double C = (double)ms->width, L = (double)ms->layers;
+    const double weights = (double)brg_model_num_parameters(m) - ((double)ms->positions - 1) * C;
+    const double mean_len = (double)prompt + (double)new_tokens / 2.0; /* keys of steps prompt+1 .. prompt+new-1 */
+    return 4.0 * (weights + (double)batch * 2.0 * L * mean_len * C);
+}
+
+typedef struct decode_timing {
+    double prefill_s, decode_s;
+} decode_timing;
+
+/* Best of `reps` prefills and of `reps` full generates: the least disturbed of each. */
+static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_tokens, int reps, decode_timing *out) {
+    double s;
+    BRG_TRY(generate_once(m, p, 2, &s)); /* warm-up: first touches of the weights and buffers */
+    out->prefill_s = out->decode_s = 1e30;
+    for (int i = 0; i < reps; i++) {
+        BRG_TRY(generate_once(m, p, 1, &s));
+        if (s < out->prefill_s) out->prefill_s = s;
+        BRG_TRY(generate_once(m, p, new_tokens, &s));
+        if (s < out->decode_s) out->decode_s = s;
+    }
+    out->decode_s -= out->prefill_s;
+    return BRG_OK;
+}
+
+static void report_decode(const model_spec *ms, const brg_model *m, int64_t batch, int threads, const decode_timing *t,
+                          settings *set) {
+    const int64_t P = set->prompt, G = set->new_tokens;
+    const double tps = (double)((G - 1) * batch) / t->decode_s;
+    const double step_bytes = decode_step_bytes(m, ms, batch, P, G);
+    const double bw = set->bandwidth[threads], bound = bw > 0 ? (double)batch * bw * 1e9 / step_bytes : 0;
+    const double mean_len = (double)P + (double)G / 2.0;
+    const double gflops = tps * (2.0 * (double)brg_model_num_parameters(m) + 4.0 * (double)ms->layers *
+                                 (double)ms->width * mean_len) * 1e-9;
+    const double rss = peak_rss_mb();
+    printf("  %-9s decode %lldx%lld+%lld %-7s prefill %8.1f ms  decode %9.1f tokens/s  bound %8.1f tokens/s (%5.1f%%)"
+           "  %.1f MB/token\n",
+           ms->name, (long long)batch, (long long)P, (long long)G, threads > 1 ? "1dev2t" : "1dev", t->prefill_s * 1e3,
+           tps, bound, bound > 0 ? 100 * tps / bound : 0, step_bytes / (double)batch * 1e-6);
+    printf("RESULT impl=brigade model=%s mode=decode bt=%lldx%lld config=%s cores=%d threads=%d batch=%lld prompt=%lld "
+           "new_tokens=%lld prefill_ms=%.3f ms_per_step=%.3f decode_tokens_per_s=%.3f tokens_per_s=%.3f gflops=%.3f "
+           "bytes_per_token=%.0f bw_gbps=%.3f bw_bound_tokens_per_s=%.3f params=%lld gemm=%s simd=%s peak_rss_mb=%.1f "
+           "rss=%s%s%s\n",
+           ms->name, (long long)batch, (long long)P, threads > 1 ? "1dev2t" : "1dev", threads, threads,
+           (long long)batch, (long long)P, (long long)G, t->prefill_s * 1e3, t->decode_s / (double)(G - 1) * 1e3, tps,
+           tps, gflops, step_bytes / (double)batch, bw, bound, (long long)brg_model_num_parameters(m),
+           brg_gemm_backend(), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
+           set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+    fflush(stdout);
+    set->measured++;
+}
+
+/* One batch size at one thread count; `threads` 2 binds a 2-thread intra-op team to this
+ * thread, as a device with intra_threads = 2 has (generate runs on the calling thread). */
+static bool bench_decode_one(brg_model *m, const model_spec *ms, int64_t batch, int threads, settings *set) {
+    const int64_t P = set->prompt;
+    int32_t *ids = malloc((size_t)(batch * P) * sizeof *ids);
+    const int32_t **rows = malloc((size_t)batch * sizeof *rows);
+    int64_t *lengths = malloc((size_t)batch * sizeof *lengths);
+    brg_gemm_team *team = NULL;
+    brg_status st = ids && rows && lengths ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the prompts");
+    uint64_t seed = 42;
+    for (int64_t i = 0; st == BRG_OK && i < batch * P; i++) ids[i] = (int32_t)(rng_next(&seed) % (uint64_t)ms->vocab);
+    for (int64_t r = 0; st == BRG_OK && r < batch; r++) rows[r] = ids + r * P, lengths[r] = P;
+    if (st == BRG_OK && threads > 1) st = brg_gemm_team_create(threads, &team);
+    brg_gemm_team_bind(team);
+    const brg_prompts prompts = {.n = batch, .ids = rows, .lengths = lengths, .pad_id = -1};
+    decode_timing t = {0};
+    const int reps = set->steps > 0 ? set->steps : 1;
+    if (st == BRG_OK) st = time_decode(m, &prompts, set->new_tokens, reps, &t);
+    brg_gemm_team_bind(NULL);
+    brg_gemm_team_destroy(team);
+    free(ids), free(rows), free(lengths);
+    if (st != BRG_OK) {
+        fprintf(stderr, "brigade_bench: %s decode batch %lld: %s\n", ms->name, (long long)batch, brg_last_error());
+        return false;
+    }
+    report_decode(ms, m, batch, threads, &t, set);
+    return true;
+}
+
+/* Batches 1 and 8 at 1 and 2 threads; `cfg` picks 1dev and/or 1dev2t. Returns the failures. */
+static int bench_decode(brg_model *m, const model_spec *ms, const char *cfg, settings *set) {
+    if (ms->arch != ARCH_GPT2 || set->prompt < 1 || set->new_tokens < 2 ||
+        set->prompt + set->new_tokens > ms->positions) {
+        fprintf(stderr, "brigade_bench: decode needs a GPT-2 model, a prompt >= 1, >= 2 new tokens and prompt + new "
+                        "within %lld positions\n", (long long)ms->positions);
+        return 1;
+    }
+    int failures = 0;
+    for (size_t b = 0; b < sizeof DECODE_BATCHES / sizeof DECODE_BATCHES[0]; b++)
+        for (int threads = 1; threads <= 2; threads++)
+            if (pick(cfg, threads > 1 ? "1dev2t" : "1dev") && !bench_decode_one(m, ms, DECODE_BATCHES[b], threads, set))
+                failures++;
+    return failures;
+}
+
 static int usage(void) {
-    fprintf(stderr, "usage: brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|all]\n"
-                    "                     [--bt 4x64|8x128|default|all] [--config 1dev,1dev2t,rep2,pipe2,pipe2bal|all]\n"
+    fprintf(stderr, "usage: brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all]\n"
+                    "                     [--mode train|infer|decode|all] [--bt 4x64|8x128|default|all]\n"
+                    "                     [--config 1dev,1dev2t,rep2,pipe2,pipe2bal|all]\n"
                     "                     [--steps N] [--warmup N] [--peak-only] [--no-peak]\n"
-                    "                     [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]\n");
+                    "                     [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]\n"
+                    "                     [--prompt N] [--new-tokens N] [--bw-mib N]\n");
     return 2;
 }
 
@@ -588,6 +791,10 @@ static bool bench_one(brg_model *m, const model_spec *ms, const model_dims *dims
     return true;
 }
 
+/* Decode runs only when named: "all" stays training and inference, as bench/run.sh's rounds
+ * run decode as workloads of their own. */
+static bool wants_decode(const char *mode) { return strcmp(mode, "all") != 0 && pick(mode, "decode"); }
+
 /* Every selected mode, shape and configuration of one model; returns the number that failed. */
 static int bench_model(const model_spec *ms, const selection *sel, settings *set) {
     brg_model *m = NULL;
@@ -605,6 +812,7 @@ static int bench_model(const model_spec *ms, const selection *sel, settings *set
     const shape_spec *shapes = ms->arch == ARCH_GPT2 ? GPT2_SHAPES : &ms->shape;
     const size_t n_shapes = ms->arch == ARCH_GPT2 ? sizeof GPT2_SHAPES / sizeof GPT2_SHAPES[0] : 1;
     int failures = 0;
+    if (wants_decode(sel->mode)) failures += bench_decode(m, ms, sel->cfg, set);
     for (int train = 1; train >= 0; train--) {
         if (!pick(sel->mode, train ? "train" : "infer")) continue;
         for (size_t si = 0; si < n_shapes; si++) {
@@ -634,7 +842,7 @@ static void measure_peaks(settings *set) {
 
 int main(int argc, char **argv) {
     selection sel = {"all", "all", "all", "all"};
-    settings set = {0};
+    settings set = {.prompt = 128, .new_tokens = 128, .bw_mib = 1024};
     bool peak_only = false, no_peak = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -651,6 +859,9 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--peak1") == 0) set.peak1 = atof(v), i++;
         else if (strcmp(a, "--peak2") == 0) set.peak2 = atof(v), i++;
         else if (strcmp(a, "--env-tag") == 0) set.env_tag = v, i++;
+        else if (strcmp(a, "--prompt") == 0) set.prompt = atoll(v), i++;
+        else if (strcmp(a, "--new-tokens") == 0) set.new_tokens = atoll(v), i++;
+        else if (strcmp(a, "--bw-mib") == 0) set.bw_mib = atoi(v), i++;
         else return usage();
     }
     brg_gemm_set_threads(1);
@@ -659,6 +870,8 @@ int main(int argc, char **argv) {
            openblas_get_corename(), getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "unset");
     if (!no_peak && set.peak1 == 0) measure_peaks(&set);
     if (peak_only) return 0;
+    /* Measured in the same process as the decode rows, so both see the same load. */
+    if (wants_decode(sel.mode) && (set.bw_mib < 1 || !measure_bandwidths(&set))) return 1;
 
     int failures = 0;
     for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++)

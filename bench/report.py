@@ -10,6 +10,8 @@ import platform
 import re
 import sys
 
+# The streaming-bandwidth measurements (RESULT impl=bandwidth lines), filled by parse().
+BANDWIDTH = []
 GOAL_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx512_vnni", "avx2", "fma")
 
 
@@ -24,6 +26,8 @@ def parse(path):
                 kv = dict(item.split("=", 1) for item in line.split()[1:])
                 if kv["impl"] == "peak":
                     peaks.append(kv)
+                elif kv["impl"] == "bandwidth":
+                    BANDWIDTH.append(kv)
                 else:
                     kv.setdefault("round", "1")
                     rows.append(kv)
@@ -187,6 +191,75 @@ def paired_ratios(brig, torch, k, pick_b=None, pick_t=None):
     return out
 
 
+def best_bandwidth():
+    """GB/s per thread count: the highest of the run's measurements, the least disturbed by other
+    users (as the FMA peak), so a loaded moment cannot lower the bound the decode rows are held to."""
+    best = {}
+    for b in BANDWIDTH:
+        best[b["threads"]] = max(best.get(b["threads"], 0.0), float(b["gbps"]))
+    return best
+
+
+def bound_of(r):
+    """A decode row's bandwidth bound, tokens/s: the best measured bandwidth of its thread count
+    over the bytes a decode step reads per token (the row's own measurement when no other)."""
+    bw = best_bandwidth().get(r["threads"], float(r.get("bw_gbps", 0)))
+    return bw * 1e9 / float(r["bytes_per_token"]) if bw > 0 else 0.0
+
+
+def decode_table(rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["model"], r["bt"], r["impl"], config_of(r)), []).append(r)
+    lines = ["| model | B×prompt+new | impl | config | threads | prefill ms | decode tokens/s (min–max) | "
+             "MB read/token | bound tokens/s | % of bound | peak RSS MiB | rounds |",
+             "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for (model, bt, impl, cfg), rs in groups.items():
+        f = lambda field: [float(r[field]) for r in rs]
+        bound = bound_of(rs[0])
+        tps = median(f("tokens_per_s"))
+        share = f"{100 * tps / bound:.1f}%" if bound else ""
+        lines.append(f"| {model} | {bt}+{rs[0]['new_tokens']} | {impl} | {cfg} | {rs[0]['threads']} | "
+                     f"{median(f('prefill_ms')):.1f} | {spread(f('tokens_per_s'), '{:.1f}')} | "
+                     f"{median(f('bytes_per_token')) * 1e-6:.1f} | {bound:.1f} | {share} | {rss_cell(rs)} | {len(rs)} |")
+    return lines
+
+
+def decode_goals(brig, torch):
+    """Cached greedy decode of GPT-2 small (128-token prompts, 128 new tokens): the paired ratios
+    against generate() at batch 1 and 8, and batch 1's share of the bandwidth bound."""
+    verdicts = []
+    for bt, need in (("1x128", 1.5), ("8x128", 2.0)):
+        rs = paired_ratios(brig, torch, ("small", "decode", bt))
+        if not rs:
+            verdicts.append(f"FAIL: GPT-2 small cached decode, batch {bt.split('x')[0]}, >= {need}x transformers' "
+                            "generate tokens/s: not measured")
+            continue
+        ratios = [x[0] for x in rs]
+        _, b, t = max(rs, key=lambda x: x[0])
+        verdicts.append(f"{'PASS' if median(ratios) >= need else 'FAIL'}: GPT-2 small cached decode, batch "
+                        f"{bt.split('x')[0]} (128-token prompts, 128 new tokens), >= {need}x transformers' generate "
+                        f"tokens/s (median of paired ratios): {spread(ratios, unit='×')} over {len(rs)} round(s) "
+                        f"(best round: brigade {b['config']} {fnum(b['tokens_per_s'])} vs PyTorch {t['config']} "
+                        f"{fnum(t['tokens_per_s'])} tokens/s)")
+    shares, best = [], None
+    for rnd in rounds_of(brig):
+        b = best_in_round(brig, ("small", "decode", "1x128"), rnd)
+        if b and bound_of(b) > 0:
+            shares.append(float(b["tokens_per_s"]) / bound_of(b))
+            best = b
+    text = ("GPT-2 small batch-1 decode >= 70% of the memory-bandwidth bound (bytes read per token over the "
+            "measured streaming bandwidth of the same thread count)")
+    if not shares:
+        verdicts.append(f"FAIL: {text}: not measured")
+    else:
+        verdicts.append(f"{'PASS' if median(shares) >= 0.7 else 'FAIL'}: {text}: "
+                        f"{spread([100 * x for x in shares], '{:.1f}', '%')} over {len(shares)} round(s) (last: "
+                        f"{best['config']} {fnum(best['tokens_per_s'])} of {bound_of(best):.1f} tokens/s, "
+                        f"{float(best['bytes_per_token']) * 1e-6:.1f} MB/token)")
+    return verdicts
+
+
 def goals(brig, torch, rss_rows=()):
     verdicts = []
 
@@ -288,6 +361,8 @@ def main():
     apply_peak(rows, peak)
     rss_rows = [r for r in rows if is_rss_run(r)]
     rows = [r for r in rows if not is_rss_run(r)]
+    decode = [r for r in rows if r["mode"] == "decode"]
+    rows = [r for r in rows if r["mode"] != "decode"]
     brig = [r for r in rows if r["impl"] == "brigade"]
     torch = [r for r in rows if r["impl"] == "torch"]
 
@@ -322,8 +397,20 @@ def main():
     if fresh:
         lines += ["", "Peak RSS, one workload per process (the process's whole peak, imports included):", ""]
         lines += fresh
+    if decode:
+        bw = best_bandwidth()
+        bw_text = ", ".join(f"{t} thread(s) {g:.1f} GB/s" for t, g in sorted(bw.items())) or "not measured"
+        lines += ["", "Greedy decode with the KV cache (brigade `brg_generate`, PyTorch `generate(do_sample=False, "
+                  "use_cache=True)`, min_new_tokens = max_new_tokens so no row stops early); tokens/s = (new tokens "
+                  "- 1) x batch over the decode time (the full generate less a generate of one new token, which is "
+                  "the prefill); bound = the streaming read bandwidth over the bytes a step reads per token (every "
+                  "weight once, the tied LM head once, plus the batch's KV cache at the mean length). Streaming "
+                  f"bandwidth (highest of {len(BANDWIDTH)} measurements): {bw_text}.", ""]
+        lines += decode_table(decode)
     lines += ["", "Goals:", ""]
-    lines += [f"- {v}" for v in goals(brig, torch, rss_rows)]
+    dec_b = [r for r in decode if r["impl"] == "brigade"]
+    dec_t = [r for r in decode if r["impl"] == "torch"]
+    lines += [f"- {v}" for v in goals(brig, torch, rss_rows) + decode_goals(dec_b, dec_t)]
     lines.append("")
     if gemm_lines:
         lines += ["GEMM microbenchmark (`brigade_bench_gemm --quick`):", "", "```"]

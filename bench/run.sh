@@ -19,7 +19,9 @@
 # default) selects models; BENCH_TORCH_COMPILE_THREADS=1,2 compiles at both thread counts (default
 # 2); BENCH_RSS=0 skips the RSS runs (BENCH_RSS=1 runs them even when BENCH_MODELS leaves out
 # small); BENCH_GEMM=0 skips the GEMM microbenchmark;
-# BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset.
+# BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset; BENCH_DECODE=0 skips
+# the decode rows (GPT-2 small and tiny greedy generation, batches 1 and 8, 128 + 128 tokens, with
+# the streaming bandwidth their bound uses).
 set -euo pipefail
 
 build=${1:?usage: bash bench/run.sh BUILD_DIR}
@@ -90,6 +92,16 @@ for round in $(seq 1 "$rounds"); do
             done
         done
     done
+    # Greedy decode with the KV cache (GPT-2 only): brigade measures the streaming bandwidth in the
+    # same process, then batches 1 and 8 at 1 and 2 threads; PyTorch's generate() on the same shapes.
+    if [ "${BENCH_DECODE:-1}" != 0 ]; then
+        for model in $models; do
+            case $model in small | tiny) ;; *) continue ;; esac
+            say "== round $round/$rounds: $model decode: brigade, then PyTorch (at ${SECONDS} s)"
+            in_round "$round" "$build/brigade_bench" --no-peak --model "$model" --mode decode
+            in_round "$round" "$py" "$root/bench/bench_torch.py" --model "$model" --mode decode
+        done
+    fi
 done
 
 # Peak RSS needs one workload per process: each run below is a fresh process (env=rss keeps these
@@ -122,7 +134,7 @@ fi
 
 say "== all measurements done after ${SECONDS} s"
 # The log keeps what was shown; the round-tagged RESULT lines replace the untagged copies.
-grep -v '^RESULT impl=\(brigade\|torch\)' "$log" >"$log.report"
+grep -v '^RESULT impl=\(brigade\|torch\|bandwidth\)' "$log" >"$log.report"
 cat "$log.rounds" >>"$log.report"
 "$py" "$root/bench/report.py" "$log.report" "$root/bench/results.md"
 if grep -q '^FAILED' "$log"; then exit 1; fi

@@ -24,6 +24,21 @@ grep -q 'simd=[a-z0-9]* ' "$tmp/run.log" && ok || bad "RESULT lines do not name 
 grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok || bad "no pipe2bal row in the table"
 [ "$(grep -c '^- FAIL: .*not measured' "$tmp/run.md")" -ge 3 ] && ok || bad "goals without GPT-2 small rows should be 'not measured'"
 
+# A real decode run, a few tokens of the tiny model: the bandwidth and decode RESULT lines, and
+# the report's decode table (no speed is judged).
+"$bench" --no-peak --model tiny --mode decode --config 1dev --prompt 8 --new-tokens 3 --bw-mib 16 \
+    >"$tmp/dec.log" 2>&1 || bad "brigade_bench --mode decode exited with $?: $(tail -3 "$tmp/dec.log")"
+[ "$(grep -c '^RESULT impl=bandwidth kind=bandwidth threads=[12] gbps=[0-9.]* ' "$tmp/dec.log")" = 2 ] && ok ||
+    bad "no bandwidth RESULT lines for 1 and 2 threads"
+for b in 1 8; do
+    grep -q "^RESULT impl=brigade model=tiny mode=decode bt=${b}x8 config=1dev .*batch=$b .*prefill_ms=[0-9.]* .*decode_tokens_per_s=[0-9.]* .*bytes_per_token=[0-9]* .*bw_bound_tokens_per_s=[0-9.]* " \
+        "$tmp/dec.log" && ok || bad "no decode RESULT line for batch $b"
+done
+python3 "$root/bench/report.py" "$tmp/dec.log" "$tmp/dec.md" >/dev/null 2>&1 || bad "report.py failed on a decode run"
+grep -q '^| tiny | 8x8+3 | brigade | 1dev | 1 | ' "$tmp/dec.md" && ok || bad "no decode row in the table"
+[ "$(grep -c '^- FAIL: GPT-2 small .*decode.*not measured' "$tmp/dec.md")" = 3 ] && ok ||
+    bad "decode goals without GPT-2 small rows should be 'not measured'"
+
 # Hand-written lines, two rounds: $1 = 1 puts every brigade number just above its goal, 0 just
 # below. The peak is measured three times: the report must take the highest. One row claims more
 # than the peak (a busy moment during the peak measurement): it must be dropped, not win a ratio.
@@ -32,7 +47,7 @@ grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok 
 # rows' speed would pass every GPT-2 small training ratio, so neither may count.
 synthetic() {
     local above=$1 f r m
-    [ "$above" = 1 ] && f=(400 71 142 0.81 1000 171 690 151) || f=(396 69 138 0.79 996 169 710 149)
+    [ "$above" = 1 ] && f=(400 71 142 0.81 1000 171 690 151 401) || f=(396 69 138 0.79 996 169 710 149 399)
     cat <<EOF
 RESULT impl=peak isa=avx512 peak1=50 peak2=90
 RESULT impl=peak isa=avx512 peak1=100 peak2=200
@@ -59,6 +74,19 @@ RESULT impl=torch model=small mode=train bt=8x128 config=t2 cores=2 threads=2 ms
 RESULT impl=torch model=small mode=infer bt=4x64 config=t2 cores=2 threads=2 ms_per_step=1 tokens_per_s=499 gflops=1 round=$r
 RESULT impl=torch model=small mode=infer bt=8x128 config=t2 cores=2 threads=2 ms_per_step=1 tokens_per_s=499 gflops=1 round=$r
 EOF
+        # Decode: batch 1 against 100 tokens/s (1.5x), batch 8 against 200 (2x); the bound is the
+        # highest 1-thread bandwidth (21.5 GB/s, not the other round's 15) over 100 MB a token:
+        # 215 tokens/s, so 151 is 70.2% of it and 149 69.3%.
+        cat <<EOF
+RESULT impl=bandwidth kind=bandwidth threads=1 gbps=$([ "$r" = 1 ] && echo 21.5 || echo 15) buffer_mib=1024 round=$r
+RESULT impl=bandwidth kind=bandwidth threads=2 gbps=30 buffer_mib=1024 round=$r
+RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev cores=1 threads=1 batch=1 prompt=128 new_tokens=128 prefill_ms=50 ms_per_step=1 decode_tokens_per_s=${f[7]} tokens_per_s=${f[7]} gflops=1 bytes_per_token=100000000 bw_gbps=15 bw_bound_tokens_per_s=150 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev2t cores=2 threads=2 batch=1 prompt=128 new_tokens=128 prefill_ms=40 ms_per_step=1 decode_tokens_per_s=140 tokens_per_s=140 gflops=1 bytes_per_token=100000000 bw_gbps=30 bw_bound_tokens_per_s=300 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=decode bt=8x128 config=1dev cores=1 threads=1 batch=8 prompt=128 new_tokens=128 prefill_ms=300 ms_per_step=1 decode_tokens_per_s=${f[8]} tokens_per_s=${f[8]} gflops=1 bytes_per_token=20000000 bw_gbps=15 bw_bound_tokens_per_s=750 params=1 gemm=avx512 round=$r
+RESULT impl=torch model=small mode=decode bt=1x128 config=t1 cores=1 threads=1 batch=1 prompt=128 new_tokens=128 prefill_ms=80 ms_per_step=1 decode_tokens_per_s=100 tokens_per_s=100 gflops=1 bytes_per_token=100000000 params=1 peak_rss_mb=900 rss=fresh env=default round=$r
+RESULT impl=torch model=small mode=decode bt=1x128 config=t2 cores=2 threads=2 batch=1 prompt=128 new_tokens=128 prefill_ms=60 ms_per_step=1 decode_tokens_per_s=90 tokens_per_s=90 gflops=1 bytes_per_token=100000000 params=1 round=$r
+RESULT impl=torch model=small mode=decode bt=8x128 config=t2 cores=2 threads=2 batch=8 prompt=128 new_tokens=128 prefill_ms=400 ms_per_step=1 decode_tokens_per_s=200 tokens_per_s=200 gflops=1 bytes_per_token=20000000 params=1 round=$r
+EOF
         for m in bert-base vit-base t5-small; do
             cat <<EOF
 RESULT impl=brigade model=$m mode=train bt=default config=rep2 cores=2 threads=1 ms_per_step=1 tokens_per_s=${f[7]} gflops=1 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
@@ -73,7 +101,7 @@ for above in 1 0; do
     python3 "$root/bench/report.py" "$tmp/s$above.log" "$tmp/s$above.md" >/dev/null 2>&1 ||
         { bad "report.py failed on the synthetic lines"; continue; }
     n=$(grep -c "^- PASS: " "$tmp/s$above.md")
-    want=9
+    want=12
     [ "$above" = 0 ] && want=0
     [ "$n" = "$want" ] && ok || bad "expected $want PASS verdicts, got $n: $(grep -E '^- (PASS|FAIL)' "$tmp/s$above.md")"
     grep -q '^- FAIL: .*not measured' "$tmp/s$above.md" && bad "a goal is 'not measured'" || ok
@@ -88,6 +116,16 @@ grep -q 'highest of 3 measurements' "$tmp/s1.md" && ok || bad "peak line"
 grep -q '690 vs 1000 MiB (PyTorch t2), 0.69×' "$tmp/s1.md" && ok || bad "RSS line: $(grep 'Peak RSS of' "$tmp/s1.md")"
 grep -q 'bert-base training .* 1.51× (1.51–1.51) over 2 round(s) (best round: brigade rep2 151.0 vs PyTorch t2-compile' \
     "$tmp/s1.md" && ok || bad "BERT line: $(grep 'bert-base training' "$tmp/s1.md")"
+grep -q 'batch 1 (128-token prompts, 128 new tokens), >= 1.5x .*: 1.51× (1.51–1.51) over 2 round(s) (best round: brigade 1dev 151.0 vs PyTorch t1 100.0' \
+    "$tmp/s1.md" && ok || bad "decode batch-1 line: $(grep 'decode, batch 1' "$tmp/s1.md")"
+grep -q 'batch 8 (128-token prompts, 128 new tokens), >= 2.0x .*: 2.00× (2.00–2.00) over 2 round(s)' "$tmp/s1.md" && ok ||
+    bad "decode batch-8 line: $(grep 'decode, batch 8' "$tmp/s1.md")"
+grep -q 'bandwidth bound .*: 70.2% (70.2–70.2) over 2 round(s) (last: 1dev 151.0 of 215.0 tokens/s, 100.0 MB/token)' \
+    "$tmp/s1.md" && ok || bad "bound line: $(grep 'bandwidth bound' "$tmp/s1.md")"
+grep -q '^| small | 1x128+128 | brigade | 1dev | 1 | 50.0 | 151.0 (151.0–151.0) | 100.0 | 215.0 | 70.2% |' "$tmp/s1.md" &&
+    ok || bad "decode table row: $(grep '1x128+128 | brigade | 1dev |' "$tmp/s1.md")"
+grep -q 'Streaming bandwidth (highest of 4 measurements): 1 thread(s) 21.5 GB/s, 2 thread(s) 30.0 GB/s' "$tmp/s1.md" &&
+    ok || bad "bandwidth line"
 # Table: compile time and the foreach fallback in the notes, a peak so far marked, the RSS-only
 # runs in their own table and not among the rounds.
 grep -q '^| small | train | 4x64 | torch | t2-compile | 2 | .* | 5000 † | 2 | compile 30.0 s (30.0–30.0) |$' "$tmp/s1.md" && ok ||
