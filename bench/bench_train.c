@@ -675,14 +675,16 @@ static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_to
         BRG_TRY(generate_once(m, p, new_tokens, &s));
         if (s < out->decode_s) out->decode_s = s;
     }
-    out->decode_s -= out->prefill_s;
+    /* A run too short to time (a few tokens of the tiny model on a busy machine) can come out at
+     * or below its prefill: it reports 0 tokens/s rather than a negative or infinite rate. */
+    out->decode_s = out->decode_s > out->prefill_s ? out->decode_s - out->prefill_s : 0.0;
     return BRG_OK;
 }
 
 static void report_decode(const model_spec *ms, const brg_model *m, int64_t batch, int threads, const decode_timing *t,
                           settings *set) {
     const int64_t P = set->prompt, G = set->new_tokens;
-    const double tps = (double)((G - 1) * batch) / t->decode_s;
+    const double tps = t->decode_s > 0 ? (double)((G - 1) * batch) / t->decode_s : 0.0;
     const double step_bytes = decode_step_bytes(m, ms, batch, P, G);
     const double bw = set->bandwidth[threads], bound = bw > 0 ? (double)batch * bw * 1e9 / step_bytes : 0;
     const double mean_len = (double)P + (double)G / 2.0;
