@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Ensures the Debian packages brigade builds against are present (`deps.sh fuzz`: also those of
-# make fuzz). Installs them with apt-get
+# Ensures the Debian packages brigade builds against are present, Open MPI included (`deps.sh
+# fuzz`: also those of make fuzz). Installs them with apt-get
 # when run as root; otherwise prints the exact command to run and fails.
 #
 # Another apt or dpkg run (unattended upgrades, a second terminal) holds the package manager's
@@ -10,6 +10,9 @@ set -euo pipefail
 
 packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8proc-dev libpcre2-dev libpng-dev
   libjpeg62-turbo-dev)
+# Open MPI, for `mpirun -np N brigade train ...` (the build finds it by pkg-config and works
+# without it; BRIGADE_NO_MPI=1 leaves it out here too).
+[ -z "${BRIGADE_NO_MPI:-}" ] && packages+=(openmpi-bin libopenmpi-dev)
 # `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 

@@ -1,6 +1,7 @@
-/* The transport: each operation on its own (threads transport and the serialising wrapper),
- * failures reaching blocked devices as a status, and pipelined + replicated training over the
- * serialising wrapper bit-identical to the default runtime. */
+/* The transport: each operation on its own (threads transport, the serialising wrapper, and the
+ * ranks transport with its ranks joined by a loopback wire), failures reaching blocked devices as
+ * a status, waits that time out, and pipelined + replicated training over the serialising wrapper
+ * and the ranks transport bit-identical to the default runtime. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 
 #include "runtime/runtime_internal.h"
 #include "runtime/transport.h"
+#include "ranks_loopback.h"
 #include "transport_train.h"
 
 enum { N = 4 };
@@ -264,6 +266,12 @@ static void check_ops(transport_factory make, const char *name) {
     }
     check_all_reduce(t, name);
     check_broadcast_barrier(t, name);
+    /* A fresh transport: the ranks transport plans its all-reduce at the first one, and the abort
+     * test's has other keys. */
+    t->destroy(t);
+    t = NULL;
+    CHECK_OK(make(N, &t));
+    if (!t) return;
     check_abort(t, name);
     t->destroy(t);
 }
@@ -274,11 +282,54 @@ static brg_status create_serial(brg_model *m, const brg_runtime_options *o, brg_
     return runtime_create_over(m, o, transport_serial_threads_create, out);
 }
 
+/* The ranks transport over the loopback wire: one rank holding every device, two ranks, and as
+ * many ranks as devices. */
+static brg_status make_ranks(int n_devices, int n_ranks, transport **out) {
+    return lb_create(n_devices, n_ranks < n_devices ? n_ranks : n_devices, 60, out);
+}
+static brg_status make_ranks1(int n, transport **out) { return make_ranks(n, 1, out); }
+static brg_status make_ranks2(int n, transport **out) { return make_ranks(n, 2, out); }
+static brg_status make_ranks_all(int n, transport **out) { return make_ranks(n, n, out); }
+static brg_status create_ranks2(brg_model *m, const brg_runtime_options *o, brg_runtime **out) {
+    return runtime_create_over(m, o, make_ranks2, out);
+}
+static brg_status create_ranks_all(brg_model *m, const brg_runtime_options *o, brg_runtime **out) {
+    return runtime_create_over(m, o, make_ranks_all, out);
+}
+
+/* Training through `create` ends with the weights and losses of the default runtime, bit for bit. */
+static void check_same_training(const tt_layout *l, const tt_trained *threads, tt_create_fn create, const char *name) {
+    tt_trained other;
+    tt_train(l, create, &other);
+    int bad = 0;
+    for (int p = 0; p < threads->n_params && p < other.n_params; p++)
+        bad += memcmp(threads->weights[p], other.weights[p], (size_t)threads->numel[p] * sizeof(float)) != 0;
+    CHECK_MSG(threads->n_params > 0 && threads->n_params == other.n_params && bad == 0,
+              "%s: %d parameters differ between the threads transport and %s", l->what, bad, name);
+    CHECK_MSG(memcmp(threads->losses, other.losses, sizeof threads->losses) == 0, "%s: losses differ (%s)", l->what, name);
+    tt_free(&other);
+}
+
+/* A wait that nothing answers gives up after the timeout, naming whom it waited for. */
+static void check_timeout(void) {
+    transport *t = NULL;
+    CHECK_OK(lb_create(2, 2, 0.2, &t));
+    if (!t) return;
+    transport_msg m;
+    const double t0 = runtime_now();
+    CHECK_ERR(t->recv(t, 0, 1, transport_tag(3, TRANSPORT_BACKWARD), &m), BRG_ERR_IO,
+              "no message from device 1 (rank 1) in 0.2 s (micro-batch 3's gradients)");
+    CHECK(runtime_now() - t0 < 5);
+    t->destroy(t);
+}
+
 static void check_training(void) {
     for (int i = 0; i < TT_N_LAYOUTS; i++) {
         const tt_layout *l = &TT_LAYOUTS[i];
         tt_trained threads, serial;
         tt_train(l, brg_runtime_create, &threads);
+        check_same_training(l, &threads, create_ranks2, "the ranks transport over two ranks");
+        check_same_training(l, &threads, create_ranks_all, "the ranks transport, a rank per device");
         tt_train(l, create_serial, &serial);
         int bad = 0;
         for (int p = 0; p < threads.n_params && p < serial.n_params; p++)
@@ -374,6 +425,12 @@ int main(void) {
     check_ops(transport_serial_threads_create, "serialised");
     check_runtime_exchanges(transport_threads_create, "threads");
     check_runtime_exchanges(transport_serial_threads_create, "serialised");
+    check_ops(make_ranks1, "ranks transport, one rank");
+    check_ops(make_ranks2, "ranks transport, two ranks");
+    check_ops(make_ranks_all, "ranks transport, a rank per device");
+    check_runtime_exchanges(make_ranks2, "ranks transport, two ranks");
+    check_runtime_exchanges(make_ranks_all, "ranks transport, a rank per device");
+    check_timeout();
     check_training();
     return test_finish();
 }

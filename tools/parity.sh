@@ -207,6 +207,23 @@ run_minilm() {
     done
 }
 
+# A pipelined training run's --trace file read with Python's json module (tools/trace_check.py).
+run_trace_check() {
+    local b="$BUILD/brigade" d="$WORK/trace"
+    mkdir -p "$d"
+    printf '{"ipus_per_replica": 2, "layers_per_ipu": [1, 1], "gradient_accumulation_steps": 4}\n' >"$d/ipu.json"
+    for schedule in 1f1b gpipe; do
+        if "$b" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --output "$d/m" >/dev/null &&
+            "$b" train --model "$d/m" --ipu-config "$d/ipu.json" --data builtin:reverse --rows 64 --sequence-length 16 \
+                --steps 2 --schedule $schedule --output "$d/out-$schedule" --trace "$d/$schedule.json" --quiet &&
+            "$PY" "$ROOT/tools/trace_check.py" "$d/$schedule.json" --stages 2 --micro-batches 4 --steps 2; then
+            pass "a $schedule training trace loads in Python's json with one event per device, block, micro-batch and direction"
+        else
+            fail "trace_check.py ($schedule)"
+        fi
+    done
+}
+
 # Task pipelines: fresh fixtures (transformers 5 in VENV, 4.57.6 in tools/.venv4 for question
 # answering and text2text, made by tools/setup_venv4.sh) through test_pipeline_tasks.
 run_pipelines() {
@@ -232,6 +249,7 @@ main() {
     run_init_check
     run_tokenizers
     run_minilm
+    run_trace_check
     run_pipelines
     if [ "$FAILED" -eq 0 ]; then
         rm -rf "$WORK"

@@ -30,6 +30,8 @@
 #include "brigade/dataset.h"
 #include "brigade/schedule.h"
 #include "brigade/runtime.h"
+#include "brigade/trace.h"
+#include "brigade/ranks.h"
 #include "brigade/pipeline.h"
 #include "brigade/trainer.h"
 #include "brigade/generate.h"

@@ -130,6 +130,15 @@ typedef int (*brg_gather_fn)(brg_device *dev, void *arg, brg_named_tensor *list,
 brg_status brg_runtime_gather(brg_runtime *rt, brg_gather_fn fn, void *arg, brg_arena *host, brg_named_tensor **out,
                               size_t *n);
 
+/* Across ranks (mpirun; see brigade/ranks.h) every rank runs its own devices of the same layout
+ * and the same host code; the values above that the host reads (losses, the norm, collected
+ * logits, the statistics below) are the same on every rank. How many ranks the devices are
+ * spread over (1 in one process) and this process's (*rank; 0 in one process). */
+int brg_runtime_ranks(const brg_runtime *rt, int *rank);
+/* Rank 0's *flag on every rank (a host decision, such as stopping on a signal, that every rank
+ * must take at the same step); unchanged in one process. */
+brg_status brg_runtime_host_flag(brg_runtime *rt, bool *flag);
+
 typedef struct brg_device_stats {
     double busy_seconds;  /* computing, not waiting on channels */
     size_t peak_bytes;    /* the arena's peak */

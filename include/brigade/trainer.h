@@ -19,6 +19,13 @@
 extern "C" {
 #endif
 
+/* What a progress line shows. */
+typedef struct brg_train_progress {
+    int64_t step, total_steps, first_step; /* first_step: where this run started (resume) */
+    double epoch, loss, perplexity;         /* perplexity: NAN unless a language-model objective */
+    double lr, tokens_per_s, steps_per_s, eta_seconds;
+} brg_train_progress;
+
 typedef struct brg_train_options {
     /* placement and batching (from the IPUConfig's training view) */
     int replicas, stages, accumulation, device_iterations;
@@ -65,7 +72,12 @@ typedef struct brg_train_options {
     /* called after every step with the step's loss (mean over the global batch) */
     void (*on_step)(void *ctx, int64_t step, double loss, float lr);
     void *on_step_ctx;
+    /* Called where a progress line would go on `progress` (a terminal's bar, say), instead of
+     * that line; the evaluation lines and the summary still go to `progress`. NULL: lines. */
+    void (*on_progress)(void *ctx, const brg_train_progress *p);
+    void *on_progress_ctx;
 } brg_train_options;
+
 
 /* Defaults: one device, 1F1B, AdamW at 5e-5 with weight decay 0, linear schedule, shuffle on. */
 void brg_train_options_default(brg_train_options *o);

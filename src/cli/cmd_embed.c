@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "args.h"
 #include "brigade/brigade.h"
@@ -15,6 +16,8 @@
 #include "commands.h"
 #include "ipu_flags.h"
 #include "lines.h"
+#include "progress.h"
+#include "trace_flag.h"
 
 typedef struct embedder {
     brg_model *model;
@@ -23,6 +26,8 @@ typedef struct embedder {
     brg_arena *arena;
     brg_inference *pipeline; /* --ipu-config: the inference pipeline; NULL: one device */
     int64_t multiple;        /* rows a pipelined batch must be a multiple of */
+    cli_progress progress;   /* lines embedded */
+    int64_t batches, lines;
 } embedder;
 
 #define MAX_BATCH 64
@@ -121,7 +126,10 @@ static brg_status embed_batch(embedder *e, const batch *b) {
     brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
     int n = 0;
     brg_status st = fill_inputs(e, b, rows, &in);
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     if (st == BRG_OK) st = run_model(e, &in, outs, &n);
+    if (t0) brg_trace_named("forward batch", t0, e->batches);
+    e->batches++;
     const brg_tensor *h = st == BRG_OK ? hidden_of(outs, n) : NULL;
     if (st == BRG_OK && (!h || h->ndim != 3))
         st = brg_error(BRG_ERR_UNSUPPORTED, "%s gives no last_hidden_state to pool (a BertModel folder is what embed takes)",
@@ -133,7 +141,25 @@ static brg_status embed_batch(embedder *e, const batch *b) {
     for (int r = 0; st == BRG_OK && r < b->n; r++) put_embedding(pooled + r * h->shape[2], h->shape[2]);
     free(pooled);
     brg_arena_reset(e->arena, mark);
+    e->lines += b->n;
+    if (st == BRG_OK) cli_progress_update(&e->progress, e->lines, NULL);
     return st;
+}
+
+/* The lines of a regular file, counted before the run so progress has a total; 0 for a pipe or
+ * stdin (progress then shows the count and the rate only). */
+static int64_t count_lines(FILE *in) {
+    struct stat sb;
+    if (in == stdin || fstat(fileno(in), &sb) != 0 || !S_ISREG(sb.st_mode)) return 0;
+    int64_t lines = 0;
+    int c, last = '\n';
+    while ((c = getc(in)) != EOF) {
+        if (c == '\n') lines++;
+        last = c;
+    }
+    if (last != '\n') lines++;
+    rewind(in);
+    return lines;
 }
 
 static brg_status run(embedder *e, FILE *in, int64_t batch_size) {
@@ -184,8 +210,9 @@ static brg_status setup_pipeline(embedder *e, const char *ref, const char *overr
 }
 
 int cmd_embed(int argc, char **argv) {
-    const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL;
+    const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL;
     int64_t batch_size = 16;
+    bool quiet = false;
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "sentence-transformers folder (or an encoder folder with its tokenizer)", false},
         {"input", ARG_STRING, &input, false, "UTF-8 text file, one sentence per line (default: stdin)", false},
@@ -194,6 +221,8 @@ int cmd_embed(int argc, char **argv) {
          "device iterations, by default the first from 16)", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        {"trace", ARG_STRING, &trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
+        {"quiet", ARG_FLAG, &quiet, false, "no progress on stderr", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -208,15 +237,23 @@ int cmd_embed(int argc, char **argv) {
     }
     FILE *in = cli_open_input("embed", input);
     if (!in) return 1;
+    if (!cli_trace_begin("embed", trace)) {
+        if (in != stdin) fclose(in);
+        return 1;
+    }
     embedder e = {0};
+    const int64_t total = count_lines(in);
     brg_status st = setup(&e, model);
     if (st == BRG_OK && ipu_config)
         st = setup_pipeline(&e, ipu_config, overrides, args_seen(specs, n, "batch-size"), &batch_size);
+    cli_progress_init(&e.progress, quiet ? NULL : stderr, "embed", "lines", total); /* the rate from here */
     if (st == BRG_OK) st = run(&e, in, batch_size);
+    cli_progress_finish(&e.progress);
     if (in != stdin) fclose(in);
     brg_inference_destroy(e.pipeline);
     brg_arena_destroy(e.arena);
     brg_model_destroy(e.model);
     brg_tokenizer_free(e.tok);
+    st = cli_trace_end("embed", st);
     return st == BRG_OK ? 0 : cli_fail("embed");
 }

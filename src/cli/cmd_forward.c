@@ -10,10 +10,13 @@
 #include "brigade/pipeline.h"
 #include "commands.h"
 #include "ipu_flags.h"
+#include "trace_flag.h"
+#include "rank_flags.h"
 
 /* The model's named outputs (logits; start_logits and end_logits; last_hidden_state and
  * pooler_output; ...) as the model declares them, then the loss. */
 static brg_status write_outputs(const char *output, const brg_named_tensor *named, int n_named, brg_tensor *loss) {
+    if (!brg_ranks_is_host()) return BRG_OK; /* under mpirun, rank 0 writes */
     brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS + 1];
     int n = 0;
     for (; n < n_named && n < BRG_INFERENCE_MAX_OUTPUTS; n++) outs[n] = named[n];
@@ -32,7 +35,9 @@ static brg_status run_single(brg_model *m, brg_bundle *bundle, const char *outpu
     brg_tape *tape;
     BRG_TRY(brg_tape_create(arena, &tape));
     brg_tape_set_grad_enabled(tape, false);
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     brg_status st = brg_model_forward(m, tape, bundle);
+    if (t0) brg_trace_named("forward", t0, -1);
     brg_tape_destroy(tape);
     BRG_TRY(st);
     brg_named_tensor named[BRG_INFERENCE_MAX_OUTPUTS];
@@ -58,13 +63,16 @@ static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bund
 }
 
 int cmd_forward(int argc, char **argv) {
-    const char *model = NULL, *inputs = NULL, *output = NULL, *ipu_config = NULL, *overrides = NULL;
+    const char *model = NULL, *inputs = NULL, *output = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL;
+    cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "model folder or hub id in the local cache", false},
         {"inputs", ARG_STRING, &inputs, true, "safetensors file: input_ids [, attention_mask, labels]", false},
         {"output", ARG_STRING, &output, true, "safetensors file to write the outputs (and loss) to", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        {"trace", ARG_STRING, &trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
+        CLI_RANK_FLAG_SPECS(ranks),
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -74,6 +82,8 @@ int cmd_forward(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("forward", argc, argv, 2, specs, n)) return 2;
+    if (!cli_trace_begin("forward", trace)) return 1;
+    if (cli_rank_flags_apply(&ranks) != BRG_OK) return cli_fail("forward");
 
     brg_model *m = NULL;
     brg_safetensors *in = NULL;
@@ -89,5 +99,6 @@ int cmd_forward(int argc, char **argv) {
     brg_arena_destroy(arena);
     brg_safetensors_close(in);
     brg_model_destroy(m);
+    st = cli_trace_end("forward", st);
     return st == BRG_OK ? 0 : cli_fail("forward");
 }

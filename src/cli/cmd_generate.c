@@ -21,6 +21,8 @@
 #include "commands.h"
 #include "io/json.h"
 #include "lines.h"
+#include "progress.h"
+#include "trace_flag.h"
 
 typedef struct prompt {
     char *text;
@@ -37,6 +39,7 @@ typedef struct run {
     int32_t pad_id;
     prompt *prompts;
     int64_t n, cap;
+    cli_progress progress; /* prompts done, over --input */
 } run;
 
 /* A JSON string literal (UTF-8 kept, control characters escaped). */
@@ -201,7 +204,10 @@ static brg_status generate_all(run *r, int64_t batch_size) {
         }
         const brg_prompts batch = {.n = n, .ids = ids, .lengths = lengths, .keys = keys, .pad_id = r->pad_id};
         brg_generation g;
-        BRG_TRY(brg_generate(r->m, &r->cfg, &batch, &g));
+        const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+        brg_status made = brg_generate(r->m, &r->cfg, &batch, &g);
+        if (t0) brg_trace_named("generate batch", t0, first / batch_size);
+        BRG_TRY(made);
         const int64_t per = g.n_sequences / n;
         brg_status st = BRG_OK;
         for (int64_t s = 0; st == BRG_OK && s < g.n_sequences; s++)
@@ -209,6 +215,7 @@ static brg_status generate_all(run *r, int64_t batch_size) {
         brg_generation_free(&g);
         BRG_TRY(st);
         fflush(stdout);
+        cli_progress_update(&r->progress, first + n, NULL);
     }
     return BRG_OK;
 }
@@ -216,10 +223,10 @@ static brg_status generate_all(run *r, int64_t batch_size) {
 /* ---- flags ---- */
 
 typedef struct flags {
-    const char *model, *prompt, *input, *ipu_config, *overrides, *early, *eos;
+    const char *model, *prompt, *input, *ipu_config, *overrides, *early, *eos, *trace;
     int64_t max_new, min_new, top_k, beams, num_return, ngram, seed, stop, batch_size;
     double temperature, top_p, typical_p, repetition, length_penalty;
-    bool sample, json, no_cache;
+    bool sample, json, no_cache, quiet;
 } flags;
 
 /* "3" or "3,7,9". */
@@ -344,6 +351,8 @@ int cmd_generate(int argc, char **argv) {
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
         {"json", ARG_FLAG, &f.json, false, "one {\"prompt\", \"generated_ids\", \"text\"} line per sequence", false},
+        {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
+        {"quiet", ARG_FLAG, &f.quiet, false, "no progress on stderr (shown for --input)", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -365,6 +374,7 @@ int cmd_generate(int argc, char **argv) {
         fprintf(stderr, "brigade generate: --ipu-config-overrides needs --ipu-config\n");
         return 2;
     }
+    if (!cli_trace_begin("generate", f.trace)) return 1;
     run r = {.json = f.json};
     brg_status st = brg_model_load(f.model, &r.m);
     if (st == BRG_OK && !brg_decoder_supported(r.m))
@@ -388,7 +398,12 @@ int cmd_generate(int argc, char **argv) {
         }
         st = f.input ? read_input(&r, f.input) : add_prompt(&r, f.prompt, strlen(f.prompt), 0);
     }
-    if (st == BRG_OK) st = generate_all(&r, f.batch_size);
+    if (st == BRG_OK) {
+        cli_progress_init(&r.progress, f.quiet || !f.input ? NULL : stderr, "generate", "prompts", r.n);
+        st = generate_all(&r, f.batch_size);
+        cli_progress_finish(&r.progress);
+    }
     free_run(&r);
+    st = cli_trace_end("generate", st);
     return st == BRG_OK ? 0 : cli_fail("generate");
 }

@@ -17,12 +17,13 @@
 #include "io/json.h"
 #include "ipu_flags.h"
 #include "lines.h"
+#include "trace_flag.h"
 
 #define MAX_BATCH 1024
 
 typedef struct flags {
     const char *model, *text, *text_pair, *question, *context, *image, *input, *ipu_config, *overrides;
-    const char *function, *aggregation, *ignore, *targets, *early, *kwargs, *clean_up;
+    const char *function, *aggregation, *ignore, *targets, *early, *kwargs, *clean_up, *trace;
     int64_t batch_size, top_k, doc_stride, max_answer_len, max_seq_len;
     int64_t max_new, min_new, max_length, min_length, beams, num_return, ngram, seed;
     double temperature, top_p, typical_p, repetition, length_penalty;
@@ -253,6 +254,8 @@ int cmd_pipeline(int argc, char **argv) {
          "run the forward passes as this IPUConfig's inference pipeline (generation: checked, decoded on one device)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
+        {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json",
+         false},
         {"top-k", ARG_INT, &f.top_k, false,
          "labels (text-classification, 0: all; image-classification, 5), predictions per mask (fill-mask, 5), "
          "answers (question-answering, 1); generation: sample from the k most likely tokens", false},
@@ -330,6 +333,7 @@ int cmd_pipeline(int argc, char **argv) {
         fprintf(stderr, "brigade pipeline: --do-sample and --greedy contradict each other\n");
         return 2;
     }
+    if (!cli_trace_begin("pipeline", f.trace)) return 1;
     brg_task_options o;
     brg_task_options_default(&o);
     o.batch_size = f.batch_size;
@@ -378,5 +382,6 @@ int cmd_pipeline(int argc, char **argv) {
     free(targets);
     free(target_store);
     free(kwargs);
+    st = cli_trace_end("pipeline", st);
     return st == BRG_OK ? 0 : cli_fail("pipeline");
 }

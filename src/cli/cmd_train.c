@@ -16,13 +16,17 @@
 #include "brigade/tokenizer.h"
 #include "brigade/trainer.h"
 #include "commands.h"
+#include "rank_flags.h"
+#include "brigade/trace.h"
 #include "io/json.h"
+#include "progress.h"
 #include "train/checkpoint_dir.h"
+#include "trace_flag.h"
 #include "train_data.h"
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
-    const char *resume, *device_memory, *schedule, *source_prefix;
+    const char *resume, *device_memory, *schedule, *source_prefix, *trace;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
         schedule_steps, logging_steps, max_target_length, doc_stride;
     double epochs, lr, weight_decay, max_grad_norm, mlm_probability;
@@ -65,6 +69,22 @@ static brg_status load_data(const char *ref, const train_flags *f, const brg_mod
     return train_data_load_text(ref, f->model, m, &text, eval, out);
 }
 
+/* On a terminal the trainer's progress goes to a bar; elsewhere it prints its lines itself. */
+static cli_progress bar;
+
+static void show_bar(void *ctx, const brg_train_progress *p) {
+    cli_progress *b = ctx;
+    if (!b->out) {
+        cli_progress_init(b, stdout, "train", "steps", p->total_steps);
+        b->first = p->first_step;
+    }
+    char extra[160], ppl[40] = "";
+    if (!isnan(p->perplexity)) snprintf(ppl, sizeof ppl, "  ppl %.4g", p->perplexity);
+    snprintf(extra, sizeof extra, "epoch %.2f  loss %.4f%s  lr %.3g  %.0f tokens/s", p->epoch, p->loss, ppl, p->lr,
+             p->tokens_per_s);
+    cli_progress_show(b, p->step, p->steps_per_s, p->eta_seconds, extra);
+}
+
 static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, const brg_placement *pl,
                                brg_train_options *o) {
     brg_train_options_default(o);
@@ -94,6 +114,10 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->resume_dir = f->resume;
     o->eval_every = f->eval_every;
     o->progress = f->quiet ? NULL : stdout;
+    if (o->progress && isatty(STDOUT_FILENO)) {
+        o->on_progress = show_bar;
+        o->on_progress_ctx = &bar;
+    }
     o->pin_threads = f->pin;
     o->intra_threads = (int)f->threads;
     if (o->accumulation < o->stages)
@@ -255,24 +279,29 @@ static brg_status run(const train_flags *f) {
     brg_dataset *data = NULL, *eval = NULL;
     brg_placement pl = {0};
     brg_train_options o;
+    uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     brg_status st = brg_model_load(f->model, &m);
+    if (t0) brg_trace_named("load model", t0, -1);
     if (st == BRG_OK) st = brg_model_parallelize(m, &cfg, BRG_IPU_MODE_TRAINING, &pl);
     if (st == BRG_OK && !f->quiet) brg_placement_print(stdout, m, &pl);
     if (st == BRG_OK) st = fill_options(f, &cfg, &pl, &o);
     int64_t seq = f->seq_len > 0 ? f->seq_len : m ? m->max_positions : 0;
+    t0 = t0 ? brg_trace_now() : 0;
     if (st == BRG_OK) st = load_data(f->data, f, m, seq, f->rows, o.seed, false, &data);
     if (st == BRG_OK && f->eval_data)
         st = load_data(f->eval_data, f, m, seq, f->rows / 8 + 1, o.seed + 1, true, &eval);
+    if (t0) brg_trace_named("load data", t0, -1);
     if (st == BRG_OK) {
         o.eval_data = eval;
         o.stop = &stop_signal;
         brg_train_result r;
         st = brg_train(m, data, &o, &r);
     }
-    if (st == BRG_OK) st = brg_ipu_config_save_pretrained(&cfg, f->output);
+    const bool host = brg_ranks_is_host(); /* under mpirun, rank 0 writes the output */
+    if (st == BRG_OK && host) st = brg_ipu_config_save_pretrained(&cfg, f->output);
     /* The trained folder keeps its tokenizer, so generate, tokenize and embed work on it. */
     int copied = 0;
-    if (st == BRG_OK) st = brg_tokenizer_copy_files(f->model, f->output, &copied);
+    if (st == BRG_OK && host) st = brg_tokenizer_copy_files(f->model, f->output, &copied);
     if (st == BRG_OK && !f->quiet) print_samples(m, f->data);
     brg_placement_free(&pl);
     brg_dataset_free(data);
@@ -291,6 +320,7 @@ int cmd_train(int argc, char **argv) {
     /* Through a pipe or into a file, stdout would be block-buffered: the allocation table and the
      * progress lines would come late, or be lost if the run dies. */
     setvbuf(stdout, NULL, _IOLBF, 0);
+    cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
     train_flags f = {.optimizer = "adamw", .lr_schedule = "linear", .micro_batch = 1, .seed = -1, .lr = 5e-5,
                      .rows = 4096, .threads = 1, .mlm_probability = 0.15, .max_target_length = 128, .doc_stride = 128};
     arg_spec specs[] = {
@@ -333,6 +363,8 @@ int cmd_train(int argc, char **argv) {
         {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
         {"threads-per-device", ARG_INT, &f.threads, false, "threads per device for matrix products (default 1)", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},
+        CLI_RANK_FLAG_SPECS(ranks),
+        {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -340,9 +372,11 @@ int cmd_train(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("train", argc, argv, 2, specs, n)) return 2;
-    if (check_flags(&f, specs, n) != BRG_OK) return cli_fail("train");
+    if (check_flags(&f, specs, n) != BRG_OK || cli_rank_flags_apply(&ranks) != BRG_OK) return cli_fail("train");
+    if (!cli_trace_begin("train", f.trace)) return 1;
     install_signal_handlers();
     brg_status st = run(&f);
+    st = cli_trace_end("train", st); /* after a failure or a stop request too: the run so far */
     if (st == BRG_ERR_INTERRUPTED) return interrupted(&f);
     return st == BRG_OK ? 0 : cli_fail("train");
 }

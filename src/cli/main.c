@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "brigade/ranks.h"
 #include "brigade/version.h"
 #include "commands.h"
 #include "kernels/kernels.h"
@@ -49,12 +50,13 @@ static int unknown(const char *name) {
 
 /* The version, and which kernels run here: what a bug report needs. */
 static int version(void) {
-    printf("brigade %s (gemm: %s, element-wise: %s)\n", brg_version(), brg_gemm_backend(),
-           brg_isa_name(brg_simd_isa()));
+    const char *mpi = brg_ranks_mpi_version();
+    printf("brigade %s (gemm: %s, element-wise: %s, mpi: %s)\n", brg_version(), brg_gemm_backend(),
+           brg_isa_name(brg_simd_isa()), mpi ? mpi : "none");
     return 0;
 }
 
-int main(int argc, char **argv) {
+static int dispatch(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);
         return 2;
@@ -72,4 +74,14 @@ int main(int argc, char **argv) {
     }
     const command *c = find(argv[1]);
     return c ? c->run(argc, argv) : unknown(argv[1]);
+}
+
+/* Under mpirun every rank runs the same command; rank 0 speaks for them (brigade/ranks.h). */
+int main(int argc, char **argv) {
+    if (brg_ranks_init() != BRG_OK) {
+        fprintf(stderr, "brigade: %s\n", brg_last_error());
+        return 1;
+    }
+    brg_ranks_quiet_followers();
+    return brg_ranks_finish(dispatch(argc, argv), argc > 1 ? argv[1] : "");
 }

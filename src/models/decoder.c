@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/trace.h"
 #include "models/decoder_internal.h"
 
 static const dec_arch *arch_of(const brg_model *m) {
@@ -78,7 +79,10 @@ brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t 
         d->enc_mask[i] = mask ? mask[i] : 1.0f;
     }
     d->enc_len = n;
-    return d->arch->encode(d);
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    brg_status st = d->arch->encode(d);
+    if (t0) brg_trace_named("encode", t0, -1);
+    return st;
 }
 
 void dec_gather_ids(const brg_decoder *d, int64_t start, int64_t n, int32_t *dst, bool positions) {
@@ -118,12 +122,15 @@ brg_status brg_decoder_step(brg_decoder *d, const int32_t *ids, int64_t n, const
         d->seen[r] = seen;
     }
     brg_status st;
+    /* On the trace: the prompt's step, then one per new position (its index). */
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     if (d->use_cache) {
         st = d->arch->forward(d, d->len, n, logits);
     } else {
         d->arch->reset(d);
         st = d->arch->forward(d, 0, d->len + n, logits);
     }
+    if (t0) brg_trace_named(d->len == 0 ? "prefill" : "decode step", t0, d->len == 0 ? -1 : d->len);
     if (st != BRG_OK) {
         for (int64_t r = 0; r < d->rows; r++) /* the step did not happen */
             for (int64_t t = 0; t < n; t++)

@@ -1,7 +1,10 @@
 #include "channel.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 brg_status channel_init(channel *c, int capacity, const atomic_bool *abort) {
     c->msgs = calloc((size_t)capacity, sizeof *c->msgs);
@@ -47,12 +50,31 @@ static int find(const channel *c, int from, int tag) {
 }
 
 brg_status channel_recv(channel *c, int from, int tag, channel_msg *msg) {
+    return channel_recv_timed(c, from, tag, 0, msg);
+}
+
+static struct timespec deadline_after(double seconds) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* pthread_cond_timedwait's clock */
+    double whole = floor(seconds);
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((seconds - whole) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    return ts;
+}
+
+brg_status channel_recv_timed(channel *c, int from, int tag, double seconds, channel_msg *msg) {
+    struct timespec until = seconds > 0 ? deadline_after(seconds) : (struct timespec){0, 0};
+    bool late = false;
     pthread_mutex_lock(&c->lock);
     int i;
-    while ((i = find(c, from, tag)) < 0 && !atomic_load(c->abort)) pthread_cond_wait(&c->changed, &c->lock);
-    if (atomic_load(c->abort)) {
+    while ((i = find(c, from, tag)) < 0 && !atomic_load(c->abort) && !late) {
+        if (seconds > 0) late = pthread_cond_timedwait(&c->changed, &c->lock, &until) == ETIMEDOUT;
+        else pthread_cond_wait(&c->changed, &c->lock);
+    }
+    if (i < 0 || atomic_load(c->abort)) {
         pthread_mutex_unlock(&c->lock);
-        return BRG_ERR_INTERNAL;
+        return atomic_load(c->abort) ? BRG_ERR_INTERNAL : BRG_ERR_IO;
     }
     *msg = c->msgs[i];
     memmove(&c->msgs[i], &c->msgs[i + 1], (size_t)(c->count - i - 1) * sizeof *c->msgs);

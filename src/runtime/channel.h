@@ -29,6 +29,9 @@ brg_status channel_send(channel *c, channel_msg msg);
 /* Blocks until a message from `from` with `tag` is there; fails (BRG_ERR_INTERNAL, no message
  * set: the caller says why) once *abort is set. */
 brg_status channel_recv(channel *c, int from, int tag, channel_msg *msg);
+/* As channel_recv, giving up after `seconds` (> 0; 0 waits for ever): BRG_ERR_IO then, no
+ * message set. */
+brg_status channel_recv_timed(channel *c, int from, int tag, double seconds, channel_msg *msg);
 /* Wakes every waiter so that it can see the abort flag. */
 void channel_wake(channel *c);
 /* Empties the box, handing each message still in it to `drop`. */

@@ -9,6 +9,7 @@
  * device reads or writes another's memory. Tags are (micro-batch, direction). */
 #include <string.h>
 
+#include "brigade/trace.h"
 #include "runtime_internal.h"
 
 enum { CARRIED = 2 };
@@ -205,6 +206,17 @@ static brg_status collect_logits(brg_runtime *rt, int global, const brg_tensor *
     return BRG_OK;
 }
 
+static brg_status forward_block(brg_device *dev, int mb, int blk, brg_bundle *b) {
+    brg_tape *tape = tape_of(dev, mb, blk);
+    brg_tape_clear(tape);
+    if (recomputed(dev, blk)) {
+        brg_status st = forward_checkpointed(dev, mb, blk, b);
+        return st != BRG_OK ? brg_error_wrap(st, "%s", dev->view.blocks[blk].name) : BRG_OK;
+    }
+    brg_tape_set_grad_enabled(tape, dev->rt->opts.training);
+    return brg_model_forward_blocks(&dev->view, blk, blk, tape, b);
+}
+
 static brg_status forward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
@@ -214,15 +226,10 @@ static brg_status forward_step(brg_device *dev, int mb) {
     if (dev->stage > 0) BRG_TRY(receive_inputs(dev, mb, b));
     double t0 = runtime_now();
     for (int blk = dev->first_block; blk <= dev->last_block; blk++) {
-        brg_tape *tape = tape_of(dev, mb, blk);
-        brg_tape_clear(tape);
-        if (recomputed(dev, blk)) {
-            brg_status st = forward_checkpointed(dev, mb, blk, b);
-            if (st != BRG_OK) return brg_error_wrap(st, "%s", dev->view.blocks[blk].name);
-            continue;
-        }
-        brg_tape_set_grad_enabled(tape, rt->opts.training);
-        BRG_TRY(brg_model_forward_blocks(&dev->view, blk, blk, tape, b));
+        const uint64_t t_blk = brg_trace_enabled() ? brg_trace_now() : 0;
+        brg_status st = forward_block(dev, mb, blk, b);
+        if (t_blk) brg_trace_span(BRG_TRACE_FORWARD, t_blk, blk, mb, 0, NULL);
+        BRG_TRY(st);
     }
     dev->busy_seconds += runtime_now() - t0;
     if (dev->stage == rt->opts.stages - 1) {
@@ -311,7 +318,9 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
     size_t mark = brg_arena_mark(arena);
     brg_tape_clear(tape);
     brg_tape_set_grad_enabled(tape, true);
+    const uint64_t t_re = brg_trace_enabled() ? brg_trace_now() : 0;
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, &b);
+    if (t_re) brg_trace_span(BRG_TRACE_RECOMPUTE, t_re, block, mb, 0, NULL);
     brg_tensor *outs[CARRIED] = {NULL, NULL};
     const float *seeds[CARRIED] = {NULL, NULL};
     for (int k = 0; k < CARRIED; k++)
@@ -328,8 +337,11 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
  * gradients are already in place), a recomputed one rebuilds it first. */
 static brg_status backward_blocks(brg_device *dev, int mb) {
     for (int blk = dev->last_block; blk >= dev->first_block; blk--) {
-        if (recomputed(dev, blk)) BRG_TRY(backward_checkpointed(dev, mb, blk));
-        else BRG_TRY(brg_tape_backward_multi(tape_of(dev, mb, blk), NULL, NULL, 0));
+        const uint64_t t_blk = brg_trace_enabled() ? brg_trace_now() : 0;
+        brg_status st = recomputed(dev, blk) ? backward_checkpointed(dev, mb, blk)
+                                             : brg_tape_backward_multi(tape_of(dev, mb, blk), NULL, NULL, 0);
+        if (t_blk) brg_trace_span(BRG_TRACE_BACKWARD, t_blk, blk, mb, 0, NULL);
+        BRG_TRY(st);
     }
     return BRG_OK;
 }
@@ -361,6 +373,7 @@ static brg_status run_steps(brg_device *dev) {
         brg_schedule_step step = s->steps[dev->stage][i];
         if (step.pass == BRG_PASS_FORWARD) BRG_TRY(forward_step(dev, step.micro_batch));
         else BRG_TRY(backward_step(dev, step.micro_batch));
+        if (brg_trace_enabled()) trace_device_memory(dev);
     }
     /* Gradients whose zeroing is still pending got nothing from this run: they are zero. */
     for (int p = 0; dev->rt->opts.training && p < dev->view.n_params; p++)

@@ -28,6 +28,13 @@ static int first_holder(const brg_runtime *rt, int p) {
 
 /* Each device sums the squares of the parameters it stands for; the host adds the partial sums
  * in device order, so the norm does not depend on timing. */
+/* Device d's partial sum, for runtime_share. */
+static int partial_part(brg_runtime *rt, int d, void *ctx, host_part *parts, int cap) {
+    (void)rt;
+    if (cap > 0) parts[0] = (host_part){(double *)ctx + d, sizeof(double)};
+    return 1;
+}
+
 static brg_status sq_norm_job(brg_device *dev, void *arg) {
     double *partial = arg;
     brg_runtime *rt = dev->rt;
@@ -44,6 +51,7 @@ brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out) {
     double *partial = calloc((size_t)rt->n_devices, sizeof *partial);
     if (!partial) return brg_error(BRG_ERR_OOM, "cannot allocate the norm's partial sums");
     brg_status st = brg_runtime_each_device(rt, sq_norm_job, partial);
+    if (st == BRG_OK) st = runtime_share(rt, partial_part, partial); /* other ranks' devices' */
     *out = 0;
     for (int d = 0; d < rt->n_devices; d++) *out += partial[d];
     free(partial);
@@ -118,6 +126,7 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     double t0 = runtime_now();
     brg_status st = brg_runtime_each_device(rt, executor_run_device, NULL);
     rt->schedule_seconds += runtime_now() - t0;
+    if (st == BRG_OK) st = runtime_share_run(rt); /* losses and logits from other ranks' last stages */
     if (st == BRG_OK && rt->opts.training) st = reduce_gradients(rt);
     return st;
 }

@@ -5,7 +5,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "brigade/trace.h"
 #include "kernels/kernels.h"
+#include "ranks_internal.h"
 #include "runtime_internal.h"
 
 double runtime_now(void) {
@@ -110,6 +112,7 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
             if (dev->first_block < 0) dev->first_block = b;
             dev->last_block = b;
         }
+    if (!transport_is_local(rt->transport, id)) return runtime_init_remote_device(dev); /* another rank's */
     char name[32];
     snprintf(name, sizeof name, "device %d", id);
     BRG_TRY(brg_arena_create(name, o->device_memory, &dev->arena));
@@ -157,6 +160,7 @@ static void *device_main(void *p) {
     brg_runtime *rt = dev->rt;
     uint64_t seen = 0;
     if (rt->opts.pin_threads) pin_to_core(dev);
+    brg_trace_set_device(dev->id, dev->replica, dev->stage); /* its events go on its track */
     brg_scratch_bind(dev->arena); /* kernel scratch counts against the device's budget */
     brg_gemm_team_bind(dev->team);
     for (;;) {
@@ -191,7 +195,10 @@ static brg_status first_failure(brg_runtime *rt) {
     brg_status st = rt->transport->failure(rt->transport, &who, &why);
     if (st == BRG_OK) return BRG_OK;
     const brg_device *d = &rt->devices[who];
-    st = brg_error(st, "device %d (replica %d, stage %d): %s", d->id, d->replica, d->stage, why);
+    if (rt->transport->n_ranks > 1)
+        st = brg_error(st, "rank %d, device %d (replica %d, stage %d): %s", rt->transport->device_rank[who], d->id,
+                       d->replica, d->stage, why);
+    else st = brg_error(st, "device %d (replica %d, stage %d): %s", d->id, d->replica, d->stage, why);
     rt->transport->reset(rt->transport); /* no device is inside it now */
     return st;
 }
@@ -200,7 +207,7 @@ brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg)
     pthread_mutex_lock(&rt->lock);
     rt->job = fn;
     rt->job_arg = arg;
-    rt->pending = rt->n_devices;
+    rt->pending = runtime_local_devices(rt);
     rt->generation++;
     pthread_cond_broadcast(&rt->go);
     while (rt->pending > 0) pthread_cond_wait(&rt->done, &rt->lock);
@@ -210,8 +217,9 @@ brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg)
 
 static brg_status start_threads(brg_runtime *rt) {
     for (int i = 0; rt->opts.intra_threads > 1 && i < rt->n_devices; i++)
-        BRG_TRY(brg_gemm_team_create(rt->opts.intra_threads, &rt->devices[i].team));
+        if (transport_is_local(rt->transport, i)) BRG_TRY(brg_gemm_team_create(rt->opts.intra_threads, &rt->devices[i].team));
     for (int i = 0; i < rt->n_devices; i++) {
+        if (!transport_is_local(rt->transport, i)) continue;
         if (pthread_create(&rt->devices[i].thread, NULL, device_main, &rt->devices[i]) != 0)
             return brg_error(BRG_ERR_INTERNAL, "cannot start the thread of device %d", i);
         rt->devices[i].thread_started = true;
@@ -230,6 +238,7 @@ static brg_status create(brg_runtime *rt, transport_factory make_transport) {
     BRG_TRY(brg_schedule_build(kind, o->stages, o->micro_batches, &rt->schedule));
     rt->n_devices = o->replicas * o->stages;
     BRG_TRY(make_transport(rt->n_devices, &rt->transport));
+    if (brg_trace_enabled()) BRG_TRY(transport_traced_wrap(&rt->transport)); /* no layer at all untraced */
     rt->devices = calloc((size_t)rt->n_devices, sizeof *rt->devices);
     if (!rt->devices) return brg_error(BRG_ERR_OOM, "cannot allocate devices");
     for (int i = 0; i < rt->n_devices; i++) BRG_TRY(init_device(rt, &rt->devices[i], i));
@@ -258,7 +267,7 @@ brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts
 }
 
 brg_status brg_runtime_create(brg_model *model, const brg_runtime_options *opts, brg_runtime **out) {
-    return runtime_create_over(model, opts, transport_threads_create, out);
+    return runtime_create_over(model, opts, ranks_transport_factory(), out);
 }
 
 static void free_device(brg_device *d) {
@@ -284,7 +293,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
     rt->quit = true;
     pthread_cond_broadcast(&rt->go);
     pthread_mutex_unlock(&rt->lock);
-    for (int i = 0; i < rt->n_devices; i++) {
+    for (int i = 0; rt->devices && i < rt->n_devices; i++) { /* none when the transport failed */
         if (rt->devices[i].thread_started) pthread_join(rt->devices[i].thread, NULL);
         brg_gemm_team_destroy(rt->devices[i].team);
         free_device(&rt->devices[i]);
@@ -313,5 +322,5 @@ double brg_runtime_schedule_seconds(const brg_runtime *rt) { return rt->schedule
 
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out) {
     const brg_device *d = &rt->devices[device];
-    *out = (brg_device_stats){d->busy_seconds, brg_arena_peak(d->arena), d->activation_peak};
+    *out = (brg_device_stats){d->busy_seconds, d->arena ? brg_arena_peak(d->arena) : d->remote_peak, d->activation_peak};
 }

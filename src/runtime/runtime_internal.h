@@ -42,6 +42,7 @@ struct brg_device {
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
     double busy_seconds;
     size_t activation_peak;
+    size_t remote_peak;    /* another rank's device: its arena's peak, as that rank last shared it */
     brg_status status;
     char error[1024];
 };
@@ -86,9 +87,33 @@ brg_status reduce_gradients(brg_runtime *rt);
 
 double runtime_now(void);
 
+/* ---- devices on other ranks (runtime_ranks.c) ---- */
+
+/* Another rank's device here: where it sits and which parameters it holds, nothing more. */
+brg_status runtime_init_remote_device(brg_device *dev);
+int runtime_local_devices(const brg_runtime *rt);
+/* Pieces of host memory that one device's work fills (its micro-batches' losses, its partial
+ * norm): `fn` lists device `device`'s (on every rank alike, each rank's own memory). */
+typedef struct host_part {
+    void *data;
+    size_t bytes;
+} host_part;
+typedef int (*host_parts_fn)(brg_runtime *rt, int device, void *ctx, host_part *parts, int cap);
+/* Across ranks, every rank's host gets every device's parts (in one process they are there
+ * already: nothing happens). */
+brg_status runtime_share(brg_runtime *rt, host_parts_fn fn, void *ctx);
+/* After a run across ranks: the losses, the logits (caller buffers or the collected tensor) and
+ * the devices' statistics on every rank. */
+brg_status runtime_share_run(brg_runtime *rt);
+
 /* brg_runtime_create over a transport of the caller's choice (tests: the serialising one). */
 brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts, transport_factory make_transport,
                                brg_runtime **out);
+
+/* trace_transport.c: *t wrapped in a transport that records its traffic (brigade/trace.h), and
+ * the counter of what a device's arenas hold now. */
+brg_status transport_traced_wrap(transport **t);
+void trace_device_memory(const brg_device *dev);
 
 /* The owner's copy of parameter p stands for all: replica 0's, on the stage of the block that
  * owns the parameter. */

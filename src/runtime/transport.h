@@ -19,13 +19,17 @@
  *   status was BRG_OK), and `failure` tells who failed and why. `reset` clears the failure and
  *   every message in flight, once no device is inside the transport.
  *
- * Implementations: threads (one process; transport_threads.c) and a wrapper that passes every
- * bundle through a byte buffer as a network transport would (transport_serial.c); Open MPI next.
+ * Implementations: threads (one process; transport_threads.c), a wrapper that passes every
+ * bundle through a byte buffer as a network transport would (transport_serial.c), and the ranks
+ * transport (transport_ranks.c): the devices spread over processes, each running its own, joined
+ * by a wire (Open MPI, transport_mpi.c; an in-process loopback in the tests).
  * Tags: transport_tag(micro_batch, direction) for the pipeline, small reserved ones below
- * TRANSPORT_TAG_FIRST for the runtime's own exchanges; all are non-negative, as MPI wants. */
+ * TRANSPORT_TAG_FIRST for the runtime's own exchanges; all are non-negative (the ranks transport
+ * keeps negative ones for its own collectives). */
 #ifndef BRIGADE_TRANSPORT_H
 #define BRIGADE_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "brigade/safetensors.h"
@@ -34,6 +38,7 @@
 
 enum {
     TRANSPORT_TAG_GATHER = 0, /* tensors collected on device 0 (checkpoints, sync_to_model) */
+    TRANSPORT_TAG_SHARE = 1,  /* host values between processes (ranks.c) */
     TRANSPORT_TAG_FIRST = 2,
 };
 typedef enum { TRANSPORT_FORWARD = 0, TRANSPORT_BACKWARD = 1 } transport_direction;
@@ -72,7 +77,16 @@ struct transport {
     brg_status (*failure)(const transport *t, int *device, const char **message);
     void (*reset)(transport *t);
     void (*destroy)(transport *t);
+    /* The processes the devices are spread over: this one's rank and how many there are, and
+     * each device's rank (NULL: every device runs here, rank 0 of 1). Only a process's own
+     * devices call the operations above. */
+    int rank, n_ranks;
+    const int *device_rank;
 };
+
+static inline bool transport_is_local(const transport *t, int device) {
+    return !t->device_rank || t->device_rank[device] == t->rank;
+}
 
 /* How a runtime makes its transport (the threads transport by default). */
 typedef brg_status (*transport_factory)(int n_devices, transport **out);
@@ -83,5 +97,25 @@ brg_status transport_threads_create(int n_devices, transport **out);
  * Collectives go to inner unchanged. */
 brg_status transport_serial_create(transport *inner, transport **out);
 brg_status transport_serial_threads_create(int n_devices, transport **out);
+
+/* The ranks transport (transport_ranks.c): devices 0..n_devices-1 spread over n_ranks processes,
+ * device d running on process device_rank[d]; this process is `rank` and runs its own. The
+ * processes are joined by the wire `open_wire(wire_arg, ...)` opens (wire.h). Every wait gives up
+ * after `timeout` seconds (0: never) with a message naming the device and rank it waited for.
+ * Across processes a failure is final: `reset` clears this process's state, but messages still
+ * on the wire from before the failure may arrive after it, so the run must end there. */
+typedef struct transport_wire transport_wire;
+typedef brg_status (*wire_open_fn)(void *arg, void (*deliver)(void *ctx, void *buf, size_t bytes), void *ctx,
+                                   transport_wire **out);
+brg_status transport_ranks_create(int n_devices, const int *device_rank, int rank, int n_ranks, double timeout,
+                                  wire_open_fn open_wire, void *wire_arg, transport **out);
+
+/* The byte form of a bundle (transport_serial.c): its size, the bytes (fails on a tensor that is
+ * not contiguous or whose name is too long), and the bundle rebuilt from them, every field
+ * checked against the buffer (a message whose impl transport_bundle_release frees). */
+size_t transport_bundle_size(const brg_named_tensor *items, int n);
+brg_status transport_bundle_encode(int device, const brg_named_tensor *items, int n, unsigned char *out);
+brg_status transport_bundle_decode(const unsigned char *buf, size_t bytes, int from, transport_msg *out);
+void transport_bundle_release(transport_msg *msg);
 
 #endif

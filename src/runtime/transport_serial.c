@@ -29,7 +29,7 @@ typedef struct rebuilt {
 
 static transport *inner_of(transport *t) { return ((serial_transport *)t)->inner; }
 
-static size_t encoded_size(const brg_named_tensor *items, int n) {
+size_t transport_bundle_size(const brg_named_tensor *items, int n) {
     size_t bytes = 8;
     for (int i = 0; i < n; i++)
         bytes += 4 + strlen(items[i].name) + 8 + 8 * (size_t)items[i].tensor->ndim + 8 + brg_tensor_nbytes(items[i].tensor);
@@ -37,24 +37,23 @@ static size_t encoded_size(const brg_named_tensor *items, int n) {
 }
 
 static unsigned char *put(unsigned char *p, const void *v, size_t n) {
-    memcpy(p, v, n);
+    if (n) memcpy(p, v, n);
     return p + n;
 }
 
-static brg_status se_send(transport *t, int device, int to, int tag, const brg_named_tensor *items, int n) {
-    size_t bytes = encoded_size(items, n);
-    unsigned char *buf = malloc(bytes), *p = buf;
-    if (!buf) return brg_error(BRG_ERR_OOM, "cannot serialise a bundle of %zu bytes", bytes);
+brg_status transport_bundle_encode(int device, const brg_named_tensor *items, int n, unsigned char *out) {
+    unsigned char *p = out;
     uint32_t count = (uint32_t)n;
     p = put(p, "BRGB", 4);
     p = put(p, &count, 4);
     for (int i = 0; i < n; i++) {
         const brg_tensor *x = items[i].tensor;
-        if (!brg_tensor_is_contiguous(x)) {
-            free(buf);
+        if (!brg_tensor_is_contiguous(x))
             return brg_error(BRG_ERR_INTERNAL, "device %d sends %s, which is not contiguous", device, items[i].name);
-        }
         uint32_t len = (uint32_t)strlen(items[i].name), dtype = (uint32_t)x->dtype, ndim = (uint32_t)x->ndim;
+        if (len >= BRG_NAME_MAX)
+            return brg_error(BRG_ERR_INTERNAL, "device %d sends a tensor whose name is too long: %s", device,
+                             items[i].name);
         uint64_t nb = brg_tensor_nbytes(x);
         p = put(p, &len, 4);
         p = put(p, items[i].name, len);
@@ -64,10 +63,18 @@ static brg_status se_send(transport *t, int device, int to, int tag, const brg_n
         p = put(p, &nb, 8);
         p = put(p, x->data, nb);
     }
+    return BRG_OK;
+}
+
+static brg_status se_send(transport *t, int device, int to, int tag, const brg_named_tensor *items, int n) {
+    size_t bytes = transport_bundle_size(items, n);
+    unsigned char *buf = malloc(bytes);
+    if (!buf) return brg_error(BRG_ERR_OOM, "cannot serialise a bundle of %zu bytes", bytes);
+    brg_status st = transport_bundle_encode(device, items, n, buf);
     int64_t shape[1] = {(int64_t)bytes};
     brg_tensor wire = brg_tensor_wrap(BRG_DTYPE_BOOL, 1, shape, buf);
     brg_named_tensor one = {"bundle", &wire};
-    brg_status st = inner_of(t)->send(inner_of(t), device, to, tag, &one, 1);
+    if (st == BRG_OK) st = inner_of(t)->send(inner_of(t), device, to, tag, &one, 1);
     free(buf);
     return st;
 }
@@ -97,7 +104,7 @@ static brg_status corrupt(rebuilt *r, int from, const char *what) {
 static size_t aligned(size_t n) { return (n + 63) & ~(size_t)63; }
 
 /* Checks every field against the buffer's end before using it. */
-static brg_status decode(const unsigned char *buf, size_t bytes, int from, transport_msg *out) {
+brg_status transport_bundle_decode(const unsigned char *buf, size_t bytes, int from, transport_msg *out) {
     const unsigned char *p = buf, *end = buf + bytes;
     char magic[4];
     uint32_t count;
@@ -140,17 +147,21 @@ static brg_status se_recv(transport *t, int device, int from, int tag, transport
     transport_msg wire;
     BRG_TRY(in->recv(in, device, from, tag, &wire));
     brg_status st = wire.n == 1 && wire.items[0].tensor->dtype == BRG_DTYPE_BOOL && wire.items[0].tensor->ndim == 1
-                        ? decode(wire.items[0].tensor->data, brg_tensor_nbytes(wire.items[0].tensor), from, out)
+                        ? transport_bundle_decode(wire.items[0].tensor->data, brg_tensor_nbytes(wire.items[0].tensor), from, out)
                         : brg_error(BRG_ERR_FORMAT, "device %d received something other than bytes from device %d",
                                     device, from);
     in->release(in, device, &wire);
     return st;
 }
 
-static void se_release(transport *t, int device, transport_msg *msg) {
-    (void)t, (void)device;
+void transport_bundle_release(transport_msg *msg) {
     rebuilt_free(msg->impl);
     *msg = (transport_msg){0, NULL, NULL};
+}
+
+static void se_release(transport *t, int device, transport_msg *msg) {
+    (void)t, (void)device;
+    transport_bundle_release(msg);
 }
 
 static brg_status se_all_reduce(transport *t, int device, float *span, const transport_segment *segs, int n_segs) {
@@ -181,7 +192,8 @@ brg_status transport_serial_create(transport *inner, transport **out) {
         return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
     }
     s->base = (transport){inner->n_devices, se_send, se_recv, se_release, se_all_reduce, se_broadcast,
-                          se_barrier, se_abort, se_failure, se_reset, se_destroy};
+                          se_barrier, se_abort, se_failure, se_reset, se_destroy, 0, 1, NULL};
+    s->base.rank = inner->rank, s->base.n_ranks = inner->n_ranks, s->base.device_rank = inner->device_rank;
     s->inner = inner;
     *out = &s->base;
     return BRG_OK;

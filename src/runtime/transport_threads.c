@@ -310,7 +310,7 @@ brg_status transport_threads_create(int n_devices, transport **out) {
     threads_transport *tt = calloc(1, sizeof *tt);
     if (!tt) return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
     tt->base = (transport){n_devices, th_send, th_recv, th_release, th_all_reduce, th_broadcast,
-                           th_barrier, th_abort, th_failure, th_reset, th_destroy};
+                           th_barrier, th_abort, th_failure, th_reset, th_destroy, 0, 1, NULL};
     pthread_mutex_init(&tt->lock, NULL);
     pthread_cond_init(&tt->met, NULL);
     atomic_init(&tt->aborted, false);

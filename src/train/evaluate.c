@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "brigade/ranks.h"
 #include "brigade/tape.h"
 #include "trainer_internal.h"
 
@@ -49,6 +50,8 @@ brg_status trainer_evaluate(trainer *t, trainer_eval *out) {
     const brg_dataset *d = t->opts.eval_data;
     brg_model *m = t->model;
     BRG_TRY(brg_runtime_sync_to_model(t->rt));
+    out->loss = out->accuracy = NAN;
+    if (!brg_ranks_is_host()) return BRG_OK; /* rank 0's model has the weights now: it evaluates */
     brg_loss_items denominators = brg_model_count_loss_items(m, &d->columns);
     out->loss = out->accuracy = NAN;
     if (denominators.labels <= 0) return BRG_OK;

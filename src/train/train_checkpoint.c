@@ -67,13 +67,21 @@ static int list_state(brg_device *dev, void *arg, brg_named_tensor *list, int ca
     return n;
 }
 
+static brg_status write_optimizer(trainer *t, const char *dir, const brg_named_tensor *list, size_t n) {
+    char step[32], path[4096];
+    snprintf(step, sizeof step, "%lld", (long long)brg_optimizer_get_step(t->optimizers[0]));
+    brg_metadata_entry meta[2] = {{"optimizer", brg_optimizer_kind_name(t->opts.optimizer.kind)}, {"step", step}};
+    BRG_TRY(path_in(path, sizeof path, dir, OPTIMIZER_FILE));
+    return brg_safetensors_write(path, list, n, meta, 2);
+}
+
 /* The owners' state, gathered onto the host through the runtime, then written. */
 static brg_status save_optimizer(trainer *t, const char *dir) {
     int devices = brg_runtime_device_count(t->rt);
     state_gather g = {t, calloc((size_t)devices, sizeof *g.views)};
     brg_status st = g.views ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
     for (int d = 0; st == BRG_OK && d < devices; d++) {
-        int count = brg_optimizer_state_count(t->optimizers[d]);
+        int count = t->optimizers[d] ? brg_optimizer_state_count(t->optimizers[d]) : 0; /* NULL: another rank's */
         g.views[d] = calloc((size_t)(count ? count : 1), sizeof **g.views);
         if (!g.views[d]) st = brg_error(BRG_ERR_OOM, "cannot list the optimizer state");
     }
@@ -82,11 +90,7 @@ static brg_status save_optimizer(trainer *t, const char *dir) {
     brg_named_tensor *list = NULL;
     size_t n = 0;
     if (st == BRG_OK) st = brg_runtime_gather(t->rt, list_state, &g, host, &list, &n);
-    char step[32], path[4096];
-    snprintf(step, sizeof step, "%lld", (long long)brg_optimizer_get_step(t->optimizers[0]));
-    brg_metadata_entry meta[2] = {{"optimizer", brg_optimizer_kind_name(t->opts.optimizer.kind)}, {"step", step}};
-    if (st == BRG_OK) st = path_in(path, sizeof path, dir, OPTIMIZER_FILE);
-    if (st == BRG_OK) st = brg_safetensors_write(path, list, n, meta, 2);
+    if (st == BRG_OK && dir) st = write_optimizer(t, dir, list, n); /* no dir: another rank's part of the gather */
     for (int d = 0; g.views && d < devices; d++) free(g.views[d]);
     free(g.views);
     if (host) brg_arena_destroy(host);
@@ -115,9 +119,9 @@ static brg_status save_state(trainer *t, const char *dir) {
 
 brg_status trainer_save(trainer *t, const char *dir) {
     BRG_TRY(brg_runtime_sync_to_model(t->rt));
-    BRG_TRY(brg_model_save(t->model, dir));
+    if (dir) BRG_TRY(brg_model_save(t->model, dir));
     BRG_TRY(save_optimizer(t, dir));
-    return save_state(t, dir);
+    return dir ? save_state(t, dir) : BRG_OK;
 }
 
 /* ---- resume ---- */

@@ -1,6 +1,8 @@
 /* The training loop. Each step: fill the micro-batches of the global batch, run the pipeline
  * (gradients end up reduced on every device), clip by the global norm, step every device's
  * optimizer on its own thread, log. */
+#include "brigade/trace.h"
+#include "brigade/ranks.h"
 #include "train/checkpoint_dir.h"
 #include "trainer_internal.h"
 
@@ -56,7 +58,10 @@ static brg_status optimizer_step(brg_device *dev, void *arg) {
     step_arg *s = arg;
     brg_device_info info;
     brg_device_get_info(dev, &info);
-    return brg_optimizer_step(s->t->optimizers[info.id], s->lr);
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    brg_status st = brg_optimizer_step(s->t->optimizers[info.id], s->lr);
+    if (t0) brg_trace_span(BRG_TRACE_OPTIMIZER, t0, (int)s->t->step + 1, 0, 0, NULL);
+    return st;
 }
 
 /* ---- setup ---- */
@@ -92,7 +97,17 @@ static brg_status resume(trainer *t, const char *dir) {
 
 /* output_dir/checkpoint-<step>: written whole under a temporary name, then renamed; the oldest
  * beyond save_total_limit go. */
+static brg_status write_checkpoint(trainer *t);
+
 static brg_status save_checkpoint(trainer *t) {
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    brg_status st = write_checkpoint(t);
+    if (t0) brg_trace_named("checkpoint", t0, t->step);
+    return st;
+}
+
+static brg_status write_checkpoint(trainer *t) {
+    if (!brg_ranks_is_host()) return trainer_save(t, NULL); /* its part of the exchanges: rank 0 writes */
     const brg_train_options *o = &t->opts;
     char *tmp;
     BRG_TRY(brg_ckpt_dir_begin(o->output_dir, t->step, &tmp));
@@ -110,7 +125,7 @@ static brg_status setup(trainer *t) {
     const brg_train_options *o = &t->opts;
     BRG_TRY(setup_placement(t));
     BRG_TRY(trainer_check_budget(t));
-    BRG_TRY(trainer_check_output(t));
+    if (brg_ranks_is_host()) BRG_TRY(trainer_check_output(t)); /* rank 0 writes the output */
     brg_runtime_options ro = {.replicas = o->replicas, .stages = o->stages, .block_stage = t->block_stage,
                               .micro_batches = o->accumulation, .schedule = o->schedule,
                               .device_memory = o->device_memory, .training = true, .recompute = o->recompute,
@@ -131,7 +146,7 @@ static brg_status setup(trainer *t) {
     if (!t->schedule_given) t->opts.lr_schedule.total_steps = t->total_steps;
     BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
     if (o->resume_dir) BRG_TRY(resume(t, o->resume_dir));
-    if (o->log_path) {
+    if (o->log_path && brg_ranks_is_host()) {
         t->log = fopen(o->log_path, t->step > 0 ? "a" : "w");
         if (!t->log) return brg_error(BRG_ERR_IO, "cannot open the log %s", o->log_path);
     }
@@ -193,10 +208,20 @@ static brg_status check_finite(const trainer *t, const step_info *s) {
                      (long long)t->step + 1, show(loss, s->loss), show(norm, s->grad_norm));
 }
 
+/* The step's phases on the trace's host track (the devices record their own work). */
+static void trace_phase(const char *what, uint64_t t0, const trainer *t) {
+    if (t0) brg_trace_named(what, t0, t->step + 1);
+}
+
 static brg_status train_step(trainer *t, step_info *s) {
+    uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     brg_step_batch_fill(&t->batch, t->data, &t->order, t->step, t->model);
+    trace_phase("data", t0, t);
     uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
-    BRG_TRY(brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses));
+    t0 = t0 ? brg_trace_now() : 0;
+    brg_status run = brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses);
+    trace_phase("pipeline", t0, t);
+    BRG_TRY(run);
     s->loss = 0;
     for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) s->loss += t->losses[i];
     BRG_TRY(grad_norm(t, &s->grad_norm));
@@ -204,7 +229,10 @@ static brg_status train_step(trainer *t, step_info *s) {
     BRG_TRY(check_finite(t, s));
     BRG_TRY(clip(t, s->grad_norm));
     step_arg arg = {t, s->lr};
-    BRG_TRY(brg_runtime_each_device(t->rt, optimizer_step, &arg));
+    t0 = t0 ? brg_trace_now() : 0;
+    brg_status stepped = brg_runtime_each_device(t->rt, optimizer_step, &arg);
+    trace_phase("optimizer", t0, t);
+    BRG_TRY(stepped);
     BRG_TRY(brg_runtime_zero_grads(t->rt));
     t->step++;
     return BRG_OK;
@@ -263,7 +291,14 @@ static void log_line(trainer *t, int64_t step, const step_info *s, double tokens
     fflush(t->log);
 }
 
-static void progress_line(trainer *t, double loss, float lr, double tokens_per_s, double eta) {
+static void progress_line(trainer *t, double loss, float lr, double tokens_per_s, double eta, double steps_per_s,
+                          int64_t first) {
+    if (t->opts.on_progress) {
+        const brg_train_progress p = {t->step, t->total_steps, first, epoch_at(t, t->step), loss, perplexity(t, loss),
+                                      (double)lr, tokens_per_s, steps_per_s, eta};
+        t->opts.on_progress(t->opts.on_progress_ctx, &p);
+        return;
+    }
     FILE *f = t->opts.progress;
     if (!f) return;
     bool tty = isatty(fileno(f));
@@ -339,7 +374,10 @@ static void remember_eval(trainer *t, const trainer_eval *ev) {
 
 static brg_status evaluate(trainer *t, brg_train_result *r) {
     trainer_eval ev;
-    BRG_TRY(trainer_evaluate(t, &ev));
+    const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    brg_status st = trainer_evaluate(t, &ev);
+    if (t0) brg_trace_named("evaluate", t0, t->step);
+    BRG_TRY(st);
     r->eval_loss = ev.loss;
     r->eval_accuracy = ev.accuracy;
     remember_eval(t, &ev);
@@ -410,7 +448,8 @@ static void report_step(trainer *t, run_clock *c, const step_info *s, int64_t in
         if (o->output_mode == BRG_OUTPUT_MODE_SUM) shown.loss = c->call_sum;
         log_line(t, t->step, &shown, tps, NULL);
         double eta = elapsed / (double)(t->step - c->first) * (double)(t->total_steps - t->step);
-        progress_line(t, shown.loss, s->lr, tps, eta);
+        progress_line(t, shown.loss, s->lr, tps, eta, (double)(t->step - c->first) / (elapsed > 0 ? elapsed : 1e-9),
+                      c->first);
     }
     if (last_of_call) c->call_sum = 0;
 }
@@ -433,10 +472,15 @@ static brg_status loop(trainer *t, brg_train_result *r) {
     while (t->step < t->total_steps) {
         r->steps = t->step;
         r->seconds = now_seconds() - c.t0;
-        if (stop_requested(t)) return interrupted(t);
+        bool stop = stop_requested(t);
+        BRG_TRY(brg_runtime_host_flag(t->rt, &stop)); /* across ranks, rank 0's request: all stop at one step */
+        if (stop) return interrupted(t);
         int64_t in_call = (t->step - c.first) % o->device_iterations;
         step_info s;
+        const uint64_t t_step = brg_trace_enabled() ? brg_trace_now() : 0;
+        const int64_t number = t->step + 1;
         brg_status st = train_step(t, &s);
+        if (t_step) brg_trace_named("step", t_step, number);
         double elapsed = now_seconds() - c.t0;
         if (st == BRG_ERR_DIVERGED) return diverged(t, &s, tokens_per_second(&c, elapsed));
         BRG_TRY(st);
@@ -458,7 +502,7 @@ static brg_status loop(trainer *t, brg_train_result *r) {
      * transformers' Trainer leaves it. */
     if (o->output_dir) {
         BRG_TRY(save_checkpoint(t));
-        BRG_TRY(brg_model_save(t->model, o->output_dir));
+        if (brg_ranks_is_host()) BRG_TRY(brg_model_save(t->model, o->output_dir));
     }
     summary(t, r, c.tokens, c.first);
     return BRG_OK;

@@ -29,7 +29,8 @@ typedef struct trainer {
     double warm_busy, warm_schedule;
 } trainer;
 
-/* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json. */
+/* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json; with dir
+ * NULL (a rank other than the host's) takes part in the exchanges and writes nothing. */
 brg_status trainer_save(trainer *t, const char *dir);
 /* Fails when a device's planned memory exceeds opts.device_memory, or (without a budget) when
  * all the devices' plans together exceed the machine's memory. */

@@ -1,0 +1,24 @@
+/* --devices-per-rank and --timeout, for the commands that run devices: what they mean under
+ * mpirun (brigade/ranks.h); in one process they change nothing. */
+#ifndef BRIGADE_CLI_RANK_FLAGS_H
+#define BRIGADE_CLI_RANK_FLAGS_H
+
+#include "brigade/status.h"
+
+typedef struct cli_rank_flags {
+    const char *devices_per_rank;
+    double timeout; /* < 0: not given */
+} cli_rank_flags;
+
+#define CLI_RANK_FLAGS_INIT {NULL, -1}
+
+/* The two entries of a command's arg_spec table. */
+#define CLI_RANK_FLAG_SPECS(rf)                                                                                      \
+    {"devices-per-rank", ARG_STRING, &(rf).devices_per_rank, false,                                                \
+     "under mpirun: devices per rank, K or K0,K1,... (default: consecutive, as even as the count allows)", false}, \
+    {"timeout", ARG_DOUBLE, &(rf).timeout, false,                                                                 \
+     "under mpirun: seconds a rank waits for another before it stops the run (default 300; 0: for ever)", false}
+
+brg_status cli_rank_flags_apply(const cli_rank_flags *rf);
+
+#endif
