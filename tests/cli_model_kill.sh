@@ -78,8 +78,8 @@ done
 echo "60 kills within ${span_ms} ms of the start: $olds left the old pair, $news the new one"
 
 # One kill at each point of the replacement: before the switch the old pair, from it on the new.
-points=(staged old-linked pointer linked-first linked switched materialized-first materialized)
-want=(old old old old old new new new)
+points=(staged old-linked pointer-linked pointer linked-first linked switched materialized-first materialized)
+want=(old old old old old old new new new)
 for i in "${!points[@]}"; do
   out=$tmp/p$i
   cp -r "$tmp/old" "$out"

@@ -97,8 +97,8 @@ static bool linked_through(const char *path, long pid, const char *name) {
 
 /* Replaces `path` by a hard link of `source` (or by a symlink reading `text` when text is set),
  * through a temporary of this process: one rename, so `path` is at every moment the old entry
- * or the new one. */
-static brg_status replace_with(const char *path, const char *source, const char *text) {
+ * or the new one. `fault` names a test's kill point between the two (BRIGADE_FAULT), or NULL. */
+static brg_status replace_with(const char *path, const char *source, const char *text, const char *fault) {
     char *tmp = brg_str_printf("%s.tmp.%ld", path, (long)getpid());
     if (!tmp) return brg_error(BRG_ERR_OOM, "no memory to replace %s", path);
     (void)unlink(tmp);
@@ -109,12 +109,22 @@ static brg_status replace_with(const char *path, const char *source, const char 
                            ? BRG_ERR_UNSUPPORTED
                            : BRG_ERR_IO,
                        "cannot create %s: %s", tmp, strerror(errno));
-    else if (rename(tmp, path) != 0) {
-        st = brg_error(BRG_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-        (void)unlink(tmp);
+    else {
+        if (fault) fault_point(fault); /* a kill between the link and its rename */
+        if (rename(tmp, path) != 0) {
+            st = brg_error(BRG_ERR_IO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
+            (void)unlink(tmp);
+        }
     }
     free(tmp);
     return st;
+}
+
+/* Removes replace_with's temporary for `path` of writer `pid` (never renamed into place). */
+static void unlink_temporary(const char *path, long pid) {
+    char *tmp = brg_str_printf("%s.tmp.%ld", path, pid);
+    if (tmp) (void)unlink(tmp);
+    free(tmp);
 }
 
 /* ---- finishing a writer's switch ------------------------------------------------------------ */
@@ -134,7 +144,7 @@ static brg_status finish(const char *dir, long pid, const char *const names[2], 
         else if (linked_through(path, pid, names[i])) {
             struct stat sb;
             linked = true;
-            if (stat(through, &sb) == 0) st = replace_with(path, through, NULL);
+            if (stat(through, &sb) == 0) st = replace_with(path, through, NULL, NULL);
             else if (unlink(path) != 0) st = brg_error(BRG_ERR_IO, "cannot remove %s: %s", path, strerror(errno));
             if (st == BRG_OK && i == 0) fault_point("materialized-first");
         }
@@ -146,6 +156,8 @@ static brg_status finish(const char *dir, long pid, const char *const names[2], 
         if (linked) fault_point("materialized");
         (void)unlink(h.pointer);
         (void)unlink(h.next);
+        unlink_temporary(h.pointer, pid); /* a kill inside replace_with leaves its link behind */
+        unlink_temporary(h.next, pid);
         remove_tree(h.old);
         if (!keep_staged) remove_tree(h.staged);
         sync_dir(dir);
@@ -275,7 +287,7 @@ static brg_status link_old(const brg_file_pair *p, const helpers *h, char *const
         if (!S_ISREG(sb.st_mode))
             return brg_error(BRG_ERR_UNSUPPORTED, "%s is not a plain file", final[i]);
         char *keep = brg_str_printf("%s/%s", h->old, p->names[i]);
-        st = keep ? replace_with(keep, final[i], NULL) : brg_error(BRG_ERR_OOM, "no memory for a path");
+        st = keep ? replace_with(keep, final[i], NULL, NULL) : brg_error(BRG_ERR_OOM, "no memory for a path");
         free(keep);
     }
     if (st != BRG_OK) return st;
@@ -283,14 +295,14 @@ static brg_status link_old(const brg_file_pair *p, const helpers *h, char *const
     fault_point("old-linked");
     char *target = brg_str_printf(HELPER "%ld.old", pid);
     if (!target) return brg_error(BRG_ERR_OOM, "no memory for a path");
-    st = replace_with(h->pointer, NULL, target);
+    st = replace_with(h->pointer, NULL, target, "pointer-linked");
     free(target);
     if (st != BRG_OK) return st;
     sync_dir(p->dir);
     fault_point("pointer");
     for (int i = 0; st == BRG_OK && i < 2; i++) {
         char *text = link_text(pid, p->names[i]);
-        st = text ? replace_with(final[i], NULL, text) : brg_error(BRG_ERR_OOM, "no memory for a path");
+        st = text ? replace_with(final[i], NULL, text, NULL) : brg_error(BRG_ERR_OOM, "no memory for a path");
         free(text);
         if (st == BRG_OK && i == 0) fault_point("linked-first");
     }
