@@ -210,6 +210,35 @@ static void test_byte_level_decode(void) {
     brg_tokenizer_free(tok);
 }
 
+/* CTC with an empty pad or word-delimiter token (found by fuzz_tokenizer: the replacement looped
+ * for ever): an empty pattern matches at every character boundary, as Rust's str::replace has
+ * it, so the expected strings are the `tokenizers` library's own decodes. */
+static void test_ctc_empty_tokens(void) {
+    static const struct {
+        const char *pad, *delimiter, *want;
+    } cases[] = {{"", "|", "ab\xc3\xa9 c<pad>"},
+                 {"<pad>", "", " a  b \xc3\xa9  |  c  "},
+                 {"", "", " a  b \xc3\xa9  |  c  < p a d > "}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char json[1024];
+        snprintf(json, sizeof json,
+                 "{\"decoder\": {\"type\": \"CTC\", \"pad_token\": \"%s\", \"word_delimiter_token\": \"%s\", "
+                 "\"cleanup\": true}, \"model\": {\"type\": \"WordLevel\", \"unk_token\": \"<pad>\", \"vocab\": "
+                 "{\"<pad>\": 0, \"a\": 1, \"b\u00e9\": 2, \"|\": 3, \"c\": 4}}}",
+                 cases[k].pad, cases[k].delimiter);
+        brg_tokenizer *tok = NULL;
+        CHECK_OK(load_text(json, &tok));
+        if (!tok) continue;
+        int32_t ids[] = {1, 2, 2, 3, 4, 0};
+        char *text = NULL;
+        CHECK_OK(brg_tokenizer_decode(tok, ids, 6, false, &text));
+        CHECK_MSG(text && strcmp(text, cases[k].want) == 0, "CTC pad '%s' delimiter '%s': decoded '%s'", cases[k].pad,
+                  cases[k].delimiter, text ? text : "(null)");
+        free(text);
+        brg_tokenizer_free(tok);
+    }
+}
+
 /* Added tokens get ids as `tokenizers` gives them, whatever the file says: the model's id when
  * the model has the token, else the next one after the model's vocabulary, in file order. */
 static void test_added_ids(void) {
@@ -241,5 +270,6 @@ int main(void) {
     test_bad_values();
     test_inputs();
     test_byte_level_decode();
+    test_ctc_empty_tokens();
     return test_finish();
 }

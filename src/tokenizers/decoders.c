@@ -125,8 +125,25 @@ brg_status tk_decoder_simple(const char *type, tk_decoder **out) {
 
 /* ---- string helpers -------------------------------------------------------------------------- */
 
+/* Rust's str::replace with an empty pattern, which matches at every character boundary: `to`
+ * before every character and at the end ("ab" -> " a b " for " "). */
+static char *insert_everywhere(const char *s, const char *to) {
+    size_t tl = strlen(to), chars = 0, len = strlen(s);
+    for (const char *p = s; *p; p++) chars += ((unsigned char)*p & 0xC0) != 0x80;
+    char *out = malloc(len + (chars + 1) * tl + 1), *o = out;
+    if (!out) return NULL;
+    for (const char *p = s;; p++) {
+        if (!*p || ((unsigned char)*p & 0xC0) != 0x80) memcpy(o, to, tl), o += tl;
+        if (!*p) break;
+        *o++ = *p;
+    }
+    *o = '\0';
+    return out;
+}
+
 /* s with every occurrence of `from` replaced by `to` (malloc'd; NULL on OOM). */
 static char *replace_all(const char *s, const char *from, const char *to) {
+    if (!*from) return insert_everywhere(s, to); /* strstr would find "" at the same place forever */
     size_t fl = strlen(from), tl = strlen(to), n = 0;
     for (const char *p = s; (p = strstr(p, from)); p += fl) n++;
     char *out = malloc(strlen(s) + n * (tl > fl ? tl - fl : 0) + 1), *o = out;
