@@ -4,6 +4,7 @@
  *   brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|decode|all]
  *                 [--bt 4x64|8x128|default|all] [--config NAME[,NAME...]|all] [--steps N] [--warmup N]
  *                 [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]
+ *                 [--precision 32.32|16.32|bf16.32|16.16|bf16.16] (training only; RESULT precision=)
  *                 [--mode decode [--prompt N] [--new-tokens N] [--bw-mib N]]
  *
  * --mode decode (GPT-2 only, not part of "all"): greedy brg_generate with the KV cache, batches 1
@@ -429,6 +430,9 @@ static void on_step(void *ctx, int64_t step, double loss, float lr) {
     if (step >= 1 && step <= c->n) c->t[step - 1] = now();
 }
 
+/* --precision: the mode training runs in (inference stays fp32). */
+static brg_precision train_precision = BRG_PRECISION_32_32;
+
 static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
                               bool verbose, bool recompute, measurement *out) {
     const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
@@ -449,6 +453,7 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
     o.device_memory = device_budget(devices_of(c));
     o.intra_threads = intra_threads_of(c);
     o.recompute = recompute;
+    o.precision = train_precision;
     step_clock clock = {t, total};
     o.on_step = on_step, o.on_step_ctx = &clock;
     o.progress = verbose ? stderr : NULL;
@@ -543,11 +548,11 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
-           "simd=%s peak_rss_mb=%.1f rss=%s%s%s\n",
+           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
-           brg_isa_name(brg_simd_isa()), rss,
-           set->measured ? "cumulative" : "fresh", set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+           brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
+           brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;
 }
@@ -861,6 +866,13 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--peak1") == 0) set.peak1 = atof(v), i++;
         else if (strcmp(a, "--peak2") == 0) set.peak2 = atof(v), i++;
         else if (strcmp(a, "--env-tag") == 0) set.env_tag = v, i++;
+        else if (strcmp(a, "--precision") == 0) {
+            if (!v || brg_precision_parse(v, &train_precision) != BRG_OK) {
+                fprintf(stderr, "brigade_bench: %s\n", brg_last_error());
+                return 2;
+            }
+            i++;
+        }
         else if (strcmp(a, "--prompt") == 0) set.prompt = atoll(v), i++;
         else if (strcmp(a, "--new-tokens") == 0) set.new_tokens = atoll(v), i++;
         else if (strcmp(a, "--bw-mib") == 0) set.bw_mib = atoi(v), i++;

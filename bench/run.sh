@@ -21,7 +21,8 @@
 # small); BENCH_GEMM=0 skips the GEMM microbenchmark;
 # BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset; BENCH_DECODE=0 skips
 # the decode rows (GPT-2 small and tiny greedy generation, batches 1 and 8, 128 + 128 tokens, with
-# the streaming bandwidth their bound uses).
+# the streaming bandwidth their bound uses); BENCH_PRECISION=0 skips GPT-2 small's bf16.32 training
+# rows (1dev and 1dev2t, both shapes).
 set -euo pipefail
 
 build=${1:?usage: bash bench/run.sh BUILD_DIR}
@@ -87,6 +88,11 @@ for round in $(seq 1 "$rounds"); do
                 say "== round $round/$rounds: $model $mode $bt: brigade, then PyTorch (at ${SECONDS} s)"
                 in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --config "$configs"
+                # bf16.32 training beside fp32's (the precision goal pairs them by round).
+                if [ "$model/$mode" = small/train ] && [ "${BENCH_PRECISION:-1}" != 0 ]; then
+                    in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train \
+                        --bt "$bt" --config 1dev,1dev2t --precision bf16.32
+                fi
                 in_round "$round" "$py" "$root/bench/bench_torch.py" "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --variants "$variants" --compile-threads "$compile_threads"
             done

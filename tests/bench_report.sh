@@ -19,6 +19,13 @@ for cfg in 1dev pipe2bal; do
     grep -q "^RESULT impl=brigade model=tiny mode=train bt=4x64 config=$cfg .*tokens_per_s=" "$tmp/run.log" && ok ||
         bad "no RESULT line for $cfg"
 done
+"$bench" --no-peak --model tiny --mode train --bt 4x64 --config 1dev --steps 1 --warmup 1 --precision bf16.32 \
+    >"$tmp/half.log" 2>&1 || bad "brigade_bench --precision exited with $?: $(tail -3 "$tmp/half.log")"
+grep -q "^RESULT impl=brigade model=tiny mode=train bt=4x64 config=1dev .* precision=bf16.32" "$tmp/half.log" && ok ||
+    bad "no precision=bf16.32 in the RESULT line"
+"$bench" --no-peak --model tiny --mode train --precision fp8 >"$tmp/bad.log" 2>&1 && bad "--precision fp8 accepted" ||
+    { grep -q "is not one of 32.32" "$tmp/bad.log" && ok || bad "--precision fp8: $(cat "$tmp/bad.log")"; }
+cat "$tmp/half.log" >>"$tmp/run.log"
 python3 "$root/bench/report.py" "$tmp/run.log" "$tmp/run.md" >/dev/null 2>&1 || bad "report.py failed on a real run"
 grep -q 'simd=[a-z0-9]* ' "$tmp/run.log" && ok || bad "RESULT lines do not name the element-wise kernels"
 grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok || bad "no pipe2bal row in the table"
@@ -46,8 +53,11 @@ grep -q '^| tiny | 8x8+3 | brigade | 1dev | 1 | ' "$tmp/dec.md" && ok || bad "no
 # a later measurement's peak so far (rss=cumulative) would pass it either way, and the env=rss
 # rows' speed would pass every GPT-2 small training ratio, so neither may count.
 synthetic() {
-    local above=$1 f r m
+    local above=$1 f r m bf
     [ "$above" = 1 ] && f=(400 71 142 0.81 1000 171 690 151 401) || f=(396 69 138 0.79 996 169 710 149 399)
+    # bf16.32 training against fp32's 100 tokens/s: above both thresholds (1.6x with AVX512_BF16,
+    # 1.15x without) or below both, so the verdict does not depend on this machine's CPU.
+    [ "$above" = 1 ] && bf=161 || bf=114
     cat <<EOF
 RESULT impl=peak isa=avx512 peak1=50 peak2=90
 RESULT impl=peak isa=avx512 peak1=100 peak2=200
@@ -62,6 +72,9 @@ RESULT impl=brigade model=small mode=train bt=4x64 config=rep2 cores=2 threads=1
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=9000 gflops=150 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=100 gflops=${f[1]} pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=${f[5]} gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=100 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=bf16.32 round=$r
+RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=bf16.32 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=rep2 cores=2 threads=1 ms_per_step=1 tokens_per_s=${f[0]} gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=pipe2bal cores=2 threads=1 ms_per_step=1 tokens_per_s=1 gflops=1 pipe_eff=${f[3]} ideal=0.8889 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=pipe2bal cores=2 threads=1 ms_per_step=1 tokens_per_s=1 gflops=1 pipe_eff=${f[3]} ideal=0.8889 steps=1 params=1 gemm=avx512 round=$r
@@ -101,7 +114,7 @@ for above in 1 0; do
     python3 "$root/bench/report.py" "$tmp/s$above.log" "$tmp/s$above.md" >/dev/null 2>&1 ||
         { bad "report.py failed on the synthetic lines"; continue; }
     n=$(grep -c "^- PASS: " "$tmp/s$above.md")
-    want=12
+    want=13
     [ "$above" = 0 ] && want=0
     [ "$n" = "$want" ] && ok || bad "expected $want PASS verdicts, got $n: $(grep -E '^- (PASS|FAIL)' "$tmp/s$above.md")"
     grep -q '^- FAIL: .*not measured' "$tmp/s$above.md" && bad "a goal is 'not measured'" || ok
@@ -113,6 +126,9 @@ grep -q '1.71× (1.71–1.71) over 2 round(s)' "$tmp/s1.md" && ok || bad "thread
 grep -q '4x64: 71.0% (71.0–71.0) of the cores' "$tmp/s1.md" && ok || bad "peak share against the best peak: $(grep 'FMA peak of' "$tmp/s1.md")"
 grep -q '4x64: 91.1% (91.1–91.1) of ideal 88.9%' "$tmp/s1.md" && ok || bad "pipeline line: $(grep 'pipeline,' "$tmp/s1.md")"
 grep -q 'highest of 3 measurements' "$tmp/s1.md" && ok || bad "peak line"
+grep -q 'bf16.32 training tokens/s .*4x64: 1dev2t 1.61× (1.61–1.61); 8x128: 1dev 1.61× (1.61–1.61)' "$tmp/s1.md" && ok ||
+    bad "precision line: $(grep 'bf16.32 training' "$tmp/s1.md")"
+grep -q '^| small | train | 8x128 | brigade | 1dev bf16.32 | 1 |' "$tmp/s1.md" && ok || bad "no bf16.32 row in the table"
 grep -q '690 vs 1000 MiB (PyTorch t2), 0.69×' "$tmp/s1.md" && ok || bad "RSS line: $(grep 'Peak RSS of' "$tmp/s1.md")"
 grep -q 'bert-base training .* 1.51× (1.51–1.51) over 2 round(s) (best round: brigade rep2 151.0 vs PyTorch t2-compile' \
     "$tmp/s1.md" && ok || bad "BERT line: $(grep 'bert-base training' "$tmp/s1.md")"

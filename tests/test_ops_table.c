@@ -931,6 +931,78 @@ static brg_tensor *tanh_graph(brg_tape *tape, opcase *c) {
     return y;
 }
 
+/* clamp: [0, 10] (V0: [-10, 0]); inputs stay 0.05 away from the kink at 0, the far bound is
+ * out of their reach */
+static const shape clamp_shapes[] = {
+    {{1}, 0}, {{7}, V0}, {{17}, 0}, {{33}, V0}, {{1000}, 0}, {{17}, S_SPECIAL}, {{17}, S_SPECIAL | V0},
+};
+
+static void clamp_layout(opcase *c) {
+    IN("x", B_PARAM | B_SPECIAL | B_AWAY0, -3, 3, c->d[0]);
+    IN("dy", 0, -1, 1, c->d[0]);
+    OUT("y", c->d[0]);
+    ACC("dx", c->d[0]);
+}
+
+static float clamp_lo(const opcase *c) { return c->v & V0 ? -10.0f : 0.0f; }
+static float clamp_hi(const opcase *c) { return c->v & V0 ? 0.0f : 10.0f; }
+
+static void clamp_kernel(opcase *c) {
+    brg_k_clamp_fwd(F(c, "y"), F(c, "x"), c->d[0], clamp_lo(c), clamp_hi(c));
+    brg_k_clamp_bwd(F(c, "dx"), F(c, "dy"), F(c, "x"), c->d[0], clamp_lo(c), clamp_hi(c));
+}
+
+static brg_tensor *clamp_graph(brg_tape *tape, opcase *c) {
+    brg_tensor *y;
+    OPCHK(brg_clamp(tape, T(c, "x"), clamp_lo(c), clamp_hi(c), &y));
+    return y;
+}
+
+/* fp16 overflow guard on x * 0.5 (a new tensor, so the graph's output is never its input): the
+ * seeded values are moved so the guard acts. V0: every |x| >= 67000 (fp16 inf: clamped to
+ * 64504, no gradient passes); V1: one element at 2 * 65510 (past 65504, not inf: only it is
+ * clamped, to 65504); V2: |x| <= 3, the guard passes its input on. Finite differences only on V2:
+ * steps on values near 1e5 are lost to rounding, so V0 and V1 are checked against the kernel. */
+static const shape guard_shapes[] = {
+    {{1}, V2}, {{7}, V0}, {{17}, V1}, {{33}, V2}, {{1000}, V0}, {{1000}, V1},
+};
+
+static void guard_layout(opcase *c) {
+    IN("x", B_PARAM, -3, 3, c->d[0]);
+    IN("dy", 0, -1, 1, c->d[0]);
+    OUT("y", c->d[0]);
+    ACC("dx", c->d[0]);
+}
+
+static void guard_prepare(opcase *c) {
+    float *x = F(c, "x");
+    for (int64_t i = 0; c->v & V0 && i < c->d[0]; i++) x[i] = x[i] < 0 ? x[i] * 1000 - 134000 : x[i] * 1000 + 134000;
+    if (c->v & V1) x[c->d[0] / 2] = 2 * 65510.0f;
+}
+
+static void guard_kernel(opcase *c) {
+    const int64_t n = c->d[0];
+    const float *x = F(c, "x");
+    float *y = F(c, "y"), *dx = F(c, "dx");
+    const float *dy = F(c, "dy");
+    float h[1000];
+    for (int64_t i = 0; i < n; i++) h[i] = x[i] * 0.5f;
+    const float m = brg_k_max_abs(h, n), bound = m >= 65520.0f ? 64504.0f : 65504.0f;
+    if (m > 65504.0f) brg_k_clamp_fwd(y, h, n, -bound, bound);
+    else memcpy(y, h, (size_t)n * sizeof *y);
+    float g[1000] = {0};
+    if (m > 65504.0f) brg_k_clamp_bwd(g, dy, h, n, -bound, bound);
+    else memcpy(g, dy, (size_t)n * sizeof *g);
+    for (int64_t i = 0; i < n; i++) dx[i] += g[i] * 0.5f;
+}
+
+static brg_tensor *guard_graph(brg_tape *tape, opcase *c) {
+    brg_tensor *h, *y;
+    OPCHK(brg_scale(tape, T(c, "x"), 0.5f, &h));
+    OPCHK(brg_fp16_overflow_guard(tape, h, &y));
+    return y;
+}
+
 #define SCALE_S 0.37f
 
 static void scale_kernel(opcase *c) { brg_k_scale(F(c, "y"), F(c, "x"), SCALE_S, c->d[0]); }
@@ -1784,6 +1856,12 @@ static const entry entries[] = {
      .shapes = SHAPES(gelu_shapes), .variants = "V0 tanh form", .layout = unary_layout, .kernel = gelu_kernel,
      .graph = gelu_graph},
     FLAT("relu", "brg_relu", relu_kernel, relu_graph),
+    {.name = "clamp", .covers = {"brg_clamp"}, .tol = 0, .shapes = SHAPES(clamp_shapes),
+     .variants = "V0 bounds [-10, 0] (else [0, 10])", .layout = clamp_layout, .kernel = clamp_kernel,
+     .graph = clamp_graph},
+    {.name = "fp16_overflow_guard", .covers = {"brg_fp16_overflow_guard", "brg_clamp", "brg_scale"}, .tol = 0,
+     .shapes = SHAPES(guard_shapes), .variants = "V0 all past fp16's range, V1 one past 65504, V2 within it",
+     .layout = guard_layout, .prepare = guard_prepare, .kernel = guard_kernel, .graph = guard_graph, .fd_needs = V2},
     FLAT("tanh", "brg_tanh", tanh_kernel, tanh_graph),
     FLAT("scale", "brg_scale", scale_kernel, scale_graph),
     {.name = "mul", .covers = {"brg_mul"}, .tol = 1e-6, .shapes = SHAPES(flat_shapes), .layout = binary_layout,

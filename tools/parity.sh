@@ -12,6 +12,8 @@
 # 4. Tokenizers: freshly trained ones and a real hub tokenizer.json against the Python library.
 # 5. A real published BertModel (all-MiniLM-L6-v2) through brigade forward against transformers,
 #    and brigade embed on its sentence-transformers folder.
+# 6. Precision modes: fresh tools/precision_fixtures.py references (a new seed) through
+#    test_precision_parity.
 # Prints "N passed, N failed" last; exits non-zero if anything failed. The scratch folder is
 # removed on success and kept (path printed) on failure.
 set -u
@@ -238,6 +240,20 @@ run_pipelines() {
     fi
 }
 
+# Training in every --precision mode: fresh PyTorch references (autocast / half models, a new
+# seed each run) through test_precision_parity.
+run_precision() {
+    local seed=${PARITY_SEED:-$(date +%s)} dir=$WORK/precision
+    echo "parity: precision modes, seed $seed (reproduce with PARITY_SEED=$seed)"
+    if ! "$PY" "$ROOT/tools/precision_fixtures.py" --out "$dir" --seed "$seed" >"$WORK/precision.log" 2>&1; then
+        fail "precision_fixtures.py --seed $seed (log: $WORK/precision.log)"
+    elif "$BUILD/test_precision_parity" "$dir"; then
+        pass "test_precision_parity on fresh precision references (seed $seed)"
+    else
+        fail "test_precision_parity $dir (seed $seed)"
+    fi
+}
+
 main() {
     if ! ensure_venv; then
         echo "parity: could not set up $VENV"
@@ -251,6 +267,7 @@ main() {
     run_minilm
     run_trace_check
     run_pipelines
+    run_precision
     if [ "$FAILED" -eq 0 ]; then
         rm -rf "$WORK"
     else

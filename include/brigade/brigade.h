@@ -17,6 +17,7 @@
 #include "brigade/placement.h"
 #include "brigade/registry.h"
 #include "brigade/optim.h"
+#include "brigade/precision.h"
 #include "brigade/lr_schedule.h"
 #include "brigade/t5.h"
 #include "brigade/encoder.h"

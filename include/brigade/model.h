@@ -192,6 +192,9 @@ brg_status brg_model_load_dir_weights(brg_model *m, const char *dir, const char 
                                       const char *const *ignore_suffixes, brg_model **out);
 /* Writes dir/config.json and dir/model.safetensors (tied weights once), atomically. */
 brg_status brg_model_save(const brg_model *m, const char *dir);
+/* The same with the weights stored as `dtype` (F32, F16 or BF16, rounded to nearest even) and
+ * config.json's torch_dtype saying so, as transformers saves a half model. */
+brg_status brg_model_save_as(const brg_model *m, const char *dir, brg_dtype dtype);
 
 /* The model's count for a batch (zeros when it has no labels). */
 brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch);

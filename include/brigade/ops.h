@@ -127,6 +127,12 @@ brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int6
  * bias. */
 brg_status brg_rms_norm(brg_tape *tape, brg_tensor *x, brg_tensor *weight, float eps, brg_tensor **y);
 brg_status brg_relu(brg_tape *tape, brg_tensor *x, brg_tensor **y);
+/* torch.clamp(x, lo, hi): NaN stays NaN; the gradient passes where lo <= x <= hi. */
+brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tensor **y);
+/* T5's guard for fp16 training (transformers' T5Block): where a hidden state holds a value fp16
+ * cannot (it would be inf there), every value is clamped to +-(65504 - 1000); one past 65504 that
+ * still rounds to it, to +-65504; otherwise *y = x, with nothing recorded. */
+brg_status brg_fp16_overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y);
 /* Elementwise product of two tensors of the same shape (T5's gated feed-forward). */
 brg_status brg_mul(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y);
 

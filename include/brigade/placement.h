@@ -60,7 +60,9 @@ void brg_placement_free(brg_placement *p);
 /* ---- per-device plan ---------------------------------------------------------------------- */
 
 /* Kernel scratch buffers a thread keeps (attention's score rows, ...): brg_scratch's slots. */
-#define BRG_PLAN_SCRATCH_SLOTS 4
+/* The last two hold matrix products' operands rounded to a half compute type (the precision
+ * modes), which the plan does not count yet: it plans fp32 runs. */
+#define BRG_PLAN_SCRATCH_SLOTS 6
 
 /* Estimated cost of one block for one micro-batch (filled by the model's architecture). Memory is
  * in bytes as a device's arena counts them: every tensor a header and its data, each rounded up
@@ -80,6 +82,10 @@ typedef struct brg_block_cost {
     int64_t input_bytes;
     int64_t input_grad_bytes;
     int64_t grad_bytes;      /* training: the activation gradients its backward allocates */
+    /* training: the part of grad_bytes its backward releases again when it ends (the gradients of
+     * its own outputs but those it hands on, which live to the micro-batch's end); 0: it keeps
+     * them all */
+    int64_t released_grad_bytes;
     int64_t forward_bytes;   /* inference: all that its forward allocates */
     /* The largest request its ops make of each kernel scratch buffer (per thread, kept: a device
      * needs the largest over its blocks of each), in training and in inference. */

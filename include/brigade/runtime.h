@@ -35,6 +35,9 @@ typedef struct brg_runtime_options {
      * its weights once and the model follows training step by step. The bytes still count
      * against each device's budget. For callers that own the model for the run (the trainer). */
     bool params_in_model;
+    /* The type every device's matrix products round their operands to (brg_compute_dtype_set):
+     * F32 (the default) leaves them; F16 or BF16 for the reduced precision modes. */
+    brg_dtype compute_dtype;
 } brg_runtime_options;
 
 /* One micro-batch's inputs (host memory, read by every stage of its replica); the fields
@@ -66,6 +69,11 @@ brg_device *brg_runtime_device(brg_runtime *rt, int id);
  * gradients are then reduced across all copies of each parameter, in device order. */
 brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const brg_loss_items *denominators,
                            uint64_t seed, float *losses);
+
+/* Loss scaling: the gradient backward starts from at the loss for the runs that follow (1 by
+ * default), so every gradient the run leaves is `scale` times the loss's. The losses reported
+ * stay unscaled. */
+void brg_runtime_set_loss_scale(brg_runtime *rt, float scale);
 
 /* Forward only (a runtime created with training false): as brg_runtime_run, and the last
  * stage copies each micro-batch's logits into logits[replica * micro_batches + m] (caller

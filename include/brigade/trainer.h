@@ -12,6 +12,7 @@
 #include "brigade/ipu_config.h"
 #include "brigade/lr_schedule.h"
 #include "brigade/optim.h"
+#include "brigade/precision.h"
 #include "brigade/placement.h"
 #include "brigade/runtime.h"
 
@@ -48,6 +49,19 @@ typedef struct brg_train_options {
     brg_optimizer_config optimizer; /* optimizer.lr is the base learning rate */
     brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */
     float max_grad_norm;            /* 0: no clipping */
+    /* precision (brigade/precision.h): products in the compute type, weights, gradients and
+     * optimizer state in the master type */
+    brg_precision precision;
+    /* Loss scaling: the loss is multiplied by the scale before backward and the gradients divided
+     * by it before clipping and the update. 0: none (a scale of 1). With auto_loss_scaling the
+     * starting scale (0: 65536), which halves and skips the step when a gradient is not finite
+     * and doubles after loss_scaling_interval finite steps in a row (PyTorch's GradScaler). */
+    float loss_scaling;
+    bool auto_loss_scaling;
+    int64_t loss_scaling_interval; /* 0: 2000 */
+    /* Round half weight updates stochastically (seeded by seed, step and element, so runs
+     * reproduce and every placement agrees): -1 (default) on for .16 modes, 0 off, 1 on. */
+    int stochastic_rounding;
     /* output */
     /* NULL: no checkpoints. Checkpoints go to output_dir/checkpoint-N/ (each written whole under
      * a temporary name, then renamed), the final model to output_dir itself. */

@@ -34,6 +34,8 @@ const ops_registry_entry ops_registry[] = {
     OP(brg_patch_unfold),
     OP(brg_rms_norm),
     OP(brg_relu),
+    OP(brg_clamp),
+    OP(brg_fp16_overflow_guard),
     OP(brg_mul),
     OP(brg_relative_position_buckets),
     OP(brg_relative_position_bias),

@@ -26,11 +26,11 @@
 
 typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
-    const char *resume, *device_memory, *schedule, *source_prefix, *trace;
+    const char *resume, *device_memory, *schedule, *source_prefix, *trace, *precision;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
-        schedule_steps, logging_steps, max_target_length, doc_stride;
-    double epochs, lr, weight_decay, max_grad_norm, mlm_probability;
-    bool no_shuffle, quiet, pin, overwrite_output, line_by_line;
+        schedule_steps, logging_steps, max_target_length, doc_stride, loss_scaling_interval;
+    double epochs, lr, weight_decay, max_grad_norm, mlm_probability, loss_scaling;
+    bool no_shuffle, quiet, pin, overwrite_output, line_by_line, stochastic_rounding, no_stochastic_rounding;
 } train_flags;
 
 static void print_warnings(const brg_ipu_config *cfg) {
@@ -105,6 +105,15 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     o->lr_schedule.warmup_steps = f->warmup;
     o->lr_schedule.total_steps = f->schedule_steps; /* 0: the run's (or a resumed run's original) */
     o->max_grad_norm = (float)f->max_grad_norm;
+    if (f->precision) BRG_TRY(brg_precision_parse(f->precision, &o->precision));
+    if (f->loss_scaling < 0 || f->loss_scaling > 3.0e38)
+        return brg_error(BRG_ERR_INVALID_ARG, "--loss-scaling must be a positive scale (got %g)", f->loss_scaling);
+    o->loss_scaling = (float)f->loss_scaling;
+    o->loss_scaling_interval = f->loss_scaling_interval;
+    if (f->stochastic_rounding && f->no_stochastic_rounding)
+        return brg_error(BRG_ERR_INVALID_ARG, "--stochastic-rounding and --no-stochastic-rounding contradict each other");
+    if (f->stochastic_rounding) o->stochastic_rounding = 1;
+    if (f->no_stochastic_rounding) o->stochastic_rounding = 0;
     o->output_dir = f->output;
     o->save_every = f->save_every;
     o->save_total_limit = (int)f->save_total_limit;
@@ -339,6 +348,14 @@ int cmd_train(int argc, char **argv) {
         {"warmup-steps", ARG_INT, &f.warmup, false, "linear warm-up steps (default 0)", false},
         {"weight-decay", ARG_DOUBLE, &f.weight_decay, false, "weight decay (decoupled for adamw), not on biases/LayerNorm (default 0)", false},
         {"max-grad-norm", ARG_DOUBLE, &f.max_grad_norm, false, "clip the global gradient norm (default: off)", false},
+        {"precision", ARG_STRING, &f.precision, false,
+         "compute.master types: 32.32 (default), 16.32, bf16.32, 16.16, bf16.16 (docs/precision.md)", false},
+        {"loss-scaling", ARG_DOUBLE, &f.loss_scaling, false,
+         "static loss scale (with the IPUConfig's auto_loss_scaling: the starting one, default 65536)", false},
+        {"loss-scaling-interval", ARG_INT, &f.loss_scaling_interval, false,
+         "automatic loss scaling: clean steps before the scale doubles (default 2000)", false},
+        {"stochastic-rounding", ARG_FLAG, &f.stochastic_rounding, false, "round half weight updates stochastically (default for .16)", false},
+        {"no-stochastic-rounding", ARG_FLAG, &f.no_stochastic_rounding, false, "round half weight updates to nearest", false},
         {"seed", ARG_INT, &f.seed, false, "seed for shuffling and dropout (default: the IPUConfig's, else 42)", false},
         {"log", ARG_STRING, &f.log, false, "JSON-lines log, one line per logged step", false},
         {"logging-steps", ARG_INT, &f.logging_steps, false, "log and show progress every K steps (default 1)", false},

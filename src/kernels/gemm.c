@@ -30,11 +30,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/precision.h"
 #include "brigade/status.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_blocked.h"
+#include "kernels/half.h"
 #include "kernels/kernels.h"
 
 /* Last: OpenBLAS's header pulls in <complex.h>, whose macro I would break any prototype with a
@@ -113,12 +115,43 @@ static void check_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
 /* BLAS rejects ld < 1 even for empty operands, so pass at least 1. */
 static int blas_ld(int64_t ld) { return ld < 1 ? 1 : (int)ld; }
 
+/* ---- products in a reduced compute type (brg_compute_dtype_set) ---- */
+
+/* A [rows, cols] block of X (row stride ld) rounded to `type` into this thread's scratch slot,
+ * contiguous (row stride cols). */
+static const uint16_t *rounded_operand(int slot, brg_dtype type, const float *X, int64_t rows, int64_t cols,
+                                       int64_t ld) {
+    uint16_t *dst = (uint16_t *)brg_scratch(slot, (size_t)((rows * cols + 1) / 2));
+    for (int64_t r = 0; r < rows; r++) {
+        if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst + r * cols, X + r * ld, cols);
+        else brg_f32_to_f16_row(dst + r * cols, X + r * ld, cols);
+    }
+    return dst;
+}
+
+/* The product on operands rounded to nearest even in `type`, accumulated in fp32 by
+ * brg_gemm_half (AVX512_BF16's VDPBF16PS for bf16 where the CPU has it). */
+static void gemm_rounded(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                         const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                         int64_t ldc) {
+    const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+    const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+    const uint16_t *a = rounded_operand(BRG_SCRATCH_GEMM_A, type, A, a_rows, a_cols, lda);
+    const uint16_t *b = rounded_operand(BRG_SCRATCH_GEMM_B, type, B, b_rows, b_cols, ldb);
+    brg_gemm_half(trans_a, trans_b, M, N, K, alpha, type, a, a_cols, type, b, b_cols, beta, C, ldc);
+}
+
 void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
               int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     check_args(trans_a, trans_b, M, N, K, lda, ldb, ldc);
     if (M == 0 || N == 0) return;
     if (K == 0 || alpha == 0.0f) {
         brg_gemm_scale_c(M, N, beta, C, ldc);
+        return;
+    }
+    const brg_dtype compute = brg_compute_dtype();
+    if (compute != BRG_DTYPE_F32) {
+        gemm_rounded(compute, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     const backend be = current_backend();

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "brigade/precision.h"
 #include "brigade/status.h"
 #include "kernels/kernels.h"
 
@@ -22,6 +23,7 @@ typedef struct team_job {
     brg_team_fn fn;
     void *ctx;
     brg_arena *scratch_arena; /* the caller's: the workers' scratch counts against it too */
+    brg_dtype compute;        /* the caller's product precision, which the workers' products keep */
 } team_job;
 
 struct brg_gemm_team {
@@ -68,6 +70,7 @@ static void *worker_main(void *p) {
         team_job job = t->job;
         pthread_mutex_unlock(&t->lock);
         brg_scratch_bind(job.scratch_arena);
+        brg_compute_dtype_set(job.compute);
         job.fn(job.ctx, a.index, t->n);
         pthread_mutex_lock(&t->lock);
         if (--t->pending == 0) pthread_cond_signal(&t->done);
@@ -129,7 +132,7 @@ bool brg_team_run(brg_team_fn fn, void *ctx) {
     if (!t || t->n < 2) return false;
     bound = NULL; /* the slices below run alone on their threads */
     pthread_mutex_lock(&t->lock);
-    t->job = (team_job){fn, ctx, brg_scratch_bound()};
+    t->job = (team_job){fn, ctx, brg_scratch_bound(), brg_compute_dtype()};
     t->pending = t->n - 1;
     t->generation++;
     pthread_cond_broadcast(&t->go);

@@ -197,8 +197,10 @@ void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, c
  * A per-thread buffer of at least n floats for slot (0..BRG_SCRATCH_SLOTS-1), reused across calls
  * (contents are not kept between calls that use the same slot); freed when the thread exits.
  * Slots: 0 attention's score rows, 1 the bias-GELU backward's column sums, 2 linear_act's dh,
- * 3 cross-entropy's per-row losses. */
-#define BRG_SCRATCH_SLOTS 4
+ * 3 cross-entropy's per-row losses, 4 and 5 brg_gemm's operands rounded to the compute type. */
+#define BRG_SCRATCH_SLOTS 6
+#define BRG_SCRATCH_GEMM_A 4
+#define BRG_SCRATCH_GEMM_B 5
 /* Query rows attention scores at once: its scratch holds [BRG_ATTN_ROW_BLOCK, Tk] floats (twice
  * that in backward). */
 #define BRG_ATTN_ROW_BLOCK 32
@@ -271,6 +273,11 @@ void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, co
                        int64_t n, int64_t c);
 
 void brg_k_relu_fwd(float *y, const float *x, int64_t n);
+/* clamp.c: y = min(max(x, lo), hi) (NaN stays NaN); dx += dy where lo <= x <= hi. */
+void brg_k_clamp_fwd(float *y, const float *x, int64_t n, float lo, float hi);
+void brg_k_clamp_bwd(float *dx, const float *dy, const float *x, int64_t n, float lo, float hi);
+/* The largest |x[i]| (0 for n == 0; NaN elements are passed over). */
+float brg_k_max_abs(const float *x, int64_t n);
 void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
 
 /* y = a * b elementwise; da += dy * b, db += dy * a. */

@@ -10,6 +10,7 @@
 
 #include "brigade/rng.h"
 #include "io/file_pair.h"
+#include "io/json.h"
 #include "models/model_internal.h"
 #include "brigade/safetensors.h"
 
@@ -222,33 +223,78 @@ static brg_status ensure_dir(const char *dir) {
  * (io/file_pair.h): a kill, a crash or a full disk at any moment leaves the old pair or the new
  * one, never new weights beside an old config.json. A folder this call created is removed again
  * when the save fails, so no folder is left holding half a model. */
-static brg_status save_weights(const brg_model *m, const char *dir);
+static brg_status save_weights(const brg_model *m, const char *dir, brg_dtype dtype);
+static brg_status set_config_dtype(const char *dir, brg_dtype dtype);
 
-brg_status brg_model_save(const brg_model *m, const char *dir) {
+brg_status brg_model_save(const brg_model *m, const char *dir) { return brg_model_save_as(m, dir, BRG_DTYPE_F32); }
+
+brg_status brg_model_save_as(const brg_model *m, const char *dir, brg_dtype dtype) {
+    if (dtype != BRG_DTYPE_F32 && dtype != BRG_DTYPE_F16 && dtype != BRG_DTYPE_BF16)
+        return brg_error(BRG_ERR_INVALID_ARG, "a model is saved as F32, F16 or BF16, not %s", brg_dtype_name(dtype));
     struct stat before;
     const bool existed = stat(dir, &before) == 0;
     BRG_TRY(ensure_dir(dir));
     brg_file_pair pair;
     brg_status st = brg_file_pair_begin(dir, "model.safetensors", "config.json", &pair);
-    if (st == BRG_OK) st = save_weights(m, pair.staging);
+    if (st == BRG_OK) st = save_weights(m, pair.staging, dtype);
     if (st == BRG_OK) st = m->ops->save_config(m, pair.staging);
+    if (st == BRG_OK && dtype != BRG_DTYPE_F32) st = set_config_dtype(pair.staging, dtype);
     if (st == BRG_OK) st = brg_file_pair_commit(&pair);
     else brg_file_pair_abort(&pair);
     if (st != BRG_OK && !existed) rmdir(dir); /* only if empty: anything else in it is not ours to remove */
     return st;
 }
 
-static brg_status save_weights(const brg_model *m, const char *dir) {
-    brg_named_tensor *list = calloc((size_t)m->n_params, sizeof *list);
-    if (!list) return brg_error(BRG_ERR_OOM, "cannot allocate the tensor list");
-    for (int i = 0; i < m->n_params; i++) list[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
+/* config.json's torch_dtype (and transformers 5's dtype) for a model saved in a half type. */
+static brg_status set_config_dtype(const char *dir, brg_dtype dtype) {
     char path[4096];
+    if (snprintf(path, sizeof path, "%s/config.json", dir) >= (int)sizeof path)
+        return brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
+    cJSON *j;
+    BRG_TRY(brg_json_load_file(path, 1 << 24, &j));
+    const char *name = dtype == BRG_DTYPE_F16 ? "float16" : "bfloat16";
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "torch_dtype");
+    cJSON_DeleteItemFromObjectCaseSensitive(j, "dtype");
+    brg_status st = cJSON_AddStringToObject(j, "torch_dtype", name) ? BRG_OK
+                                                                     : brg_error(BRG_ERR_OOM, "cannot edit %s", path);
+    if (st == BRG_OK) st = brg_json_write_file_atomic(path, j);
+    cJSON_Delete(j);
+    return st;
+}
+
+/* A half copy of a parameter, in its own buffer (freed by the caller). */
+static brg_status half_copy(const brg_tensor *src, brg_dtype dtype, brg_tensor *dst) {
+    const int64_t n = brg_tensor_numel(src);
+    uint16_t *bits = malloc((size_t)(n ? n : 1) * sizeof *bits);
+    if (!bits) return brg_error(BRG_ERR_OOM, "cannot allocate a half copy of %s", src->name ? src->name : "a weight");
+    const float *x = src->data;
+    for (int64_t i = 0; i < n; i++) bits[i] = dtype == BRG_DTYPE_F16 ? brg_f32_to_f16(x[i]) : brg_f32_to_bf16(x[i]);
+    *dst = brg_tensor_wrap(dtype, src->ndim, src->shape, bits);
+    return BRG_OK;
+}
+
+static brg_status save_weights(const brg_model *m, const char *dir, brg_dtype dtype) {
+    brg_named_tensor *list = calloc((size_t)m->n_params, sizeof *list);
+    brg_tensor *copies = dtype != BRG_DTYPE_F32 ? calloc((size_t)m->n_params, sizeof *copies) : NULL;
+    if (!list || (dtype != BRG_DTYPE_F32 && !copies)) {
+        free(list);
+        free(copies);
+        return brg_error(BRG_ERR_OOM, "cannot allocate the tensor list");
+    }
     brg_status st = BRG_OK;
+    for (int i = 0; i < m->n_params; i++) {
+        list[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
+        if (copies && st == BRG_OK && (st = half_copy(m->params[i].tensor, dtype, &copies[i])) == BRG_OK)
+            list[i].tensor = &copies[i];
+    }
+    char path[4096];
     if (snprintf(path, sizeof path, "%s/model.safetensors", dir) >= (int)sizeof path)
         st = brg_error(BRG_ERR_INVALID_ARG, "output path too long: %s", dir);
     /* transformers refuses safetensors files without format metadata. */
     brg_metadata_entry meta[1] = {{"format", "pt"}};
     if (st == BRG_OK) st = brg_safetensors_write(path, list, (size_t)m->n_params, meta, 1);
+    for (int i = 0; copies && i < m->n_params; i++) free(copies[i].data);
+    free(copies);
     free(list);
     return st;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "brigade/ops.h"
+#include "brigade/precision.h"
 #include "io/json.h"
 #include "t5_internal.h"
 
@@ -151,6 +152,13 @@ static brg_status feed_forward(brg_model *m, brg_tape *tape, brg_bundle *b, cons
     return brg_add(tape, x, dropped, out);
 }
 
+/* transformers clamps a half T5's hidden states after each sublayer (T5Block); brigade does so
+ * whenever the products run in fp16, where a value past fp16's range would overflow next. */
+static brg_status overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
+    if (brg_compute_dtype() != BRG_DTYPE_F16) return *y = x, BRG_OK;
+    return brg_fp16_overflow_guard(tape, x, y);
+}
+
 static brg_status position_bias(brg_model *m, brg_tape *tape, int table, int64_t T, bool bidirectional,
                                 brg_tensor **bias) {
     const brg_t5_config *c = &state_of(m)->cfg;
@@ -190,7 +198,9 @@ static brg_status encoder_layer(brg_model *m, int layer, int block, brg_tape *ta
     BRG_TRY(position_bias(m, tape, w->rel_bias, T, true, &bias));
     attn_call a = {&w->self, b->hidden, NULL, false, b->attention_mask, bias, block, SITE_SELF_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &a, SITE_SELF_OUT, &r));
+    BRG_TRY(overflow_guard(tape, r, &r));
     BRG_TRY(feed_forward(m, tape, b, w, block, r, &h));
+    BRG_TRY(overflow_guard(tape, h, &h));
     if (layer + 1 < s->cfg.num_layers) {
         b->hidden = h;
         return BRG_OK;
@@ -237,10 +247,14 @@ static brg_status decoder_layer(brg_model *m, int layer, int block, brg_tape *ta
     BRG_TRY(position_bias(m, tape, w->rel_bias, Td, false, &bias));
     attn_call self = {&w->self, b->hidden, NULL, true, b->decoder_attention_mask, bias, block, SITE_SELF_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &self, SITE_SELF_OUT, &r1));
+    BRG_TRY(overflow_guard(tape, r1, &r1));
     attn_call cross = {&w->cross, r1, b->encoder_hidden, false, b->attention_mask, NULL, block,
                        SITE_CROSS_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &cross, SITE_CROSS_OUT, &r2));
-    return feed_forward(m, tape, b, w, block, r2, &b->hidden);
+    BRG_TRY(overflow_guard(tape, r2, &r2));
+    brg_tensor *h;
+    BRG_TRY(feed_forward(m, tape, b, w, block, r2, &h));
+    return overflow_guard(tape, h, &b->hidden);
 }
 
 static brg_status head(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {

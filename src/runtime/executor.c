@@ -352,9 +352,9 @@ static brg_status backward_step(brg_device *dev, int mb) {
     double t0;
     if (dev->stage == rt->opts.stages - 1) {
         t0 = runtime_now();
-        float one = 1.0f;
+        const float scale = rt->loss_scale;
         if (!out[0] || !out[0]->requires_grad) goto done; /* nothing to learn from: no counted labels */
-        BRG_TRY(add_grad(dev, mb, out[0], &one));
+        BRG_TRY(add_grad(dev, mb, out[0], &scale));
     } else {
         /* Counted as waiting, as when the next stage added it in itself. */
         BRG_TRY(receive_output_grads(dev, mb));

@@ -130,3 +130,5 @@ brg_status brg_runtime_run(brg_runtime *rt, const brg_micro_batch *mbs, const br
     if (st == BRG_OK && rt->opts.training) st = reduce_gradients(rt);
     return st;
 }
+
+void brg_runtime_set_loss_scale(brg_runtime *rt, float scale) { rt->loss_scale = scale; }

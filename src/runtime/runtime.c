@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "brigade/precision.h"
 #include "brigade/trace.h"
 #include "kernels/kernels.h"
 #include "ranks_internal.h"
@@ -163,6 +164,7 @@ static void *device_main(void *p) {
     brg_trace_set_device(dev->id, dev->replica, dev->stage); /* its events go on its track */
     brg_scratch_bind(dev->arena); /* kernel scratch counts against the device's budget */
     brg_gemm_team_bind(dev->team);
+    brg_compute_dtype_set(rt->opts.compute_dtype);
     for (;;) {
         pthread_mutex_lock(&rt->lock);
         while (rt->generation == seen && !rt->quit) pthread_cond_wait(&rt->go, &rt->lock);
@@ -252,6 +254,7 @@ brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts
     if (!rt) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
     rt->model = model;
     rt->opts = *opts;
+    rt->loss_scale = 1.0f;
     pthread_mutex_init(&rt->lock, NULL);
     pthread_cond_init(&rt->go, NULL);
     pthread_cond_init(&rt->done, NULL);

@@ -256,12 +256,15 @@ brg_status brg_ckpt_dir_find(const char *dir, char *path, size_t path_len) {
 
 /* ---- agreement ------------------------------------------------------------------------------ */
 
-static brg_status state_step(const char *ckpt, int64_t *step) {
+/* The trainer state's global step, and the steps automatic loss scaling skipped (which the
+ * optimizer did not count). */
+static brg_status state_step(const char *ckpt, int64_t *step, int64_t *skipped) {
     char *f = brg_str_printf("%s/" STATE_FILE, ckpt);
     if (!f) return brg_error(BRG_ERR_OOM, "no memory for a path under %s", ckpt);
     cJSON *j = NULL;
     brg_status st = brg_json_load_file(f, 1 << 20, &j);
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "global_step", true, 0, step);
+    if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "skipped_steps", false, 0, skipped);
     cJSON_Delete(j);
     free(f);
     return st;
@@ -285,11 +288,16 @@ brg_status brg_ckpt_dir_check(const char *ckpt) {
     const bool has_model = model && access(model, F_OK) == 0;
     free(model);
     if (!has_model) return brg_error(BRG_ERR_FORMAT, "the checkpoint %s has no model.safetensors", ckpt);
-    int64_t state = 0, opt = 0;
-    BRG_TRY(state_step(ckpt, &state));
+    int64_t state = 0, skipped = 0, opt = 0;
+    BRG_TRY(state_step(ckpt, &state, &skipped));
     BRG_TRY(optimizer_step(ckpt, &opt));
     const int64_t named = brg_ckpt_dir_step_of(ckpt);
-    if (opt != state)
+    if (opt + skipped != state && skipped > 0)
+        return brg_error(BRG_ERR_FORMAT,
+                         "the checkpoint %s is a mixed set: its optimizer state is at step %lld and its trainer "
+                         "state at step %lld with %lld skipped",
+                         ckpt, (long long)opt, (long long)state, (long long)skipped);
+    if (opt != state && skipped == 0)
         return brg_error(BRG_ERR_FORMAT,
                          "the checkpoint %s is a mixed set: its optimizer state is at step %lld and its trainer "
                          "state at step %lld",

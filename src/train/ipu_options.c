@@ -21,6 +21,7 @@ brg_status brg_train_options_from_ipu_config(const brg_ipu_config *cfg, const br
     o->output_mode = v.output_mode;
     o->recompute = ro.recompute;
     o->ipu_config = cfg;
+    o->auto_loss_scaling = cfg->auto_loss_scaling;
     if (cfg->has_seed) o->seed = (uint64_t)cfg->seed;
     return BRG_OK;
 }

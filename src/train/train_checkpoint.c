@@ -3,6 +3,7 @@
  * Every file is written atomically; resuming restores all three exactly. */
 #include <cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,6 +107,13 @@ static brg_status save_state(trainer *t, const char *dir) {
     cJSON_AddNumberToObject(j, "rows_per_step", (double)t->order.rows_per_step);
     cJSON_AddNumberToObject(j, "seed", (double)t->opts.seed);
     cJSON_AddBoolToObject(j, "shuffle", t->opts.shuffle);
+    cJSON_AddStringToObject(j, "precision", brg_precision_name(t->opts.precision));
+    if (t->scaler.active) {
+        cJSON_AddNumberToObject(j, "loss_scale", (double)t->scaler.scale);
+        cJSON_AddNumberToObject(j, "loss_scale_clean_steps", (double)t->scaler.clean);
+        /* global_step minus these is the optimizer's step count (brg_ckpt_dir_check) */
+        cJSON_AddNumberToObject(j, "skipped_steps", (double)t->scaler.skipped);
+    }
     if (t->order.steps_per_epoch > 0)
         cJSON_AddNumberToObject(j, "epoch", (double)t->step / (double)t->order.steps_per_epoch);
     cJSON_AddItemToObject(j, "log_history",
@@ -119,7 +127,7 @@ static brg_status save_state(trainer *t, const char *dir) {
 
 brg_status trainer_save(trainer *t, const char *dir) {
     BRG_TRY(brg_runtime_sync_to_model(t->rt));
-    if (dir) BRG_TRY(brg_model_save(t->model, dir));
+    if (dir) BRG_TRY(brg_model_save_as(t->model, dir, t->master)); /* a .16 run's weights are half */
     BRG_TRY(save_optimizer(t, dir));
     return dir ? save_state(t, dir) : BRG_OK;
 }
@@ -198,6 +206,23 @@ static brg_status keep_schedule(trainer *t, int64_t original) {
     return BRG_OK;
 }
 
+/* An automatic loss scale goes on from where the checkpoint left it (a static one is the run's). */
+static brg_status load_loss_scale(trainer *t, const cJSON *j, const char *path) {
+    if (!t->scaler.automatic) return BRG_OK;
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(j, "loss_scale");
+    if (!scale) return BRG_OK;
+    if (!cJSON_IsNumber(scale) || !(scale->valuedouble > 0) || !isfinite(scale->valuedouble))
+        return brg_error(BRG_ERR_FORMAT, "%s: loss_scale must be a positive number", path);
+    int64_t clean = 0, skipped = 0;
+    BRG_TRY(brg_json_get_int(j, STATE_FILE, "loss_scale_clean_steps", false, 0, &clean));
+    BRG_TRY(brg_json_get_int(j, STATE_FILE, "skipped_steps", false, 0, &skipped));
+    if (clean < 0 || skipped < 0) return brg_error(BRG_ERR_FORMAT, "%s: a negative loss scaling count", path);
+    t->scaler.scale = (float)scale->valuedouble;
+    t->scaler.clean = clean;
+    t->scaler.skipped = skipped;
+    return BRG_OK;
+}
+
 static brg_status load_state(trainer *t, const char *dir) {
     char path[4096];
     BRG_TRY(path_in(path, sizeof path, dir, STATE_FILE));
@@ -209,6 +234,7 @@ static brg_status load_state(trainer *t, const char *dir) {
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "max_steps", false, 0, &max_steps);
     /* older checkpoints have no lr_schedule_steps: their schedule was the run's length */
     if (st == BRG_OK) st = brg_json_get_int(j, STATE_FILE, "lr_schedule_steps", false, max_steps, &schedule);
+    if (st == BRG_OK) st = load_loss_scale(t, j, path);
     /* The history goes on from the checkpoint's (a file without one starts afresh). */
     const cJSON *history = cJSON_GetObjectItemCaseSensitive(j, "log_history");
     if (st == BRG_OK && cJSON_IsArray(history)) {

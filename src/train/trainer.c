@@ -4,6 +4,7 @@
 #include "brigade/trace.h"
 #include "brigade/ranks.h"
 #include "train/checkpoint_dir.h"
+#include "half_masters.h"
 #include "trainer_internal.h"
 
 #include <math.h>
@@ -23,6 +24,7 @@ void brg_train_options_default(brg_train_options *o) {
     o->optimizer.lr = 5e-5;
     o->optimizer.weight_decay = 0;
     o->lr_schedule.kind = BRG_LR_SCHEDULE_LINEAR;
+    o->stochastic_rounding = -1;
 }
 
 static double now_seconds(void) {
@@ -54,14 +56,41 @@ typedef struct step_arg {
     float lr;
 } step_arg;
 
+/* The draws of a step's stochastic rounding: the same on every device for a (seed, step). */
+static half_rounding rounding_at(const trainer *t, int64_t step, bool stochastic) {
+    return (half_rounding){t->master, stochastic, t->opts.seed * 0x9e3779b97f4a7c15ull + (uint64_t)step};
+}
+
 static brg_status optimizer_step(brg_device *dev, void *arg) {
     step_arg *s = arg;
     brg_device_info info;
     brg_device_get_info(dev, &info);
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
-    brg_status st = brg_optimizer_step(s->t->optimizers[info.id], s->lr);
+    brg_optimizer *opt = s->t->optimizers[info.id];
+    brg_status st = brg_optimizer_step(opt, s->lr);
+    if (st == BRG_OK && s->t->master != BRG_DTYPE_F32) {
+        const half_rounding r = rounding_at(s->t, s->t->step + 1, s->t->stochastic_rounding);
+        half_round_device(dev, opt, &r);
+    }
     if (t0) brg_trace_span(BRG_TRACE_OPTIMIZER, t0, (int)s->t->step + 1, 0, 0, NULL);
     return st;
+}
+
+/* A .16 run starts from the weights (and a resumed run's state) rounded to the half type, as
+ * a model cast to half does. */
+static brg_status round_masters(brg_device *dev, void *arg) {
+    trainer *t = arg;
+    brg_device_info info;
+    brg_device_get_info(dev, &info);
+    const half_rounding r = rounding_at(t, t->step, false);
+    half_round_device(dev, t->optimizers[info.id], &r);
+    return BRG_OK;
+}
+
+static brg_status round_grads(brg_device *dev, void *arg) {
+    const trainer *t = arg;
+    half_round_device_grads(dev, t->master);
+    return BRG_OK;
 }
 
 /* ---- setup ---- */
@@ -73,6 +102,7 @@ static brg_status check_options(const brg_train_options *o, const brg_dataset *d
         return brg_error(BRG_ERR_INVALID_ARG, "give a positive number of steps or epochs");
     if (o->max_grad_norm < 0) return brg_error(BRG_ERR_INVALID_ARG, "max_grad_norm must be >= 0");
     if (o->save_total_limit < 0) return brg_error(BRG_ERR_INVALID_ARG, "save_total_limit must be >= 0");
+    if ((unsigned)o->precision >= BRG_PRECISION_COUNT) return brg_error(BRG_ERR_INVALID_ARG, "unknown precision mode");
     (void)d;
     return brg_optimizer_config_validate(&o->optimizer);
 }
@@ -123,6 +153,9 @@ static brg_status write_checkpoint(trainer *t) {
 
 static brg_status setup(trainer *t) {
     const brg_train_options *o = &t->opts;
+    t->master = brg_precision_master_dtype(o->precision);
+    t->stochastic_rounding = o->stochastic_rounding < 0 ? t->master != BRG_DTYPE_F32 : o->stochastic_rounding > 0;
+    BRG_TRY(loss_scaler_init(&t->scaler, o)); /* before resume, which restores the scale */
     BRG_TRY(setup_placement(t));
     BRG_TRY(trainer_check_budget(t));
     if (brg_ranks_is_host()) BRG_TRY(trainer_check_output(t)); /* rank 0 writes the output */
@@ -130,7 +163,8 @@ static brg_status setup(trainer *t) {
                               .micro_batches = o->accumulation, .schedule = o->schedule,
                               .device_memory = o->device_memory, .training = true, .recompute = o->recompute,
                               .pin_threads = o->pin_threads, .intra_threads = o->intra_threads,
-                              .params_in_model = true}; /* the trainer owns the model: weights held once */
+                              .params_in_model = true, /* the trainer owns the model: weights held once */
+                              .compute_dtype = brg_precision_compute_dtype(o->precision)};
     BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
     int devices = brg_runtime_device_count(t->rt);
     t->optimizers = calloc((size_t)devices, sizeof *t->optimizers);
@@ -146,6 +180,7 @@ static brg_status setup(trainer *t) {
     if (!t->schedule_given) t->opts.lr_schedule.total_steps = t->total_steps;
     BRG_TRY(brg_lr_schedule_validate(&t->opts.lr_schedule));
     if (o->resume_dir) BRG_TRY(resume(t, o->resume_dir));
+    if (t->master != BRG_DTYPE_F32) BRG_TRY(brg_runtime_each_device(t->rt, round_masters, t));
     if (o->log_path && brg_ranks_is_host()) {
         t->log = fopen(o->log_path, t->step > 0 ? "a" : "w");
         if (!t->log) return brg_error(BRG_ERR_IO, "cannot open the log %s", o->log_path);
@@ -170,8 +205,10 @@ static void teardown(trainer *t) {
 
 /* What a step measured, for the log and the progress line. */
 typedef struct step_info {
-    double loss, grad_norm;
+    double loss, grad_norm; /* the norm of the unscaled gradients */
     float lr;
+    float loss_scale; /* the step's (before a skipped step halved it) */
+    bool skipped;     /* automatic loss scaling found gradients that overflowed */
 } step_info;
 
 /* The global gradient norm is taken every step, not only for clipping and the log: a NaN or inf
@@ -183,9 +220,11 @@ static brg_status grad_norm(trainer *t, double *norm) {
     return BRG_OK;
 }
 
-static brg_status clip(trainer *t, double norm) {
-    if (!(t->opts.max_grad_norm > 0)) return BRG_OK;
-    float coef = brg_clip_coef(t->opts.max_grad_norm, norm);
+/* Unscaling (loss scaling) and clipping in one pass over the gradients: `norm` is the unscaled
+ * gradients' norm. */
+static brg_status unscale_and_clip(trainer *t, double norm) {
+    float coef = t->opts.max_grad_norm > 0 ? brg_clip_coef(t->opts.max_grad_norm, norm) : 1.0f;
+    if (t->scaler.scale != 1.0f) coef /= t->scaler.scale;
     return coef != 1.0f ? brg_runtime_scale_grads(t->rt, coef) : BRG_OK;
 }
 
@@ -202,6 +241,12 @@ static const char *show(char buf[32], double v) {
 static brg_status check_finite(const trainer *t, const step_info *s) {
     if (isfinite(s->loss) && isfinite(s->grad_norm)) return BRG_OK;
     char loss[32], norm[32];
+    if (t->scaler.active && isfinite(s->loss))
+        return brg_error(BRG_ERR_DIVERGED,
+                         "training diverged at step %lld: with the loss scaled by %g the gradients overflowed "
+                         "(norm %s); the step was not applied and the run stopped (a lower --loss-scaling, or "
+                         "automatic loss scaling, avoids it)",
+                         (long long)t->step + 1, (double)t->scaler.scale, show(norm, s->grad_norm));
     return brg_error(BRG_ERR_DIVERGED,
                      "training diverged at step %lld: the loss is %s and the gradient norm %s; the step was not "
                      "applied and the run stopped (a lower learning rate or gradient clipping may help)",
@@ -219,15 +264,26 @@ static brg_status train_step(trainer *t, step_info *s) {
     trace_phase("data", t0, t);
     uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
     t0 = t0 ? brg_trace_now() : 0;
+    brg_runtime_set_loss_scale(t->rt, t->scaler.scale);
     brg_status run = brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses);
+    /* A half model's gradients are half too: one too large for the type overflows here. */
+    if (run == BRG_OK && t->master != BRG_DTYPE_F32) run = brg_runtime_each_device(t->rt, round_grads, t);
     trace_phase("pipeline", t0, t);
     BRG_TRY(run);
     s->loss = 0;
     for (int i = 0; i < t->opts.replicas * t->opts.accumulation; i++) s->loss += t->losses[i];
     BRG_TRY(grad_norm(t, &s->grad_norm));
+    s->grad_norm /= t->scaler.scale;
     s->lr = brg_lr_at(&t->opts.lr_schedule, (float)t->opts.optimizer.lr, t->step);
+    s->loss_scale = t->scaler.scale;
+    s->skipped = !loss_scaler_update(&t->scaler, isfinite(s->loss) && isfinite(s->grad_norm));
+    if (s->skipped) { /* the weights and optimizer state stay; the next step tries a lower scale */
+        BRG_TRY(brg_runtime_zero_grads(t->rt));
+        t->step++;
+        return BRG_OK;
+    }
     BRG_TRY(check_finite(t, s));
-    BRG_TRY(clip(t, s->grad_norm));
+    BRG_TRY(unscale_and_clip(t, s->grad_norm));
     step_arg arg = {t, s->lr};
     t0 = t0 ? brg_trace_now() : 0;
     brg_status stepped = brg_runtime_each_device(t->rt, optimizer_step, &arg);
@@ -286,6 +342,8 @@ static void log_line(trainer *t, int64_t step, const step_info *s, double tokens
     json_number(t->log, "tokens_per_s", tokens_per_s, 6);
     json_number(t->log, "epoch", epoch_at(t, step), 6);
     if (t->model->ops->token_loss) json_number(t->log, "perplexity", perplexity(t, s->loss), 9);
+    if (t->scaler.active) json_number(t->log, "loss_scale", (double)s->loss_scale, 17);
+    if (s->skipped) fputs(", \"skipped\": true", t->log);
     if (error) fprintf(t->log, ", \"error\": \"%s\"", error);
     fputs("}\n", t->log);
     fflush(t->log);
@@ -375,7 +433,10 @@ static void remember_eval(trainer *t, const trainer_eval *ev) {
 static brg_status evaluate(trainer *t, brg_train_result *r) {
     trainer_eval ev;
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    /* Evaluation computes on this thread, in the products' precision the devices train in. */
+    const brg_dtype before = brg_compute_dtype_set(brg_precision_compute_dtype(t->opts.precision));
     brg_status st = trainer_evaluate(t, &ev);
+    brg_compute_dtype_set(before);
     if (t0) brg_trace_named("evaluate", t0, t->step);
     BRG_TRY(st);
     r->eval_loss = ev.loss;
@@ -502,7 +563,7 @@ static brg_status loop(trainer *t, brg_train_result *r) {
      * transformers' Trainer leaves it. */
     if (o->output_dir) {
         BRG_TRY(save_checkpoint(t));
-        if (brg_ranks_is_host()) BRG_TRY(brg_model_save(t->model, o->output_dir));
+        if (brg_ranks_is_host()) BRG_TRY(brg_model_save_as(t->model, o->output_dir, t->master));
     }
     summary(t, r, c.tokens, c.first);
     return BRG_OK;

@@ -5,6 +5,7 @@
 #include <cJSON.h>
 
 #include "brigade/trainer.h"
+#include "loss_scale.h"
 
 typedef struct trainer {
     brg_model *model;
@@ -27,6 +28,11 @@ typedef struct trainer {
     /* Devices' busy seconds and schedule wall seconds after the first step of the run: the
      * pipeline efficiency is counted from there on (see loop()). */
     double warm_busy, warm_schedule;
+    /* precision: the master type (F32, or F16/BF16 for the .16 modes), whether half weight
+     * updates round stochastically, and the loss scale (saved in trainer_state.json) */
+    brg_dtype master;
+    bool stochastic_rounding;
+    loss_scaler scaler;
 } trainer;
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json; with dir

@@ -1,0 +1,45 @@
+/* clamp, and the fp16 overflow guard built on it. */
+#include "ops_internal.h"
+
+typedef struct clamp_ctx {
+    brg_tensor *x, *y;
+    float lo, hi;
+} clamp_ctx;
+
+static brg_status clamp_backward(brg_tape *tape, void *p) {
+    clamp_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    brg_k_clamp_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), c->lo, c->hi);
+    return BRG_OK;
+}
+
+brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("clamp", x, 0));
+    if (!(lo <= hi)) return brg_error(BRG_ERR_INVALID_ARG, "clamp: the lower bound %g exceeds the upper %g", lo, hi);
+    const brg_tensor *ins[1] = {x};
+    const bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, "clamp output", y));
+    brg_k_clamp_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), lo, hi);
+    if (!rec) return BRG_OK;
+    clamp_ctx *c = brg_tape_record(tape, clamp_backward, sizeof *c);
+    if (!c) return BRG_ERR_OOM;
+    *c = (clamp_ctx){x, *y, lo, hi};
+    return BRG_OK;
+}
+
+#define FP16_MAX 65504.0f
+/* Values from here up round to inf in fp16 (65520 is the tie above 65504, which goes to even: up). */
+#define FP16_OVERFLOW 65520.0f
+
+brg_status brg_fp16_overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("fp16_overflow_guard", x, 0));
+    const float m = brg_k_max_abs(OPS_CF32(x), brg_tensor_numel(x));
+    if (!(m > FP16_MAX)) {
+        *y = x;
+        return BRG_OK;
+    }
+    /* transformers: clamp to finfo.max - 1000 when the half tensor holds an inf, else finfo.max */
+    const float bound = m >= FP16_OVERFLOW ? FP16_MAX - 1000.0f : FP16_MAX;
+    return brg_clamp(tape, x, -bound, bound, y);
+}
