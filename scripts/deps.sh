@@ -16,17 +16,25 @@ packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8p
 # `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Optional: Chromium, only for the report's browser test (tests/cli_report_browser.sh, which
+# skips without it). Where it cannot be installed the build goes on; BRIGADE_NO_CHROMIUM=1
+# leaves it out.
+optional=()
+[ -z "${BRIGADE_NO_CHROMIUM:-}" ] && optional+=(chromium)
+
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=() missing_optional=()
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+for p in "${optional[@]}"; do installed "$p" || missing_optional+=("$p"); done
+[ ${#missing[@]} -eq 0 ] && [ ${#missing_optional[@]} -eq 0 ] && exit 0
 
 if [ "$(id -u)" -ne 0 ]; then
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "brigade: optional, for the report's browser test: sudo apt-get install -y ${missing_optional[*]}" >&2
+    exit 0
+  fi
   echo "brigade: missing packages: ${missing[*]}" >&2
-  echo "brigade: run: sudo apt-get install -y ${missing[*]}" >&2
+  echo "brigade: run: sudo apt-get install -y ${missing[*]} ${missing_optional[*]}" >&2
   exit 1
 fi
 
@@ -41,15 +49,19 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 apt_get() { apt-get -o DPkg::Lock::Timeout="$wait_s" "$@"; }
 
-echo "brigade: installing missing packages: ${missing[*]}"
+echo "brigade: installing missing packages: ${missing[*]} ${missing_optional[*]}"
 export DEBIAN_FRONTEND=noninteractive
 if ! apt_get update -qq >"$log" 2>&1; then
   # A stale or unreachable mirror need not stop an install from the lists already there.
   echo "brigade: warning: apt-get update failed (trying the install anyway):" >&2
   tail -n 3 "$log" >&2
 fi
-if ! apt_get install -y -qq "${missing[@]}" >"$log" 2>&1; then
+if [ ${#missing[@]} -gt 0 ] && ! apt_get install -y -qq "${missing[@]}" >"$log" 2>&1; then
   echo "brigade: apt-get install ${missing[*]} failed:" >&2
   tail -n 5 "$log" >&2
   exit 1
+fi
+if [ ${#missing_optional[@]} -gt 0 ] && ! apt_get install -y -qq "${missing_optional[@]}" >"$log" 2>&1; then
+  echo "brigade: warning: optional ${missing_optional[*]} not installed (the report's browser test will skip):" >&2
+  tail -n 3 "$log" >&2
 fi

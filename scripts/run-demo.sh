@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: train a small GPT-2 from scratch, pipelined over 2 devices, on a task brigade
-# generates itself (reverse a word: "pipe>epip."), then show what it learned.
+# generates itself (reverse a word: "pipe>epip."), then show what it learned and write its report
+# (report.html in the trained folder).
 set -euo pipefail
 brigade=${1:-build/brigade}
 work=${BRIGADE_DEMO_DIR:-build/demo}
@@ -21,4 +22,6 @@ JSON
   --output "$work/model"
 "$brigade" train --model "$work/model" --ipu-config "$work/ipu_config.json" --data builtin:reverse \
   --output "$work/trained" --steps 600 --micro-batch-size 8 --lr 2e-3 --warmup-steps 40 \
-  --max-grad-norm 1.0 --seed 1 --log "$work/train.jsonl"
+  --max-grad-norm 1.0 --seed 1 --log "$work/train.jsonl" --trace "$work/trace.json"
+# The run's plots: falling loss, lr, tokens/s, the pipeline's Gantt chart, memory per device.
+"$brigade" report "$work/trained" --log "$work/train.jsonl" --trace "$work/trace.json"

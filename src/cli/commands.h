@@ -11,5 +11,6 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_detokenize(int argc, char **argv);
 int cmd_embed(int argc, char **argv);
 int cmd_pipeline(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

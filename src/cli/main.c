@@ -25,6 +25,7 @@ static const command commands[] = {
     {"detokenize", cmd_detokenize, "decode lines of token ids back to text"},
     {"embed", cmd_embed, "sentence embeddings of lines of text (sentence-transformers folders)"},
     {"pipeline", cmd_pipeline, "transformers' pipeline(TASK) on a model folder: JSON lines in, JSON lines out"},
+    {"report", cmd_report, "a training run's plots (loss, lr, tokens/s, pipeline Gantt, memory) as OUT/report.html"},
 };
 
 static void usage(FILE *out) {
