@@ -742,6 +742,73 @@ static bool bench_decode_one(brg_model *m, const model_spec *ms, int64_t batch, 
     return true;
 }
 
+/* ---- decode requests in flight ----------------------------------------------------------
+ * DECODE_REQUESTS requests of one prompt each through brg_generate_requests, on one device
+ * (1dev: the requests take turns on its thread) and on a 2-stage pipeline (pipe2) split so each
+ * stage reads about half the weights a step reads: a layer reads 12 C^2 of them, the head (the
+ * tied embedding) V C. Tokens/s = all new tokens over the whole call, prefill included. */
+
+enum { DECODE_REQUESTS = 4 };
+
+static int *decode_split(const brg_model *m, const model_spec *ms) {
+    int *stage = malloc((size_t)m->n_blocks * sizeof *stage);
+    if (!stage) return NULL;
+    const double layer = 12.0 * (double)ms->width * (double)ms->width, head = (double)ms->vocab * (double)ms->width;
+    int first = (int)((double)ms->layers / 2.0 + head / layer / 2.0 + 0.5);
+    if (first > (int)ms->layers) first = (int)ms->layers;
+    for (int b = 0; b < m->n_blocks; b++) {
+        const brg_block *blk = &m->blocks[b];
+        stage[b] = blk->kind == BRG_BLOCK_HEAD || (blk->kind == BRG_BLOCK_LAYER && blk->layer >= first);
+    }
+    return stage;
+}
+
+static bool bench_decode_requests(brg_model *m, const model_spec *ms, bool pipe, settings *set) {
+    const int64_t P = set->prompt, G = set->new_tokens;
+    int32_t *ids = malloc((size_t)(DECODE_REQUESTS * P) * sizeof *ids);
+    int *stage = pipe ? decode_split(m, ms) : NULL;
+    brg_status st = ids && (!pipe || stage) ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the requests");
+    uint64_t seed = 43;
+    for (int64_t i = 0; st == BRG_OK && i < DECODE_REQUESTS * P; i++) ids[i] = (int32_t)(rng_next(&seed) % (uint64_t)ms->vocab);
+    const int32_t *rows[DECODE_REQUESTS];
+    int64_t lengths[DECODE_REQUESTS];
+    brg_prompts req[DECODE_REQUESTS];
+    for (int r = 0; r < DECODE_REQUESTS; r++) {
+        rows[r] = ids + r * P, lengths[r] = P;
+        req[r] = (brg_prompts){.n = 1, .ids = &rows[r], .lengths = &lengths[r], .pad_id = -1};
+    }
+    brg_generation_config cfg;
+    brg_generation_config_default(&cfg);
+    cfg.max_new_tokens = G, cfg.min_new_tokens = G, cfg.n_eos = 0;
+    const brg_generate_placement pl = {pipe ? 2 : 1, stage, 1};
+    brg_generation outs[DECODE_REQUESTS];
+    double best = 1e30;
+    const int reps = set->steps > 0 ? set->steps : 1;
+    for (int i = 0; st == BRG_OK && i <= reps; i++) { /* the first: warm-up */
+        const double t = now();
+        st = brg_generate_requests(m, &cfg, req, DECODE_REQUESTS, &pl, outs);
+        const double s = now() - t;
+        if (i > 0 && s < best) best = s;
+        for (int r = 0; st == BRG_OK && r < DECODE_REQUESTS; r++) brg_generation_free(&outs[r]);
+    }
+    free(ids), free(stage);
+    if (st != BRG_OK) {
+        fprintf(stderr, "brigade_bench: %s decode requests: %s\n", ms->name, brg_last_error());
+        return false;
+    }
+    const double tps = (double)(DECODE_REQUESTS * G) / best;
+    printf("  %-9s decode %d requests x 1x%lld+%lld %-7s %9.1f tokens/s\n", ms->name, DECODE_REQUESTS, (long long)P,
+           (long long)G, pipe ? "pipe2" : "1dev", tps);
+    printf("RESULT impl=brigade model=%s mode=decode-requests bt=%dx1x%lld config=%s cores=%d threads=1 requests=%d "
+           "new_tokens=%lld ms_per_step=%.3f tokens_per_s=%.3f gflops=0 params=%lld gemm=%s simd=%s%s%s\n",
+           ms->name, DECODE_REQUESTS, (long long)P, pipe ? "pipe2" : "1dev", pipe ? 2 : 1, DECODE_REQUESTS,
+           (long long)G, best * 1e3, tps, (long long)brg_model_num_parameters(m), brg_gemm_backend(),
+           brg_isa_name(brg_simd_isa()), set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+    fflush(stdout);
+    set->measured++;
+    return true;
+}
+
 /* Batches 1 and 8 at 1 and 2 threads; `cfg` picks 1dev and/or 1dev2t. Returns the failures. */
 static int bench_decode(brg_model *m, const model_spec *ms, const char *cfg, settings *set) {
     if (ms->arch != ARCH_GPT2 || set->prompt < 1 || set->new_tokens < 2 ||
@@ -755,6 +822,8 @@ static int bench_decode(brg_model *m, const model_spec *ms, const char *cfg, set
         for (int threads = 1; threads <= 2; threads++)
             if (pick(cfg, threads > 1 ? "1dev2t" : "1dev") && !bench_decode_one(m, ms, DECODE_BATCHES[b], threads, set))
                 failures++;
+    for (int pipe = 0; pipe <= 1; pipe++)
+        if (pick(cfg, pipe ? "pipe2" : "1dev") && !bench_decode_requests(m, ms, pipe, set)) failures++;
     return failures;
 }
 

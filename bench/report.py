@@ -266,6 +266,24 @@ def decode_goals(brig, torch):
     return verdicts
 
 
+def request_goals(requests):
+    """GPT-2 small decode, requests in flight on a 2-stage pipeline against the same requests on one
+    device, paired by round."""
+    ratios, last = [], None
+    for rnd in rounds_of(requests):
+        one = best_in_round(requests, ("small", "decode-requests", "4x1x128"), rnd, pick=lambda r: r["config"] == "1dev")
+        two = best_in_round(requests, ("small", "decode-requests", "4x1x128"), rnd, pick=lambda r: r["config"] == "pipe2")
+        if one and two:
+            ratios.append(float(two["tokens_per_s"]) / float(one["tokens_per_s"]))
+            last = (one, two)
+    text = ("GPT-2 small decode, 4 requests in flight (128-token prompts, 128 new tokens) on a 2-stage pipeline >= 1.6x "
+            "the same requests on one device")
+    if not ratios:
+        return [f"FAIL: {text}: not measured"]
+    return [f"{'PASS' if median(ratios) >= 1.6 else 'FAIL'}: {text}: {spread(ratios, unit='×')} over {len(ratios)} "
+            f"round(s) (last: {fnum(last[1]['tokens_per_s'])} vs {fnum(last[0]['tokens_per_s'])} tokens/s)"]
+
+
 def cpu_has(flag):
     try:
         with open("/proc/cpuinfo") as f:
@@ -406,7 +424,8 @@ def main():
     rss_rows = [r for r in rows if is_rss_run(r)]
     rows = [r for r in rows if not is_rss_run(r)]
     decode = [r for r in rows if r["mode"] == "decode"]
-    rows = [r for r in rows if r["mode"] != "decode"]
+    requests = [r for r in rows if r["mode"] == "decode-requests"]
+    rows = [r for r in rows if r["mode"] not in ("decode", "decode-requests")]
     half = [r for r in rows if r["impl"] == "brigade" and is_half_run(r)]
     brig = [r for r in rows if r["impl"] == "brigade" and not is_half_run(r)]
     torch = [r for r in rows if r["impl"] == "torch"]
@@ -456,7 +475,7 @@ def main():
     dec_b = [r for r in decode if r["impl"] == "brigade"]
     dec_t = [r for r in decode if r["impl"] == "torch"]
     lines += [f"- {v}" for v in goals(brig, torch, rss_rows) + precision_goals(brig, half) +
-              decode_goals(dec_b, dec_t)]
+              decode_goals(dec_b, dec_t) + request_goals(requests)]
     lines.append("")
     if gemm_lines:
         lines += ["GEMM microbenchmark (`brigade_bench_gemm --quick`):", "", "```"]

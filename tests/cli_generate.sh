@@ -99,6 +99,16 @@ out2=$("$brigade" generate --model "$tmp/bytes" --prompt "abc" --max-new-tokens 
 s1=$("$brigade" generate --model "$tmp/bytes" --prompt "abc" --max-new-tokens 8 --do-sample --seed 9 --json) &&
   s2=$("$brigade" generate --model "$tmp/bytes" --prompt "abc" --max-new-tokens 8 --do-sample --seed 9 --json --ipu-config "$tmp/ipu.json") &&
   [[ $s1 == "$s2" ]] && ok || bad "sampling with --ipu-config: '$s2' vs '$s1'"
+# Many prompts as requests in flight over 2 stages x 2 replicas: the lines of one device, in order.
+printf '{"prompt": "p%d q"}\n' 1 2 3 4 5 6 7 >"$tmp/many.jsonl"
+echo '{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_replication_factor": 2}' >"$tmp/ipu2x2.json"
+for extra in "" "--do-sample --seed 4" "--num-beams 2"; do
+  # shellcheck disable=SC2086
+  a=$("$brigade" generate --model "$tmp/bytes" --input "$tmp/many.jsonl" --max-new-tokens 6 --batch-size 2 --json $extra) &&
+    b=$("$brigade" generate --model "$tmp/bytes" --input "$tmp/many.jsonl" --max-new-tokens 6 --batch-size 2 --json $extra \
+      --ipu-config "$tmp/ipu2x2.json") && [[ -n $a && $a == "$b" ]] && ok ||
+    bad "pipelined requests ($extra) differ: '$b' vs '$a'"
+done
 
 # Bad input: one line on stderr naming the problem, nothing generated.
 expect_fail both 2 "give one of --prompt TEXT and --input FILE.jsonl" "$brigade" generate --model $gpt2 --prompt a --input "$tmp/in.jsonl"

@@ -154,6 +154,26 @@ brg_status brg_generate(brg_model *model, const brg_generation_config *cfg, cons
                         brg_generation *out);
 void brg_generation_free(brg_generation *g);
 
+/* ---- several requests at once, pipelined and replicated --------------------------------- */
+
+/* How brg_generate_requests places the model: as an inference IPUConfig's
+ * inference_layers_per_ipu / inference_replication_factor do (brg_model_parallelize). */
+typedef struct brg_generate_placement {
+    int stages;             /* devices per replica (1: no pipeline) */
+    const int *block_stage; /* stage of each of the model's blocks, non-decreasing; NULL: all on 0 */
+    int replicas;           /* copies of the pipeline; request i goes to replica i % replicas */
+} brg_generate_placement;
+
+/* Generates for n batches of prompts (requests) at once: each replica's stages are threads that
+ * run the blocks placed on them for whichever request reaches them next, and several requests
+ * are in flight, so while one request's step is on the last stage the next one's is on the
+ * first. outs[i] receives what brg_generate gives for requests[i] (the same tokens and scores:
+ * the same kernels on the same rows). GPT-2's decode steps are split over the stages; T5
+ * requests run whole on their first stage. On failure every outs[i] is empty and the error
+ * names the first request that failed. */
+brg_status brg_generate_requests(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
+                                 int64_t n, const brg_generate_placement *placement, brg_generation *outs);
+
 /* ---- simple forms ----------------------------------------------------------------------- */
 
 /* Appends up to max_new tokens to ids[0..n) (capacity `cap`), greedily, stopping after

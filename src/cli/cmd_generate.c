@@ -40,6 +40,10 @@ typedef struct run {
     prompt *prompts;
     int64_t n, cap;
     cli_progress progress; /* prompts done, over --input */
+    /* --ipu-config: the inference placement the batches are generated over (pipelined: more
+     * than one device in all) */
+    brg_generate_placement placement;
+    int *block_stage;
 } run;
 
 /* A JSON string literal (UTF-8 kept, control characters escaped). */
@@ -190,32 +194,72 @@ static brg_status write_sequence(const run *r, const prompt *p, const brg_genera
     return BRG_OK;
 }
 
+/* The prompts of batch `first` (up to batch_size of them) as a brg_prompts over the caller's arrays. */
+static brg_prompts batch_at(const run *r, int64_t first, int64_t batch_size, const int32_t **ids, int64_t *lengths,
+                            uint64_t *keys) {
+    const int64_t n = r->n - first < batch_size ? r->n - first : batch_size;
+    for (int64_t i = 0; i < n; i++) {
+        ids[i] = r->prompts[first + i].ids;
+        lengths[i] = r->prompts[first + i].len;
+        keys[i] = (uint64_t)(first + i); /* a prompt samples the same in any batch */
+    }
+    return (brg_prompts){.n = n, .ids = ids, .lengths = lengths, .keys = keys, .pad_id = r->pad_id};
+}
+
+static brg_status write_batch(const run *r, int64_t first, const brg_generation *g, int64_t n) {
+    const int64_t per = g->n_sequences / n;
+    for (int64_t s = 0; s < g->n_sequences; s++) BRG_TRY(write_sequence(r, &r->prompts[first + s / per], g, s));
+    fflush(stdout);
+    return BRG_OK;
+}
+
+/* Batches handed to the pipeline at once: enough requests in flight to fill every stage twice. */
+#define PIPELINE_WAVE 64
+
+/* Over an --ipu-config placement: waves of batches as requests in flight, written in order. */
+static brg_status generate_pipelined(run *r, int64_t batch_size) {
+    const int64_t batches = (r->n + batch_size - 1) / batch_size;
+    for (int64_t w0 = 0; w0 < batches; w0 += PIPELINE_WAVE) {
+        const int64_t nb = batches - w0 < PIPELINE_WAVE ? batches - w0 : PIPELINE_WAVE;
+        const int32_t **ids = calloc((size_t)(nb * batch_size), sizeof *ids);
+        int64_t *lengths = calloc((size_t)(nb * batch_size), sizeof *lengths);
+        uint64_t *keys = calloc((size_t)(nb * batch_size), sizeof *keys);
+        brg_prompts *req = calloc((size_t)nb, sizeof *req);
+        brg_generation *outs = calloc((size_t)nb, sizeof *outs);
+        brg_status st = ids && lengths && keys && req && outs ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the requests");
+        for (int64_t b = 0; st == BRG_OK && b < nb; b++)
+            req[b] = batch_at(r, (w0 + b) * batch_size, batch_size, ids + b * batch_size, lengths + b * batch_size,
+                              keys + b * batch_size);
+        const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+        if (st == BRG_OK) st = brg_generate_requests(r->m, &r->cfg, req, nb, &r->placement, outs);
+        if (t0) brg_trace_named("generate requests", t0, w0);
+        for (int64_t b = 0; st == BRG_OK && b < nb; b++) st = write_batch(r, (w0 + b) * batch_size, &outs[b], req[b].n);
+        for (int64_t b = 0; outs && b < nb; b++) brg_generation_free(&outs[b]);
+        free(ids), free(lengths), free(keys), free(req), free(outs);
+        BRG_TRY(st);
+        const int64_t done = (w0 + nb) * batch_size;
+        cli_progress_update(&r->progress, done < r->n ? done : r->n, NULL);
+    }
+    return BRG_OK;
+}
+
 static brg_status generate_all(run *r, int64_t batch_size) {
     for (int64_t i = 0; i < r->n; i++) BRG_TRY(check_prompt(r, &r->prompts[i]));
+    if (r->block_stage) return generate_pipelined(r, batch_size);
     for (int64_t first = 0; first < r->n; first += batch_size) {
-        const int64_t n = r->n - first < batch_size ? r->n - first : batch_size;
         const int32_t *ids[256];
         int64_t lengths[256];
         uint64_t keys[256];
-        for (int64_t i = 0; i < n; i++) {
-            ids[i] = r->prompts[first + i].ids;
-            lengths[i] = r->prompts[first + i].len;
-            keys[i] = (uint64_t)(first + i); /* a prompt samples the same in any batch */
-        }
-        const brg_prompts batch = {.n = n, .ids = ids, .lengths = lengths, .keys = keys, .pad_id = r->pad_id};
+        const brg_prompts batch = batch_at(r, first, batch_size, ids, lengths, keys);
         brg_generation g;
         const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
         brg_status made = brg_generate(r->m, &r->cfg, &batch, &g);
         if (t0) brg_trace_named("generate batch", t0, first / batch_size);
         BRG_TRY(made);
-        const int64_t per = g.n_sequences / n;
-        brg_status st = BRG_OK;
-        for (int64_t s = 0; st == BRG_OK && s < g.n_sequences; s++)
-            st = write_sequence(r, &r->prompts[first + s / per], &g, s);
+        brg_status st = write_batch(r, first, &g, batch.n);
         brg_generation_free(&g);
         BRG_TRY(st);
-        fflush(stdout);
-        cli_progress_update(&r->progress, first + n, NULL);
+        cli_progress_update(&r->progress, first + batch.n, NULL);
     }
     return BRG_OK;
 }
@@ -294,9 +338,10 @@ static brg_status build_config(run *r, const flags *f, const arg_spec *specs, in
     return brg_generation_config_validate(c, r->m);
 }
 
-/* --ipu-config: read, validated and the model's inference placement checked; the decoding
- * itself runs every block on one device (its output does not depend on the placement). */
-static brg_status check_ipu_config(const brg_model *m, const char *ref, const char *overrides) {
+/* --ipu-config: the model's inference placement (inference_layers_per_ipu over
+ * inference_ipus_per_replica stages, inference_replication_factor replicas), which the batches
+ * of prompts are generated over as requests in flight. */
+static brg_status load_placement(run *r, const char *ref, const char *overrides) {
     brg_ipu_config cfg;
     brg_ipu_config_init(&cfg);
     brg_status st = brg_ipu_config_load(ref, &cfg);
@@ -305,7 +350,15 @@ static brg_status check_ipu_config(const brg_model *m, const char *ref, const ch
     brg_placement p = {0};
     if (st == BRG_OK) {
         brg_ipu_config_eval(&cfg);
-        st = brg_model_parallelize(m, &cfg, BRG_IPU_MODE_INFERENCE, &p);
+        st = brg_model_parallelize(r->m, &cfg, BRG_IPU_MODE_INFERENCE, &p);
+    }
+    if (st == BRG_OK) {
+        brg_ipu_view v;
+        brg_ipu_config_view(&cfg, BRG_IPU_MODE_INFERENCE, &v);
+        r->block_stage = malloc((size_t)p.n_blocks * sizeof *r->block_stage);
+        if (!r->block_stage) st = brg_error(BRG_ERR_OOM, "cannot allocate the placement");
+        for (int b = 0; st == BRG_OK && b < p.n_blocks; b++) r->block_stage[b] = p.block_device[b];
+        r->placement = (brg_generate_placement){p.n_devices, r->block_stage, (int)v.replication_factor};
     }
     brg_placement_free(&p);
     return st;
@@ -319,6 +372,7 @@ static void free_run(run *r) {
     free(r->prompts);
     brg_tokenizer_free(r->tok);
     brg_model_destroy(r->m);
+    free(r->block_stage);
 }
 
 int cmd_generate(int argc, char **argv) {
@@ -347,7 +401,7 @@ int cmd_generate(int argc, char **argv) {
         {"stop-token", ARG_INT, &f.stop, false, "stop after this token id (one eos id)", false},
         {"batch-size", ARG_INT, &f.batch_size, false, "prompts generated together, left-padded (8)", false},
         {"no-cache", ARG_FLAG, &f.no_cache, false, "recompute the whole sequence every step (no KV cache)", false},
-        {"ipu-config", ARG_STRING, &f.ipu_config, false, "check the model's inference placement in this IPUConfig",
+        {"ipu-config", ARG_STRING, &f.ipu_config, false, "generate over this IPUConfig's inference pipeline (inference_layers_per_ipu, replicas)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
         {"json", ARG_FLAG, &f.json, false, "one {\"prompt\", \"generated_ids\", \"text\"} line per sequence", false},
@@ -388,7 +442,7 @@ int cmd_generate(int argc, char **argv) {
                            "byte-level prompts need vocab_size >= 256 (the folder has no tokenizer)");
     }
     if (st == BRG_OK) st = build_config(&r, &f, specs, n);
-    if (st == BRG_OK && f.ipu_config) st = check_ipu_config(r.m, f.ipu_config, f.overrides);
+    if (st == BRG_OK && f.ipu_config) st = load_placement(&r, f.ipu_config, f.overrides);
     if (st == BRG_OK) {
         /* Padding as the tokenizer pads (GPT-2's is its eos token), else the generation pad. */
         r.pad_id = -1;

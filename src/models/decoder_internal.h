@@ -3,6 +3,7 @@
 #define BRIGADE_MODELS_DECODER_INTERNAL_H
 
 #include "brigade/generate.h"
+#include "models/decode_stages.h"
 
 typedef struct dec_arch dec_arch;
 
@@ -21,7 +22,18 @@ struct brg_decoder {
     int32_t *enc_ids;
     float *enc_mask;
     int64_t enc_len;
+    /* Where the model's units (blocks) run: all on the caller's thread unless a pipelined
+     * generate routed them over its stage threads. */
+    decode_route route;
 };
+
+/* Runs units [first, last] of a forward, fn(ctx, first_unit, last_unit) for each run of units on
+ * one stage, in order: on that stage's thread when the decoder is routed, else here. */
+typedef struct dec_units {
+    brg_status (*fn)(void *ctx, int first, int last);
+    void *ctx;
+} dec_units;
+brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last);
 
 struct dec_arch {
     brg_status (*create)(brg_decoder *d);
@@ -34,6 +46,9 @@ struct dec_arch {
     /* Empties the cache (the next forward starts at 0). */
     void (*reset)(brg_decoder *d);
     brg_status (*reorder)(brg_decoder *d, const int32_t *src);
+    /* forward splits itself over the route's stages (dec_run_units); otherwise a routed decoder
+     * runs encode and forward whole on the first unit's stage */
+    bool routes_units;
 };
 
 /* Row-major copies of history columns [start, start + n) into dst [rows, n]. */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "brigade/tape.h"
+#include "models/decoder_internal.h"
 #include "models/generate_internal.h"
 
 static bool is_seq2seq(const brg_model *m) {
@@ -149,6 +150,7 @@ static brg_status run(gen_job *j, const int32_t *const *prompts, const int64_t *
     float *mask = NULL, *logits = NULL;
     brg_status st = build_batch(j, prompts, lengths, longest, &batch, &mask);
     if (st == BRG_OK) st = brg_decoder_create(j->m, j->rows, j->max_length, j->cfg.use_cache, &j->dec);
+    if (st == BRG_OK) j->dec->route = j->route;
     if (st == BRG_OK) {
         logits = malloc((size_t)(j->rows * j->vocab) * sizeof *logits);
         if (!logits) st = brg_error(BRG_ERR_OOM, "cannot allocate the logits");
@@ -178,6 +180,11 @@ static brg_status run(gen_job *j, const int32_t *const *prompts, const int64_t *
 
 brg_status brg_generate(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
                         brg_generation *out) {
+    return gen_generate_routed(model, cfg, prompts, NULL, out);
+}
+
+brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
+                               const decode_route *route, brg_generation *out) {
     memset(out, 0, sizeof *out);
     if (!brg_decoder_supported(model))
         return brg_error(BRG_ERR_UNSUPPORTED, "generation needs GPT2LMHeadModel or T5ForConditionalGeneration, not %s",
@@ -185,7 +192,7 @@ brg_status brg_generate(brg_model *model, const brg_generation_config *cfg, cons
     if (prompts->n < 1) return brg_error(BRG_ERR_INVALID_ARG, "no prompts to generate for");
     BRG_TRY(brg_generation_config_validate(cfg, model));
     gen_job j = {.m = model, .cfg = *cfg, .seq2seq = is_seq2seq(model), .n_prompts = prompts->n, .keys = prompts->keys,
-                 .vocab = model->vocab_size, .out = out};
+                 .vocab = model->vocab_size, .out = out, .route = route ? *route : (decode_route){0}};
     brg_generation_config *c = &j.cfg;
     if (j.seq2seq && c->decoder_start_token_id < 0) c->decoder_start_token_id = c->bos_token_id;
     if (j.seq2seq && c->decoder_start_token_id < 0)

@@ -6,6 +6,7 @@
 
 #include "brigade/generate.h"
 #include "brigade/rng.h"
+#include "models/decode_stages.h"
 
 /* One brg_generate call. Rows are prompt-major: row r belongs to prompt r / per_prompt. */
 typedef struct gen_job {
@@ -23,7 +24,12 @@ typedef struct gen_job {
     brg_decoder *dec;
     const uint64_t *keys;
     brg_generation *out;
+    decode_route route; /* a pipelined generate's stages for the decoder (none: this thread) */
 } gen_job;
+
+/* brg_generate with the decoder's units routed (pipelined generate, generate_requests.c). */
+brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
+                               const decode_route *route, brg_generation *out);
 
 bool gen_is_eos(const brg_generation_config *c, int32_t id);
 

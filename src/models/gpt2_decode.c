@@ -116,11 +116,59 @@ static void mlp(const brg_decoder *d, int l, work *w, int64_t N, int64_t n) {
     brg_k_add_fwd(w->x, w->x, w->proj, N * C);
 }
 
+/* One forward's state, handed from unit to unit (and stage to stage). */
+typedef struct fwd {
+    brg_decoder *d;
+    work *w;
+    int64_t n;
+    float *logits;
+} fwd;
+
+static void embed(const fwd *f) {
+    const brg_decoder *d = f->d;
+    const int64_t N = d->rows * f->n, C = cfg_of(d)->n_embd;
+    brg_k_embedding_fwd(f->w->x, f->w->ids, P(d, P_WTE), N, C);
+    brg_k_embedding_fwd(f->w->h, f->w->pos, P(d, P_WPE), N, C);
+    brg_k_add_fwd(f->w->x, f->w->x, f->w->h, N * C);
+}
+
+/* ln_f and the LM head at each row's last new position only. */
+static void head(const fwd *f) {
+    const brg_decoder *d = f->d;
+    const brg_gpt2_config *c = cfg_of(d);
+    const int64_t R = d->rows, n = f->n, C = c->n_embd, V = c->vocab_size;
+    work *w = f->w;
+    for (int64_t r = 0; r < R; r++) memcpy(w->last + r * C, w->x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
+    const int ln_f = 2 + (int)c->n_layer * PER_LAYER;
+    brg_k_layernorm_fwd(w->h, w->mean, w->rstd, w->last, P(d, ln_f), P(d, ln_f + 1), R, C, c->layer_norm_epsilon);
+    const float *lm = c->tie_word_embeddings ? P(d, P_WTE) : P(d, ln_f + 2);
+    linear(f->logits, w->h, lm, NULL, R, C, V, false, 1); /* one position per row: the same for every batch */
+}
+
+/* Units as the model's blocks: 0 the embeddings, 1..n_layer the layers, n_layer + 1 the head. */
+static brg_status run_units(void *ctx, int first, int last) {
+    const fwd *f = ctx;
+    const int L = (int)cfg_of(f->d)->n_layer;
+    for (int u = first; u <= last; u++) {
+        if (u == 0) embed(f);
+        else if (u <= L) {
+            attention(f->d, f->d->state, u - 1, f->w, f->n);
+            mlp(f->d, u - 1, f->w, f->d->rows * f->n, f->n);
+        } else {
+            /* The layers read the cache's length as the positions before this step: it
+             * advances once every layer has written its keys. */
+            ((kv_cache *)f->d->state)->len += f->n;
+            head(f);
+        }
+    }
+    return BRG_OK;
+}
+
 static brg_status gpt2_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
     const brg_gpt2_config *c = cfg_of(d);
     kv_cache *cache = d->state;
     BRG_ASSERT(cache->len == start);
-    const int64_t R = d->rows, N = R * n, C = c->n_embd, V = c->vocab_size;
+    const int64_t R = d->rows, N = R * n, C = c->n_embd;
     const int64_t I = c->n_inner ? c->n_inner : 4 * C;
     work w;
     BRG_TRY(work_alloc(&w, R, N, C, I, start + n));
@@ -134,22 +182,11 @@ static brg_status gpt2_forward(brg_decoder *d, int64_t start, int64_t n, float *
             return brg_error(BRG_ERR_INVALID_ARG, "position %d is past the model's n_positions %lld", pos,
                              (long long)c->n_positions);
         }
-    brg_k_embedding_fwd(w.x, w.ids, P(d, P_WTE), N, C);
-    brg_k_embedding_fwd(w.h, w.pos, P(d, P_WPE), N, C);
-    brg_k_add_fwd(w.x, w.x, w.h, N * C);
-    for (int l = 0; l < c->n_layer; l++) {
-        attention(d, cache, l, &w, n);
-        mlp(d, l, &w, N, n);
-    }
-    cache->len += n;
-    /* ln_f and the LM head at each row's last new position only. */
-    for (int64_t r = 0; r < R; r++) memcpy(w.last + r * C, w.x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
-    const int ln_f = 2 + (int)c->n_layer * PER_LAYER;
-    brg_k_layernorm_fwd(w.h, w.mean, w.rstd, w.last, P(d, ln_f), P(d, ln_f + 1), R, C, c->layer_norm_epsilon);
-    const float *head = c->tie_word_embeddings ? P(d, P_WTE) : P(d, ln_f + 2);
-    linear(logits, w.h, head, NULL, R, C, V, false, 1); /* one position per row: the same for every batch */
+    fwd f = {d, &w, n, logits};
+    const dec_units units = {run_units, &f};
+    const brg_status st = dec_run_units(d, &units, 0, (int)c->n_layer + 1);
     work_free(&w);
-    return BRG_OK;
+    return st;
 }
 
 const dec_arch gpt2_dec_arch = {
@@ -159,4 +196,5 @@ const dec_arch gpt2_dec_arch = {
     .forward = gpt2_forward,
     .reset = gpt2_reset,
     .reorder = gpt2_reorder,
+    .routes_units = true,
 };
