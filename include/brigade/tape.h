@@ -3,7 +3,13 @@
  *
  * Every output, saved tensor, context and activation gradient lives in the tape's arena, so a
  * micro-batch's whole footprint is released by one brg_arena_reset. Parameters keep their own
- * gradient buffers (allocated once, outside the tape), which backward accumulates into. */
+ * gradient buffers (allocated once, outside the tape), which backward accumulates into.
+ *
+ * The gradients of the tape's own outputs (see brg_tape_output) that a backward allocates are
+ * released when it ends: the arena goes back to where it stood when the replay began, and the
+ * gradients the replay allocated for other tensors (the tape's inputs, leaves) are moved down
+ * there with their values. So a backward function allocates from the tape's arena only through
+ * brg_tape_grad, and a caller reads the gradients of the tape's inputs, not of its outputs. */
 #ifndef BRIGADE_TAPE_H
 #define BRIGADE_TAPE_H
 
@@ -37,6 +43,21 @@ bool brg_tape_needs(const brg_tape *tape, const brg_tensor *const *inputs, int n
 /* Appends a node and returns its zeroed context of `ctx_size` bytes (NULL on out of memory). */
 void *brg_tape_record(brg_tape *tape, brg_backward_fn fn, size_t ctx_size);
 
+/* Declares `t` (when it requires grad) an output of an op this tape records: a gradient a later
+ * backward allocates for it is released when that backward ends. brg_tape_new_tensor does this
+ * itself; an op that makes its output another way (a view) calls it. Forgotten by brg_tape_clear. */
+brg_status brg_tape_output(brg_tape *tape, brg_tensor *t);
+
+/* Donates `t`'s buffer to the next op that takes it as an input: the caller promises that
+ * nothing reads t's data after that op (its other readers, if any, come first). An op whose
+ * backward reads none of its inputs' data (brg_add, brg_dropout) then writes its output, a tensor
+ * of its own with its own gradient, over t's buffer instead of a new one. A dropout that returns
+ * its input unchanged (p 0, not training) passes the donation on to the next op. One tensor at a
+ * time (NULL withdraws it); forgotten by brg_tape_clear. */
+void brg_tape_donate(brg_tape *tape, const brg_tensor *t);
+/* For ops: true (once) when `t` is the donated tensor. */
+bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t);
+
 /* The gradient buffer of `t` (allocated zeroed from the tape's arena on first use), or NULL
  * when `t` does not require grad, ready to be added into (a pending zeroing is done now). Sets
  * *status on out of memory. */
@@ -55,11 +76,12 @@ brg_status brg_tape_backward_from(brg_tape *tape, brg_tensor *out, const float *
  * NULL, are skipped) and runs backward once. */
 brg_status brg_tape_backward_multi(brg_tape *tape, brg_tensor *const *outs, const float *const *douts, int n);
 
-/* Forgets the recorded nodes (the arena is the caller's to reset). */
+/* Forgets the recorded nodes and outputs (the arena is the caller's to reset). */
 void brg_tape_clear(brg_tape *tape);
 size_t brg_tape_size(const brg_tape *tape);
 
-/* Allocates an output tensor in the tape's arena; requires_grad is set from `requires_grad`. */
+/* Allocates an output tensor in the tape's arena; requires_grad is set from `requires_grad`, and
+ * such a tensor is one of the tape's outputs (brg_tape_output). */
 brg_status brg_tape_new_tensor(brg_tape *tape, brg_dtype dtype, int ndim, const int64_t *shape,
                                bool requires_grad, const char *what, brg_tensor **out);
 

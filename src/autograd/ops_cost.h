@@ -52,6 +52,9 @@ void ops_cost_add(ops_cost *c, double n);
 void ops_cost_scale(ops_cost *c, double n);
 void ops_cost_dropout(ops_cost *c, double n, float p);
 void ops_cost_reshape(ops_cost *c, double n);
+/* brg_add and brg_dropout over a donated input (brg_tape_donate) */
+void ops_cost_add_donated(ops_cost *c, double n);
+void ops_cost_dropout_donated(ops_cost *c, double n, float p);
 
 /* ops_attention.c */
 void ops_cost_split_heads(ops_cost *c, double out_elems);

@@ -167,6 +167,7 @@ brg_status brg_embedding_padded(brg_tape *tape, brg_tensor *ids, brg_tensor *tab
     BRG_TRY(st);
     (*y)->requires_grad = rec;
     if (!rec) return BRG_OK;
+    BRG_TRY(brg_tape_output(tape, *y));
     embedding_pad_ctx *c = brg_tape_record(tape, embedding_pad_backward, sizeof *c);
     if (!c) return BRG_ERR_OOM;
     *c = (embedding_pad_ctx){ids, table, *y, brg_tensor_numel(ids), table->shape[1], padding_idx};

@@ -162,6 +162,19 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     return BRG_OK;
 }
 
+/* An output of its own (its own gradient) on x's buffer: for an op that writes over a donated input. */
+static brg_status new_over(brg_tape *tape, brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
+    brg_tensor *t = brg_arena_alloc(brg_tape_arena(tape), sizeof *t, what);
+    if (!t) return BRG_ERR_OOM;
+    *t = brg_tensor_wrap(x->dtype, x->ndim, x->shape, x->data);
+    t->name = what;
+    t->requires_grad = rec;
+    *y = t;
+    return brg_tape_output(tape, t);
+}
+
+/* The sum goes over a donated operand's buffer (brg_tape_donate; its backward reads no data, and
+ * each element is read before it is written), else into a new one. */
 brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
     BRG_TRY(ops_check_f32("add", a, 0));
     BRG_TRY(ops_check_f32("add", b, 0));
@@ -172,7 +185,8 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     }
     const brg_tensor *ins[2] = {a, b};
     bool rec = brg_tape_needs(tape, ins, 2);
-    BRG_TRY(new_like(tape, a, rec, "add output", y));
+    brg_tensor *over = brg_tape_take_donated(tape, b) ? b : brg_tape_take_donated(tape, a) ? a : NULL;
+    BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : new_like(tape, a, rec, "add output", y));
     brg_k_add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
     if (!rec) return BRG_OK;
     add_ctx *c = brg_tape_record(tape, add_backward, sizeof *c);
@@ -225,6 +239,8 @@ static brg_status dropout_backward(brg_tape *tape, void *p) {
     return BRG_OK;
 }
 
+/* Over a donated input's buffer (its backward reads no data; each element is read before it is
+ * written), else into a new one. */
 brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, uint64_t seed, uint64_t offset,
                        brg_tensor **y) {
     BRG_TRY(ops_check_f32("dropout", x, 0));
@@ -235,7 +251,8 @@ brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, ui
     }
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(new_like(tape, x, rec, "dropout output", y));
+    BRG_TRY(brg_tape_take_donated(tape, x) ? new_over(tape, x, rec, "dropout output", y)
+                                           : new_like(tape, x, rec, "dropout output", y));
     brg_k_dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
     if (!rec) return BRG_OK;
     dropout_ctx *c = brg_tape_record(tape, dropout_backward, sizeof *c);
@@ -268,6 +285,7 @@ brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *s
     t->requires_grad = rec;
     *y = t;
     if (!rec) return BRG_OK;
+    BRG_TRY(brg_tape_output(tape, t));
     reshape_ctx *c = brg_tape_record(tape, reshape_backward, sizeof *c);
     if (!c) return BRG_ERR_OOM;
     *c = (reshape_ctx){x, t};
@@ -310,6 +328,23 @@ void ops_cost_scale(ops_cost *c, double n) {
 void ops_cost_dropout(ops_cost *c, double n, float p) {
     if (!c->dropout || p == 0.0f) return; /* the input itself */
     ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(dropout_ctx));
+}
+
+/* An output on a donated input's buffer: the header alone, and its gradient. */
+static void cost_over(ops_cost *c, double n) {
+    c->fwd += ops_cost_align((double)sizeof(brg_tensor));
+    if (c->record) c->grad += ops_cost_align(n * sizeof(float));
+}
+
+void ops_cost_add_donated(ops_cost *c, double n) {
+    cost_over(c, n);
+    ops_cost_context(c, sizeof(add_ctx));
+}
+
+void ops_cost_dropout_donated(ops_cost *c, double n, float p) {
+    if (!c->dropout || p == 0.0f) return; /* the input itself */
+    cost_over(c, n);
     ops_cost_context(c, sizeof(dropout_ctx));
 }
 

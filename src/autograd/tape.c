@@ -1,7 +1,15 @@
 /* The tape is a growable array of nodes kept across micro-batches, so recording allocates from
- * the host only while the graph is still growing (the first step). */
+ * the host only while the graph is still growing (the first step).
+ *
+ * Activation gradients are released per tape: the gradients a replay allocates for the tape's
+ * own outputs are dead once the replay is over (every op that reads or adds into them has run),
+ * so the arena is reset to where it stood when the replay began. The gradients the replay
+ * allocated for anything else (the tape's inputs, parameters without a gradient arena) live on:
+ * they are moved down to the mark, in the order they were allocated. A model run as one tape per
+ * block then holds one block's activation gradients at a time instead of all of them. */
 #include "brigade/tape.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,13 +18,36 @@ typedef struct node {
     void *ctx;
 } node;
 
+/* A growable array of tensor pointers. */
+typedef struct tensor_list {
+    brg_tensor **items;
+    size_t count;
+    size_t capacity;
+} tensor_list;
+
 struct brg_tape {
     brg_arena *arena;
     bool grad_enabled;
     node *nodes;
     size_t count;
     size_t capacity;
+    tensor_list outputs;   /* tensors the recorded ops made that take part in backward */
+    tensor_list fresh;     /* during a replay: tensors whose gradient it allocated in the arena */
+    bool replaying;
+    const brg_tensor *donated; /* see brg_tape_donate */
 };
+
+static brg_status list_push(tensor_list *l, brg_tensor *t) {
+    if (l->count == l->capacity) {
+        size_t cap = l->capacity ? l->capacity * 2 : 256;
+        brg_tensor **grown = realloc(l->items, cap * sizeof *grown);
+        if (!grown) return brg_error(BRG_ERR_OOM, "cannot grow the tape's tensor list to %zu entries", cap);
+        l->items = grown;
+        l->capacity = cap;
+    }
+    l->items[l->count++] = t;
+    return BRG_OK;
+}
 
 brg_status brg_tape_create(brg_arena *arena, brg_tape **out) {
     brg_tape *t = calloc(1, sizeof *t);
@@ -30,6 +61,8 @@ brg_status brg_tape_create(brg_arena *arena, brg_tape **out) {
 void brg_tape_destroy(brg_tape *tape) {
     if (!tape) return;
     free(tape->nodes);
+    free(tape->outputs.items);
+    free(tape->fresh.items);
     free(tape);
 }
 
@@ -61,9 +94,33 @@ void *brg_tape_record(brg_tape *tape, brg_backward_fn fn, size_t ctx_size) {
     return ctx;
 }
 
+brg_status brg_tape_output(brg_tape *tape, brg_tensor *t) {
+    if (!t || !t->requires_grad) return BRG_OK;
+    return list_push(&tape->outputs, t);
+}
+
+void brg_tape_donate(brg_tape *tape, const brg_tensor *t) { tape->donated = t; }
+
+bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t) {
+    if (!t || t != tape->donated) return false;
+    tape->donated = NULL;
+    return true;
+}
+
+/* Allocates t's gradient where it belongs; a replay remembers the ones it put in the tape's arena. */
+static brg_status ensure_grad(brg_tape *tape, brg_tensor *t) {
+    if (t->grad) return BRG_OK;
+    if (t->grad_arena) return brg_tensor_ensure_grad(t->grad_arena, t);
+    BRG_TRY(brg_tensor_ensure_grad(tape->arena, t));
+    if (!tape->replaying) return BRG_OK;
+    brg_status st = list_push(&tape->fresh, t);
+    if (st != BRG_OK) tape->replaying = false; /* keep everything rather than lose track of a gradient */
+    return st;
+}
+
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
     if (!t || !t->requires_grad) return NULL;
-    if (!t->grad && brg_tensor_ensure_grad(t->grad_arena ? t->grad_arena : tape->arena, t) != BRG_OK) {
+    if (ensure_grad(tape, t) != BRG_OK) {
         *status = BRG_ERR_OOM;
         return NULL;
     }
@@ -74,7 +131,7 @@ float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
 float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status) {
     *overwrite = false;
     if (!t || !t->requires_grad) return NULL;
-    if (!t->grad && brg_tensor_ensure_grad(t->grad_arena ? t->grad_arena : tape->arena, t) != BRG_OK) {
+    if (ensure_grad(tape, t) != BRG_OK) {
         *status = BRG_ERR_OOM;
         return NULL;
     }
@@ -83,9 +140,62 @@ float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, b
     return t->grad;
 }
 
+static int by_address(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t) * (brg_tensor *const *)a, y = (uintptr_t) * (brg_tensor *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static bool is_output(const brg_tape *tape, brg_tensor *t) {
+    return bsearch(&t, tape->outputs.items, tape->outputs.count, sizeof t, by_address) != NULL;
+}
+
+static size_t grad_bytes(const brg_tensor *t) { return (size_t)brg_tensor_numel(t) * sizeof(float); }
+
+/* After a replay: drops the gradients it allocated for the tape's outputs and resets the arena to
+ * `mark`, re-allocating the others there with their values. Without the host memory to hold those
+ * values meanwhile, everything stays as it is. */
+static brg_status release_gradients(brg_tape *tape, size_t mark) {
+    qsort(tape->outputs.items, tape->outputs.count, sizeof *tape->outputs.items, by_address);
+    size_t keep = 0, n = 0;
+    for (size_t i = 0; i < tape->fresh.count; i++)
+        if (!is_output(tape, tape->fresh.items[i])) keep += grad_bytes(tape->fresh.items[i]), n++;
+    float *held = NULL;
+    if (keep && !(held = malloc(keep))) return BRG_OK;
+    size_t at = 0;
+    for (size_t i = 0, k = 0; i < tape->fresh.count; i++) {
+        brg_tensor *t = tape->fresh.items[i];
+        if (!is_output(tape, t)) {
+            memcpy((char *)held + at, t->grad, grad_bytes(t));
+            at += grad_bytes(t);
+            tape->fresh.items[k++] = t; /* the kept ones, in allocation order */
+        }
+        t->grad = NULL;
+    }
+    tape->fresh.count = n;
+    brg_arena_reset(tape->arena, mark);
+    brg_status st = BRG_OK;
+    at = 0;
+    for (size_t i = 0; i < n && st == BRG_OK; i++) {
+        brg_tensor *t = tape->fresh.items[i];
+        st = brg_tensor_ensure_grad(tape->arena, t);
+        if (st == BRG_OK) memcpy(t->grad, (char *)held + at, grad_bytes(t));
+        at += grad_bytes(t);
+    }
+    free(held);
+    return st;
+}
+
 static brg_status replay(brg_tape *tape) {
-    for (size_t i = tape->count; i-- > 0;) BRG_TRY(tape->nodes[i].fn(tape, tape->nodes[i].ctx));
-    return BRG_OK;
+    const size_t mark = brg_arena_mark(tape->arena);
+    tape->fresh.count = 0;
+    tape->replaying = true;
+    brg_status st = BRG_OK;
+    for (size_t i = tape->count; st == BRG_OK && i-- > 0;) st = tape->nodes[i].fn(tape, tape->nodes[i].ctx);
+    const bool tracked = tape->replaying;
+    tape->replaying = false;
+    if (st == BRG_OK && tracked) st = release_gradients(tape, mark);
+    tape->fresh.count = 0;
+    return st;
 }
 
 brg_status brg_tape_backward(brg_tape *tape, brg_tensor *loss) {
@@ -113,12 +223,16 @@ brg_status brg_tape_backward_multi(brg_tape *tape, brg_tensor *const *outs, cons
     return replay(tape);
 }
 
-void brg_tape_clear(brg_tape *tape) { tape->count = 0; }
+void brg_tape_clear(brg_tape *tape) {
+    tape->count = 0;
+    tape->outputs.count = 0;
+    tape->donated = NULL;
+}
 size_t brg_tape_size(const brg_tape *tape) { return tape->count; }
 
 brg_status brg_tape_new_tensor(brg_tape *tape, brg_dtype dtype, int ndim, const int64_t *shape,
                                bool requires_grad, const char *what, brg_tensor **out) {
     BRG_TRY(brg_tensor_new(tape->arena, dtype, ndim, shape, what, out));
     (*out)->requires_grad = requires_grad;
-    return BRG_OK;
+    return brg_tape_output(tape, *out);
 }

@@ -95,8 +95,12 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
         }
         int64_t full = c->saved_bytes + c->grad_bytes;
         if (!o->recompute || c->layer < 0) {
-            *kept += full;
-            grads_before += c->grad_bytes;
+            /* the gradients it hands on stay; the rest are released when its backward ends, so
+             * only one block's of them exist at a time */
+            const int64_t handed_on = c->grad_bytes - c->released_grad_bytes;
+            *kept += c->saved_bytes + handed_on;
+            if (c->released_grad_bytes > *transient) *transient = c->released_grad_bytes;
+            grads_before += handed_on;
             continue;
         }
         *kept += c->recompute_bytes > 0 ? c->recompute_bytes : c->input_bytes;

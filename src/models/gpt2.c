@@ -175,8 +175,14 @@ static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b
     for (int64_t i = 0; i < B; i++)
         for (int64_t t = 0; t < T; t++) pid[i * T + t] = (int32_t)t;
     BRG_TRY(brg_embedding(tape, pos_ids, P(m, P_WPE), &pos));
+    /* each of these is read by the next op alone, and no backward reads their data: the sum goes
+     * over the position embeddings' buffer, the dropout over the sum's */
+    brg_tape_donate(tape, pos);
     BRG_TRY(brg_add(tape, tok, pos, &x));
-    return brg_dropout(tape, x, c->embd_pdrop, b->training, b->seed, dropout_offset(0, 0), &b->hidden);
+    brg_tape_donate(tape, x);
+    BRG_TRY(brg_dropout(tape, x, c->embd_pdrop, b->training, b->seed, dropout_offset(0, 0), &b->hidden));
+    brg_tape_donate(tape, NULL); /* without dropout the sum itself goes on, and every layer reads it */
+    return BRG_OK;
 }
 
 static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b, brg_tensor *x,
@@ -197,6 +203,7 @@ static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg
     BRG_TRY(brg_attention(tape, q, k, v, &opts, &att));
     BRG_TRY(brg_merge_heads(tape, att, &merged));
     BRG_TRY(brg_linear(tape, merged, LP(m, layer, L_APROJ_W), LP(m, layer, L_APROJ_B), true, &proj));
+    brg_tape_donate(tape, proj); /* only the dropout reads it */
     return brg_dropout(tape, proj, c->resid_pdrop, b->training, b->seed, dropout_offset(block, 1), out);
 }
 
@@ -206,6 +213,7 @@ static brg_status mlp_forward(brg_model *m, int layer, brg_tape *tape, brg_bundl
     brg_tensor *a, *proj;
     BRG_TRY(brg_linear_act(tape, x, LP(m, layer, L_FC_W), LP(m, layer, L_FC_B), true, c->activation, &a));
     BRG_TRY(brg_linear(tape, a, LP(m, layer, L_MPROJ_W), LP(m, layer, L_MPROJ_B), true, &proj));
+    brg_tape_donate(tape, proj); /* only the dropout reads it */
     return brg_dropout(tape, proj, c->resid_pdrop, b->training, b->seed, dropout_offset(layer + 1, 2), out);
 }
 
@@ -215,9 +223,13 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     BRG_TRY(brg_layer_norm(tape, x, LP(m, layer, L_LN1_W), LP(m, layer, L_LN1_B), eps, &n1));
     BRG_TRY(attention_forward(m, layer, tape, b, n1, &att));
+    /* the branches' outputs (a dropout's, or a projection's) are read by the residual sums alone,
+     * and no backward reads their data: each sum goes over its branch's buffer */
+    brg_tape_donate(tape, att);
     BRG_TRY(brg_add(tape, x, att, &r1));
     BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_LN2_W), LP(m, layer, L_LN2_B), eps, &n2));
     BRG_TRY(mlp_forward(m, layer, tape, b, n2, &mlp));
+    brg_tape_donate(tape, mlp);
     return brg_add(tape, r1, mlp, &b->hidden);
 }
 

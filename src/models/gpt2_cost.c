@@ -12,8 +12,8 @@ static void embeddings(const brg_gpt2_config *c, double BT, ops_cost *o) {
     ops_cost_embedding(o, BT, C);                     /* tokens */
     ops_cost_tensor(o, BT, sizeof(int32_t), false);  /* position ids */
     ops_cost_embedding(o, BT, C);                     /* positions */
-    ops_cost_add(o, BT * C);
-    ops_cost_dropout(o, BT * C, c->embd_pdrop);
+    ops_cost_add_donated(o, BT * C);
+    ops_cost_dropout_donated(o, BT * C, c->embd_pdrop);
     o->out[0] = BT * C;
 }
 
@@ -26,13 +26,13 @@ static void layer(const brg_gpt2_config *c, double B, double T, ops_cost *o) {
     ops_cost_attention(o, B, H, T, T, C / H);
     ops_cost_merge_heads(o, BT * C);
     ops_cost_linear(o, BT, C);
-    ops_cost_dropout(o, BT * C, c->resid_pdrop);
-    ops_cost_add(o, BT * C);
+    ops_cost_dropout_donated(o, BT * C, c->resid_pdrop);
+    ops_cost_add_donated(o, BT * C);
     ops_cost_layer_norm(o, BT, C);
     ops_cost_linear_act(o, BT, F, true);
     ops_cost_linear(o, BT, C);
-    ops_cost_dropout(o, BT * C, c->resid_pdrop);
-    ops_cost_add(o, BT * C);
+    ops_cost_dropout_donated(o, BT * C, c->resid_pdrop);
+    ops_cost_add_donated(o, BT * C);
     o->in[0] = o->out[0] = BT * C;
     o->in_used[0] = true;
 }

@@ -3,6 +3,17 @@
 
 _Static_assert(BRG_SCRATCH_SLOTS == BRG_PLAN_SCRATCH_SLOTS, "the plan counts every kernel scratch slot");
 
+/* The gradients of what a block hands on, which the blocks after it (or the runtime) allocate
+ * before its backward: its carried outputs', and a head's loss's (seeded with 1). Its backward
+ * releases the gradients of its other outputs when it ends (brg_tape_output). */
+static double handed_on_grads(const brg_model *m, int block, const ops_cost *train) {
+    if (train->grad <= 0) return 0;
+    double bytes = m->blocks[block].kind == BRG_BLOCK_HEAD ? ops_cost_align(sizeof(float)) : 0;
+    for (int k = 0; k < 2; k++)
+        if (train->out[k] > 0) bytes += ops_cost_align(train->out[k] * sizeof(float));
+    return bytes;
+}
+
 void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t batch, int64_t seq,
                        brg_block_cost *out) {
     ops_cost train = {.record = true, .dropout = true}, infer = {.record = false, .dropout = false};
@@ -10,6 +21,7 @@ void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t 
     fn(m, block, batch, seq, &infer);
     out->saved_bytes = (int64_t)train.fwd;
     out->grad_bytes = (int64_t)train.grad;
+    out->released_grad_bytes = (int64_t)(train.grad - handed_on_grads(m, block, &train));
     out->forward_bytes = (int64_t)infer.fwd;
     for (int i = 0; i < BRG_SCRATCH_SLOTS; i++) {
         out->scratch_bytes[i] = (int64_t)train.scratch[i];
