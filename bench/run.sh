@@ -22,7 +22,7 @@
 # BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset; BENCH_DECODE=0 skips
 # the decode rows (GPT-2 small and tiny greedy generation, batches 1 and 8, 128 + 128 tokens, with
 # the streaming bandwidth their bound uses); BENCH_PRECISION=0 skips GPT-2 small's bf16.32 training
-# rows (1dev and 1dev2t, both shapes).
+# rows (1dev and 1dev2t, both shapes); BENCH_DATA_WAIT=0 skips bench/data_wait.sh.
 set -euo pipefail
 
 build=${1:?usage: bash bench/run.sh BUILD_DIR}
@@ -136,6 +136,11 @@ if [ "${BENCH_GEMM:-1}" != 0 ]; then
     run "$build/brigade_bench_gemm" --quick
     say "== GEMM, single thread, GFLOP/s: our kernels against OpenBLAS with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset"
     run env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$build/brigade_bench_gemm" --quick
+fi
+
+if [ "${BENCH_DATA_WAIT:-1}" != 0 ]; then
+    say "== share of step time the devices wait for data, without and with --dataloader-workers (bench/data_wait.sh)"
+    run bash "$root/bench/data_wait.sh" "$build"
 fi
 
 say "== all measurements done after ${SECONDS} s"

@@ -29,6 +29,7 @@
 #include "brigade/sentence_embedding.h"
 #include "brigade/version.h"
 #include "brigade/dataset.h"
+#include "brigade/data_loader.h"
 #include "brigade/schedule.h"
 #include "brigade/runtime.h"
 #include "brigade/trace.h"

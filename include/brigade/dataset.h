@@ -182,9 +182,11 @@ typedef struct brg_step_batch {
 brg_status brg_step_batch_init(brg_step_batch *b, const brg_dataset *d, int replicas, int accumulation,
                                int64_t micro);
 void brg_step_batch_free(brg_step_batch *b);
-/* Fills the batch for `step`; loss_items is counted with the model's rule. */
-void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
-                         const brg_model *model);
+/* Fills the batch for `step`; loss_items is counted with the model's rule. Fails, naming the
+ * row, when a row holds a token id outside the model's vocabulary. Reads d and model only and
+ * writes b and o: threads that each have their own batch and order may fill at once. */
+brg_status brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
+                               const brg_model *model);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,8 @@
  *   optimizer step                                                              (device tracks)
  *   a named host span: "step N", "data", "evaluate", "checkpoint", "prefill", "decode step",
  *   "forward batch N", ...                                                      (host track)
+ *   "data wait N" (the host's wait for a batch the loader's workers prepare)    (host track)
+ *   "prepare step N" (a worker filling a step's batch ahead)       (track "data loader K")
  *   counters "memory device N" {bytes}: the device's arena (parameters, state, activations,
  *   kernel scratch) after each of its pipeline steps. */
 #ifndef BRIGADE_TRACE_H
@@ -68,6 +70,10 @@ void brg_trace_set_rank(int rank);
 /* The calling thread's track: a device (cheap, no allocation; works whether or not recording is
  * on, so device threads call it when they start). */
 void brg_trace_set_device(int device, int replica, int stage);
+
+/* The calling thread's track name, for a thread that is no device ("data loader 1"; copied,
+ * up to 47 bytes; NULL or "": "thread N"). Call it before the thread's first event. */
+void brg_trace_set_thread_name(const char *name);
 
 /* Nanoseconds since an arbitrary origin (CLOCK_MONOTONIC): a span's start. */
 uint64_t brg_trace_now(void);

@@ -45,6 +45,10 @@ typedef struct brg_train_options {
     double epochs;
     bool shuffle;
     uint64_t seed;
+    /* Background threads that prepare the next steps' batches while the devices compute, at most
+     * device_iterations steps ahead (brigade/data_loader.h); 0: each step's batch is filled on the
+     * calling thread before it runs. The batches, and so the run, are the same either way. */
+    int dataloader_workers;
     /* optimisation */
     brg_optimizer_config optimizer; /* optimizer.lr is the base learning rate */
     brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */

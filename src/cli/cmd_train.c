@@ -28,7 +28,7 @@ typedef struct train_flags {
     const char *model, *ipu_config, *data, *output, *optimizer, *lr_schedule, *log, *eval_data, *overrides;
     const char *resume, *device_memory, *schedule, *source_prefix, *trace, *precision;
     int64_t steps, micro_batch, warmup, seed, eval_every, save_every, save_total_limit, seq_len, rows, threads,
-        schedule_steps, logging_steps, max_target_length, doc_stride, loss_scaling_interval;
+        schedule_steps, logging_steps, max_target_length, doc_stride, loss_scaling_interval, dataloader_workers;
     double epochs, lr, weight_decay, max_grad_norm, mlm_probability, loss_scaling;
     bool no_shuffle, quiet, pin, overwrite_output, line_by_line, stochastic_rounding, no_stochastic_rounding;
 } train_flags;
@@ -129,6 +129,7 @@ static brg_status fill_options(const train_flags *f, const brg_ipu_config *cfg, 
     }
     o->pin_threads = f->pin;
     o->intra_threads = (int)f->threads;
+    o->dataloader_workers = (int)f->dataloader_workers;
     if (o->accumulation < o->stages)
         fprintf(stderr,
                 "warning: gradient_accumulation_steps (%d) is less than the %d pipeline stages: the pipeline is "
@@ -160,6 +161,9 @@ static brg_status check_floors(const train_flags *f, const arg_spec *specs, int 
                              (long long)floors[i].value, (long long)floors[i].min);
     if (f->threads < 1 || f->threads > 256)
         return brg_error(BRG_ERR_INVALID_ARG, "--threads-per-device %lld is not in [1, 256]", (long long)f->threads);
+    if (f->dataloader_workers < 0 || f->dataloader_workers > BRG_DATA_LOADER_MAX_WORKERS)
+        return brg_error(BRG_ERR_INVALID_ARG, "--dataloader-workers %lld is not in [0, %d]",
+                         (long long)f->dataloader_workers, BRG_DATA_LOADER_MAX_WORKERS);
     if (args_seen(specs, n, "epochs") && !(f->epochs > 0))
         return brg_error(BRG_ERR_INVALID_ARG, "--epochs %g: give a positive number", f->epochs);
     if (!(f->mlm_probability > 0 && f->mlm_probability < 1))
@@ -379,6 +383,8 @@ int cmd_train(int argc, char **argv) {
         {"doc-stride", ARG_INT, &f.doc_stride, false, "question answering: context tokens shared by consecutive windows (default 128)", false},
         {"pin-devices", ARG_FLAG, &f.pin, false, "pin each device's thread to its own core", false},
         {"threads-per-device", ARG_INT, &f.threads, false, "threads per device for matrix products (default 1)", false},
+        {"dataloader-workers", ARG_INT, &f.dataloader_workers, false,
+         "threads preparing the next steps' batches ahead, up to device_iterations steps (default 0: between steps)", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no allocation, progress or samples on stdout", false},
         CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},

@@ -45,6 +45,7 @@ typedef struct thread_buf {
     struct thread_buf *next;
     int tid, replica, stage;
     bool device, host;
+    char name[48]; /* brg_trace_set_thread_name's; "": none */
     chunk *head, *tail;
     int64_t n, dropped;
 } thread_buf;
@@ -65,6 +66,7 @@ static struct {
 static _Thread_local int tls_device = -1, tls_replica, tls_stage;
 static _Thread_local thread_buf *tls_buf;
 static _Thread_local unsigned tls_session;
+static _Thread_local char tls_name[48];
 
 uint64_t brg_trace_now(void) {
     struct timespec ts;
@@ -77,6 +79,8 @@ void brg_trace_set_device(int device, int replica, int stage) {
     tls_replica = replica;
     tls_stage = stage;
 }
+
+void brg_trace_set_thread_name(const char *name) { snprintf(tls_name, sizeof tls_name, "%s", name ? name : ""); }
 
 void brg_trace_set_rank(int rank) {
     pthread_mutex_lock(&rec.lock);
@@ -102,6 +106,7 @@ static thread_buf *my_buffer(void) {
     b->tid = b->device ? tls_device : b->host ? HOST_TID : HOST_TID + 1 + rec.others++;
     b->replica = tls_replica;
     b->stage = tls_stage;
+    memcpy(b->name, tls_name, sizeof b->name);
     b->next = rec.threads;
     rec.threads = b;
     pthread_mutex_unlock(&rec.lock);
@@ -296,6 +301,7 @@ static void put_track(FILE *f, const thread_buf *b, int pid) {
     char name[96];
     if (b->device) snprintf(name, sizeof name, "device %d (replica %d, stage %d)", b->tid, b->replica, b->stage);
     else if (b->host) snprintf(name, sizeof name, "host");
+    else if (b->name[0]) snprintf(name, sizeof name, "%s", b->name);
     else snprintf(name, sizeof name, "thread %d", b->tid - HOST_TID);
     fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"args\": {\"name\": ", pid, b->tid);
     put_string(f, name);

@@ -257,8 +257,26 @@ static void mask_row(brg_bundle *slot, const brg_dataset *d, int64_t i, int64_t 
                      (int32_t *)slot->labels->data + i * T, T);
 }
 
-void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
-                         const brg_model *model) {
+/* An id outside the vocabulary would index past the embedding table: a row built by a caller
+ * (brg_dataset_from_rows) is checked here, when a step first reads it. */
+static brg_status check_ids(const brg_tensor *t, const char *name, int64_t i, int64_t row, int64_t vocab) {
+    if (!t || vocab <= 0) return BRG_OK;
+    const int64_t n = brg_tensor_numel(t) / t->shape[0];
+    const int32_t *ids = (const int32_t *)t->data + i * n;
+    for (int64_t k = 0; k < n; k++)
+        if (ids[k] < 0 || ids[k] >= vocab)
+            return brg_error(BRG_ERR_INVALID_ARG, "dataset row %lld: %s holds token %d, outside the model's vocabulary "
+                             "[0, %lld)", (long long)row, name, (int)ids[k], (long long)vocab);
+    return BRG_OK;
+}
+
+static brg_status check_row(const brg_bundle *slot, int64_t i, int64_t row, const brg_model *model) {
+    BRG_TRY(check_ids(slot->input_ids, "input_ids", i, row, model->vocab_size));
+    return check_ids(slot->decoder_input_ids, "decoder_input_ids", i, row, model->vocab_size);
+}
+
+brg_status brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
+                               const brg_model *model) {
     b->loss_items = (brg_loss_items){0, 0};
     for (int r = 0; r < b->replicas; r++)
         for (int a = 0; a < b->accumulation; a++) {
@@ -266,10 +284,12 @@ void brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order
             for (int64_t i = 0; i < b->micro; i++) {
                 const int64_t row = brg_data_order_row(o, step, (a * b->replicas + r) * b->micro + i);
                 copy_row(slot, d, i, row);
+                BRG_TRY(check_row(slot, i, row, model));
                 if (d->masking) mask_row(slot, d, i, row, step / o->steps_per_epoch);
             }
             brg_loss_items n = brg_model_count_loss_items(model, slot);
             b->loss_items.labels += n.labels;
             b->loss_items.extra += n.extra;
         }
+    return BRG_OK;
 }

@@ -151,6 +151,17 @@ static brg_status write_checkpoint(trainer *t) {
     return brg_ckpt_dir_prune(o->output_dir, o->save_total_limit);
 }
 
+/* After a resume: the loader (and its workers) start at the run's first step. */
+static brg_status start_loader(trainer *t) {
+    const brg_train_options *o = &t->opts;
+    const brg_data_loader_options lo = {.workers = o->dataloader_workers, .prefetch = o->device_iterations,
+                                        .replicas = o->replicas, .accumulation = o->accumulation,
+                                        .micro = o->micro_batch, .shuffle = o->shuffle, .seed = o->seed,
+                                        .first_step = t->step,
+                                        .end_step = t->total_steps > t->step ? t->total_steps : t->step};
+    return brg_data_loader_create(t->data, t->model, &lo, &t->loader);
+}
+
 static brg_status setup(trainer *t) {
     const brg_train_options *o = &t->opts;
     t->master = brg_precision_master_dtype(o->precision);
@@ -173,7 +184,6 @@ static brg_status setup(trainer *t) {
     BRG_TRY(brg_runtime_each_device(t->rt, create_optimizer, t));
     int64_t rows_per_step = o->micro_batch * o->accumulation * o->replicas;
     BRG_TRY(brg_data_order_init(&t->order, t->data, rows_per_step, o->shuffle, o->seed));
-    BRG_TRY(brg_step_batch_init(&t->batch, t->data, o->replicas, o->accumulation, o->micro_batch));
     t->total_steps = o->steps ? o->steps : (int64_t)ceil(o->epochs * (double)t->order.steps_per_epoch);
     if (t->total_steps < 1) t->total_steps = 1;
     t->schedule_given = t->opts.lr_schedule.total_steps != 0;
@@ -185,10 +195,11 @@ static brg_status setup(trainer *t) {
         t->log = fopen(o->log_path, t->step > 0 ? "a" : "w");
         if (!t->log) return brg_error(BRG_ERR_IO, "cannot open the log %s", o->log_path);
     }
-    return BRG_OK;
+    return start_loader(t);
 }
 
 static void teardown(trainer *t) {
+    brg_data_loader_destroy(t->loader); /* first: its workers stop before anything they read goes */
     if (t->log) fclose(t->log);
     cJSON_Delete(t->log_history);
     for (int i = 0; t->optimizers && t->rt && i < brg_runtime_device_count(t->rt); i++)
@@ -196,7 +207,6 @@ static void teardown(trainer *t) {
     free(t->optimizers);
     brg_runtime_destroy(t->rt);
     brg_data_order_free(&t->order);
-    brg_step_batch_free(&t->batch);
     free(t->losses);
     free(t->block_stage);
 }
@@ -260,12 +270,16 @@ static void trace_phase(const char *what, uint64_t t0, const trainer *t) {
 
 static brg_status train_step(trainer *t, step_info *s) {
     uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
-    brg_step_batch_fill(&t->batch, t->data, &t->order, t->step, t->model);
-    trace_phase("data", t0, t);
+    const brg_step_batch *batch;
+    brg_status got = brg_data_loader_next(t->loader, t->step, &batch);
+    /* With workers the host only waits for a batch they prepared: the devices' wait for data. */
+    trace_phase(brg_data_loader_workers(t->loader) ? "data wait" : "data", t0, t);
+    BRG_TRY(got);
     uint64_t seed = t->opts.seed * 0x100000001b3ull + (uint64_t)t->step;
     t0 = t0 ? brg_trace_now() : 0;
     brg_runtime_set_loss_scale(t->rt, t->scaler.scale);
-    brg_status run = brg_runtime_run(t->rt, t->batch.mbs, &t->batch.loss_items, seed, t->losses);
+    brg_status run = brg_runtime_run(t->rt, batch->mbs, &batch->loss_items, seed, t->losses);
+    brg_data_loader_release(t->loader); /* its slot can take a later step while this one ends */
     /* A half model's gradients are half too: one too large for the type overflows here. */
     if (run == BRG_OK && t->master != BRG_DTYPE_F32) run = brg_runtime_each_device(t->rt, round_grads, t);
     trace_phase("pipeline", t0, t);

@@ -4,6 +4,7 @@
 
 #include <cJSON.h>
 
+#include "brigade/data_loader.h"
 #include "brigade/trainer.h"
 #include "loss_scale.h"
 
@@ -15,7 +16,7 @@ typedef struct trainer {
     brg_optimizer **optimizers; /* one per device */
     int *block_stage;
     brg_data_order order;
-    brg_step_batch batch;
+    brg_data_loader *loader; /* the steps' batches, in order from the run's first step */
     float *losses;
     int64_t total_steps, step;
     /* opts.lr_schedule.total_steps was the caller's (else the run's length, or on resume the
