@@ -35,6 +35,7 @@
 #include "brigade/trace.h"
 #include "brigade/ranks.h"
 #include "brigade/pipeline.h"
+#include "brigade/exe_cache.h"
 #include "brigade/trainer.h"
 #include "brigade/generate.h"
 #include "brigade/task_pipeline.h"

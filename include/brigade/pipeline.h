@@ -38,6 +38,8 @@ typedef struct brg_inference_options {
     size_t device_memory; /* arena budget per device in bytes; 0: unlimited */
     bool pin_threads;     /* pin device d's thread to core d mod the cores available */
     int intra_threads;    /* threads per device for its matrix products; 0 or 1: one */
+    bool share_params;    /* devices compute on the model's weights, read-only, instead of copies
+                           * (brg_runtime_options.params_shared: an executable-cache start) */
 } brg_inference_options;
 
 /* A model placed for inference (brg_model_parallelize in inference mode: embeddings on IPU 0,
@@ -50,6 +52,10 @@ typedef struct brg_inference brg_inference;
 
 brg_status brg_inference_create(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
                                 brg_inference **out);
+/* brg_inference_create over a placement already made (an executable-cache entry's), which is
+ * checked against the model as brg_runtime_create checks any and copied. */
+brg_status brg_inference_create_placed(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
+                                       const brg_placement *placement, brg_inference **out);
 void brg_inference_destroy(brg_inference *inf);
 /* Where the blocks run (for brg_placement_print). */
 const brg_placement *brg_inference_placement(const brg_inference *inf);

@@ -35,6 +35,10 @@ typedef struct brg_runtime_options {
      * its weights once and the model follows training step by step. The bytes still count
      * against each device's budget. For callers that own the model for the run (the trainer). */
     bool params_in_model;
+    /* Inference only: every device computes on the model's parameter memory, read-only, instead
+     * of copies (the bytes still count against each device's budget): the model's weights are
+     * an executable-cache entry's mapped pages, which the OS shares (brigade/exe_cache.h). */
+    bool params_shared;
     /* The type every device's matrix products round their operands to (brg_compute_dtype_set):
      * F32 (the default) leaves them; F16 or BF16 for the reduced precision modes. */
     brg_dtype compute_dtype;

@@ -46,20 +46,43 @@ static brg_status run_single(brg_model *m, brg_bundle *bundle, const char *outpu
     return write_outputs(output, named, n, bundle->loss);
 }
 
+/* The input file's tensors by name, which key the executable cache. */
+static brg_status list_inputs(const brg_safetensors *in, brg_named_tensor *named, brg_tensor *views, int cap, int *n) {
+    *n = 0;
+    for (size_t i = 0; i < brg_safetensors_count(in) && *n < cap; i++, (*n)++) {
+        named[*n].name = brg_safetensors_name(in, i);
+        BRG_TRY(brg_safetensors_get(in, named[*n].name, &views[*n]));
+        named[*n].tensor = &views[*n];
+    }
+    return BRG_OK;
+}
+
 /* The batch through the inference pipeline the IPUConfig describes (brg_inference_run), after the
- * device-allocation table. */
-static brg_status run_pipeline(brg_model *m, const brg_ipu_config *cfg, brg_bundle *in, const char *output,
-                               brg_arena *arena) {
-    const brg_tensor *lead = in->input_ids ? in->input_ids : in->pixel_values;
+ * device-allocation table; the model and the pipeline come from the executable cache when the
+ * IPUConfig names one (brigade/exe_cache.h), which is written after the outputs. */
+static brg_status run_pipeline(const char *model, const brg_ipu_config *cfg, const brg_safetensors *file,
+                               const char *output, brg_arena *arena) {
+    brg_named_tensor named[16];
+    brg_tensor views[16];
+    int n_named = 0;
+    BRG_TRY(list_inputs(file, named, views, 16, &n_named));
+    brg_cached_inference_request rq = {model, cfg, NULL, named, n_named, "forward"};
+    brg_cached_inference *c;
+    BRG_TRY(brg_cached_inference_open(&rq, &c));
+    brg_model *m = brg_cached_inference_model(c);
+    brg_inference *inf = brg_cached_inference_pipeline(c);
+    brg_bundle in;
+    brg_status st = brg_inputs_load(m, arena, file, &in);
+    const brg_tensor *lead = st == BRG_OK ? (in.input_ids ? in.input_ids : in.pixel_values) : NULL;
     int64_t micro = 0;
-    BRG_TRY(brg_inference_micro_batch(cfg, lead->shape[0], &micro));
-    brg_inference *inf;
-    BRG_TRY(brg_inference_create(m, cfg, NULL, &inf));
-    brg_placement_print(stdout, m, brg_inference_placement(inf));
+    if (st == BRG_OK) st = brg_inference_micro_batch(cfg, lead->shape[0], &micro);
+    if (st == BRG_OK) brg_placement_print(stdout, m, brg_inference_placement(inf));
     brg_inference_outputs out;
-    brg_status st = brg_inference_run(inf, in, arena, &out);
-    brg_inference_destroy(inf);
-    return st == BRG_OK ? write_outputs(output, out.named, out.n_named, out.loss) : st;
+    if (st == BRG_OK) st = brg_inference_run(inf, &in, arena, &out);
+    if (st == BRG_OK) st = write_outputs(output, out.named, out.n_named, out.loss);
+    if (st == BRG_OK) fflush(stdout), brg_cached_inference_store(c);
+    brg_cached_inference_close(c);
+    return st;
 }
 
 int cmd_forward(int argc, char **argv) {
@@ -91,11 +114,12 @@ int cmd_forward(int argc, char **argv) {
     brg_ipu_config cfg;
     brg_bundle bundle;
     brg_status st = ipu_config ? cli_load_ipu_config(ipu_config, overrides, BRG_IPU_MODE_INFERENCE, &cfg) : BRG_OK;
-    if (st == BRG_OK) st = brg_model_load(model, &m);
+    if (st == BRG_OK && !ipu_config) st = brg_model_load(model, &m);
     if (st == BRG_OK) st = brg_safetensors_open(inputs, &in);
     if (st == BRG_OK) st = brg_arena_create("device 0", BRG_ARENA_UNLIMITED, &arena);
-    if (st == BRG_OK) st = brg_inputs_load(m, arena, in, &bundle);
-    if (st == BRG_OK) st = ipu_config ? run_pipeline(m, &cfg, &bundle, output, arena) : run_single(m, &bundle, output, arena);
+    if (st == BRG_OK && ipu_config) st = run_pipeline(model, &cfg, in, output, arena);
+    if (st == BRG_OK && !ipu_config) st = brg_inputs_load(m, arena, in, &bundle);
+    if (st == BRG_OK && !ipu_config) st = run_single(m, &bundle, output, arena);
     brg_arena_destroy(arena);
     brg_safetensors_close(in);
     brg_model_destroy(m);

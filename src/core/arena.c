@@ -15,7 +15,9 @@ typedef struct chunk {
     struct chunk *next;
     size_t capacity;
     size_t used;
+    size_t dirty; /* bytes from data on that were ever handed out; past them calloc's zeros stand */
     unsigned char *data;
+    void *raw; /* calloc's block, data aligned within it */
 } chunk;
 
 struct brg_arena {
@@ -53,7 +55,7 @@ void brg_arena_destroy(brg_arena *arena) {
     chunk *c = arena->first;
     while (c) {
         chunk *next = c->next;
-        free(c->data);
+        free(c->raw);
         free(c);
         c = next;
     }
@@ -65,11 +67,15 @@ static size_t align_up(size_t n) { return (n + BRG_ARENA_ALIGN - 1) & ~(size_t)(
 static chunk *chunk_new(size_t capacity) {
     chunk *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->data = aligned_alloc(BRG_ARENA_ALIGN, capacity);
-    if (!c->data) {
+    /* calloc, not aligned_alloc + memset: a large block comes as fresh zero pages, so bytes never
+     * written are never touched (a model whose weights then live in an executable-cache entry's
+     * mapping costs no page of its own). */
+    c->raw = capacity + BRG_ARENA_ALIGN > capacity ? calloc(1, capacity + BRG_ARENA_ALIGN) : NULL;
+    if (!c->raw) {
         free(c);
         return NULL;
     }
+    c->data = (unsigned char *)(((uintptr_t)c->raw + BRG_ARENA_ALIGN - 1) & ~(uintptr_t)(BRG_ARENA_ALIGN - 1));
     c->capacity = capacity;
     return c;
 }
@@ -94,7 +100,9 @@ static void *bump(brg_arena *a, size_t bytes) {
     }
     a->current = c;
     void *p = c->data + c->used;
+    if (c->used < c->dirty) memset(p, 0, (c->dirty < c->used + bytes ? c->dirty : c->used + bytes) - c->used);
     c->used += bytes;
+    if (c->used > c->dirty) c->dirty = c->used;
     return p;
 }
 
@@ -124,8 +132,7 @@ void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
         brg_error(BRG_ERR_OOM, "%s: host allocation of %zu bytes for %s failed", arena->name, need, what);
         return NULL;
     }
-    memset(p, 0, need);
-    arena->used += need;
+    arena->used += need; /* bump handed it out zeroed */
     if (arena->used > arena->peak) arena->peak = arena->used;
     if (arena->parent) arena->parent->children_used += need;
     if (family_used(root) > root->peak) root->peak = family_used(root);

@@ -60,13 +60,30 @@ struct brg_inference {
     brg_runtime *rt;
 };
 
-brg_status brg_inference_create(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
-                                brg_inference **out) {
+static brg_status copy_placement(const brg_placement *src, brg_placement *dst) {
+    *dst = *src;
+    dst->block_device = malloc((size_t)(src->n_blocks ? src->n_blocks : 1) * sizeof *dst->block_device);
+    dst->layer_device = malloc((size_t)(src->n_layers ? src->n_layers : 1) * sizeof *dst->layer_device);
+    if (!dst->block_device || !dst->layer_device) {
+        brg_placement_free(dst);
+        return brg_error(BRG_ERR_OOM, "cannot copy the placement");
+    }
+    memcpy(dst->block_device, src->block_device, (size_t)src->n_blocks * sizeof *dst->block_device);
+    memcpy(dst->layer_device, src->layer_device, (size_t)src->n_layers * sizeof *dst->layer_device);
+    return BRG_OK;
+}
+
+static brg_status create(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
+                         const brg_placement *placed, brg_inference **out) {
     *out = NULL;
+    if (placed && (placed->n_blocks != model->n_blocks || placed->mode != BRG_IPU_MODE_INFERENCE))
+        return brg_error(BRG_ERR_INVALID_ARG, "the placement is for %d blocks in %s, the model has %d blocks",
+                         placed->n_blocks, brg_ipu_mode_name(placed->mode), model->n_blocks);
     brg_inference *inf = calloc(1, sizeof *inf);
     if (!inf) return brg_error(BRG_ERR_OOM, "cannot allocate the inference pipeline");
     inf->model = model;
-    brg_status st = brg_model_parallelize(model, cfg, BRG_IPU_MODE_INFERENCE, &inf->placement);
+    brg_status st = placed ? copy_placement(placed, &inf->placement)
+                           : brg_model_parallelize(model, cfg, BRG_IPU_MODE_INFERENCE, &inf->placement);
     if (st != BRG_OK) {
         free(inf);
         return st;
@@ -76,6 +93,7 @@ brg_status brg_inference_create(brg_model *model, const brg_ipu_config *cfg, con
         inf->opts.device_memory = opts->device_memory;
         inf->opts.pin_threads = opts->pin_threads;
         inf->opts.intra_threads = opts->intra_threads;
+        inf->opts.params_shared = opts->share_params;
     }
     if (st == BRG_OK) st = brg_runtime_create(model, &inf->opts, &inf->rt);
     if (st != BRG_OK) {
@@ -84,6 +102,16 @@ brg_status brg_inference_create(brg_model *model, const brg_ipu_config *cfg, con
     }
     *out = inf;
     return BRG_OK;
+}
+
+brg_status brg_inference_create(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
+                                brg_inference **out) {
+    return create(model, cfg, opts, NULL, out);
+}
+
+brg_status brg_inference_create_placed(brg_model *model, const brg_ipu_config *cfg, const brg_inference_options *opts,
+                                       const brg_placement *placement, brg_inference **out) {
+    return create(model, cfg, opts, placement, out);
 }
 
 void brg_inference_destroy(brg_inference *inf) {

@@ -89,7 +89,8 @@ static brg_status make_view(brg_device *dev, const brg_model *m) {
         if (!dev->holds[p]) continue;
         const brg_tensor *src = m->params[p].tensor;
         brg_tensor *t;
-        if (dev->rt->opts.params_in_model && device_owns_param(dev, p)) {
+        if ((dev->rt->opts.params_in_model && device_owns_param(dev, p)) ||
+            (dev->rt->opts.params_shared && !dev->rt->opts.training)) {
             BRG_TRY(share_param(dev, src, m->params[p].name, &t));
         } else {
             BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));

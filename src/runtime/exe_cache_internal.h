@@ -1,0 +1,64 @@
+/* Executable-cache internals: the entry's key (exe_cache_key.c) and its file (exe_cache_entry.c);
+ * brigade/exe_cache.h says what an entry is for. */
+#ifndef BRIGADE_EXE_CACHE_INTERNAL_H
+#define BRIGADE_EXE_CACHE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "brigade/exe_cache.h"
+#include "brigade/placement.h"
+
+/* What an entry depends on, each hashed on its own so a stale entry can say what changed. */
+typedef enum exe_key_part {
+    EXE_KEY_MODEL_CONFIG,
+    EXE_KEY_WEIGHTS,
+    EXE_KEY_IPU_CONFIG,
+    EXE_KEY_SHAPES,
+    EXE_KEY_PRECISION,
+    EXE_KEY_CPU,
+    EXE_KEY_BUILD,
+    EXE_KEY_PARTS
+} exe_key_part;
+
+typedef struct exe_key {
+    uint64_t part[EXE_KEY_PARTS];
+} exe_key;
+
+/* "the weights file (size, mtime, header)", ... for the stale-entry message. */
+const char *exe_key_part_name(exe_key_part part);
+
+/* A 64-bit hash, fed in pieces; every piece but the last a multiple of 64 bytes long. */
+typedef struct exe_hash {
+    uint64_t lane[8];
+    uint64_t bytes;
+} exe_hash;
+void exe_hash_init(exe_hash *h, uint64_t seed);
+void exe_hash_add(exe_hash *h, const void *data, size_t n);
+uint64_t exe_hash_end(const exe_hash *h);
+uint64_t exe_hash_of(const void *data, size_t n, uint64_t seed);
+
+/* The key of `rq` over the resolved model folder `dir`. */
+brg_status exe_key_compute(const brg_cached_inference_request *rq, const char *dir, exe_key *out);
+
+/* ---- the entry file ---- */
+
+/* A mapped, checked entry. */
+typedef struct exe_entry {
+    void *map;
+    size_t bytes;
+    brg_placement placement; /* points into the mapping: not freed */
+    int n_params;
+    const uint64_t *param; /* [n_params][2]: offset in the file, element count */
+} exe_entry;
+
+typedef enum exe_load_result { EXE_LOAD_HIT, EXE_LOAD_ABSENT, EXE_LOAD_INVALID } exe_load_result;
+
+/* Maps and checks `path` against `key`; INVALID with `why` ("truncated", "stale: the IPUConfig
+ * changed", ...) for any entry that must not be used. */
+exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *out, char *why, size_t why_len);
+void exe_entry_unmap(exe_entry *e);
+/* Writes the model's F32 parameters and the placement as an entry, atomically. */
+brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model *m, const brg_placement *pl);
+
+#endif

@@ -1,0 +1,112 @@
+/* The executable cache as a library call (brigade/exe_cache.h): a first start prepares and stores,
+ * a second maps the entry (the model's weights live in it, bit for bit those a plain load gives,
+ * and the pipeline gives the same logits bits); a damaged entry is not used, and is rewritten;
+ * "disabled" never touches the folder. */
+#include <sys/stat.h>
+
+#include "test_util.h"
+
+enum { ROWS = 4, T = 5, VOCAB = 37 };
+
+static char dir[512], model_dir[600], cache_dir[600];
+
+static void make_model(void) {
+    snprintf(dir, sizeof dir, "%s/exe_cache", test_tmp_dir());
+    snprintf(model_dir, sizeof model_dir, "%s/m", dir);
+    snprintf(cache_dir, sizeof cache_dir, "%s/ec", dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", dir, dir);
+    CHECK(system(cmd) == 0);
+    brg_gpt2_config c;
+    brg_gpt2_config_default(&c);
+    c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.n_positions = 16, c.vocab_size = VOCAB;
+    brg_model *m = NULL;
+    CHECK_OK(brg_gpt2_create(&c, &m));
+    brg_model_init_weights(m, 5);
+    CHECK_OK(brg_model_save(m, model_dir));
+    brg_model_destroy(m);
+}
+
+static void load_config(const char *cache, brg_ipu_config *cfg) {
+    char json[1400];
+    snprintf(json, sizeof json,
+             "{\"inference_ipus_per_replica\": 2, \"inference_layers_per_ipu\": [1, 1], "
+             "\"inference_device_iterations\": 2, \"executable_cache_dir\": \"%s\"}", cache);
+    CHECK_OK(brg_ipu_config_from_json(json, "test", cfg));
+    CHECK_OK(brg_ipu_config_set_mode(cfg, "inference"));
+}
+
+typedef struct run {
+    bool hit;
+    float logits[ROWS * T * VOCAB];
+} run;
+
+/* One start: open, run the batch, store, close. */
+static void start(const char *cache, run *r) {
+    brg_ipu_config cfg;
+    load_config(cache, &cfg);
+    int32_t ids[ROWS * T];
+    int64_t shape[2] = {ROWS, T};
+    for (int i = 0; i < ROWS * T; i++) ids[i] = (7 * i + 3) % VOCAB;
+    brg_tensor t = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, ids);
+    brg_named_tensor in = {"input_ids", &t};
+    brg_cached_inference_request rq = {model_dir, &cfg, NULL, &in, 1, "test"};
+    brg_cached_inference *c = NULL;
+    CHECK_OK(brg_cached_inference_open(&rq, &c));
+    if (!c) return;
+    r->hit = brg_cached_inference_hit(c);
+    brg_model *plain = NULL;
+    CHECK_OK(brg_model_load(model_dir, &plain));
+    brg_model *m = brg_cached_inference_model(c);
+    bool same = plain && plain->n_params == m->n_params;
+    for (int p = 0; same && p < m->n_params; p++)
+        same = memcmp(m->params[p].tensor->data, plain->params[p].tensor->data,
+                      (size_t)brg_tensor_nbytes(plain->params[p].tensor)) == 0;
+    CHECK_MSG(same, "the %s start's weights differ from a plain load's", r->hit ? "cached" : "uncached");
+    brg_model_destroy(plain);
+    brg_arena *arena = NULL;
+    CHECK_OK(brg_arena_create("host", 0, &arena));
+    brg_bundle b = {.input_ids = &t};
+    brg_inference_outputs out;
+    CHECK_OK(brg_inference_run(brg_cached_inference_pipeline(c), &b, arena, &out));
+    if (out.logits) memcpy(r->logits, out.logits->data, sizeof r->logits);
+    brg_cached_inference_store(c);
+    brg_arena_destroy(arena);
+    brg_cached_inference_close(c);
+}
+
+static int entries(void) {
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "exit $(ls '%s' 2>/dev/null | grep -c '\\.brgexe$')", cache_dir);
+    return WEXITSTATUS(system(cmd));
+}
+
+/* Flips a byte in the middle of the only entry. */
+static void damage(void) {
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "f=$(ls '%s'/*.brgexe) && printf 'Z' | dd of=\"$f\" bs=1 seek=$(( $(stat -c %%s \"$f\") / 2 )) "
+                              "conv=notrunc status=none", cache_dir);
+    CHECK(system(cmd) == 0);
+}
+
+int main(void) {
+    make_model();
+    static run off, first, second, damaged, again;
+    start("disabled", &off);
+    struct stat st;
+    CHECK_MSG(stat(cache_dir, &st) != 0, "\"disabled\" made %s", cache_dir);
+    start(cache_dir, &first);
+    CHECK(!first.hit && entries() == 1);
+    start(cache_dir, &second);
+    CHECK_MSG(second.hit, "the second start did not come from the cache");
+    CHECK(memcmp(first.logits, off.logits, sizeof off.logits) == 0);
+    CHECK_MSG(memcmp(second.logits, off.logits, sizeof off.logits) == 0, "a cached start's logits differ");
+    damage();
+    start(cache_dir, &damaged);
+    CHECK_MSG(!damaged.hit, "a damaged entry was used");
+    CHECK(memcmp(damaged.logits, off.logits, sizeof off.logits) == 0);
+    start(cache_dir, &again);
+    CHECK_MSG(again.hit && entries() == 1, "the damaged entry was not rewritten");
+    CHECK(memcmp(again.logits, off.logits, sizeof off.logits) == 0);
+    return test_finish();
+}
