@@ -1,7 +1,7 @@
 /* brg_generate_requests: requests generated at once over pipeline stages and replicas give what
- * brg_generate gives for each alone (greedy, seeded sampling, beam search; GPT-2 split over the
- * stages, T5 whole on its first stage), bad placements are refused, and a failing request is
- * named while the others' results are released. */
+ * brg_generate gives for each alone (greedy, seeded sampling, beam search; GPT-2 and T5 split
+ * over the stages, T5 with and without its caches), bad placements are refused, and a failing
+ * request is named while the others' results are released. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +136,8 @@ static void test_t5(void) {
     check_equal(m, &cfg, &pipe2x2, "T5 greedy, 2 stages x 2 replicas");
     cfg.num_beams = 2;
     check_equal(m, &cfg, &pipe2x2, "T5 beam search, 2 stages x 2 replicas");
+    cfg.num_beams = 1, cfg.use_cache = false;
+    check_equal(m, &cfg, &pipe2x2, "T5 without caches, 2 stages x 2 replicas");
     free(stages);
     brg_model_destroy(m);
 }

@@ -168,9 +168,9 @@ typedef struct brg_generate_placement {
  * run the blocks placed on them for whichever request reaches them next, and several requests
  * are in flight, so while one request's step is on the last stage the next one's is on the
  * first. outs[i] receives what brg_generate gives for requests[i] (the same tokens and scores:
- * the same kernels on the same rows). GPT-2's decode steps are split over the stages; T5
- * requests run whole on their first stage. On failure every outs[i] is empty and the error
- * names the first request that failed. */
+ * the same kernels on the same rows). Every block runs on its stage: GPT-2's and T5's decode
+ * steps, and T5's encoder (and its cross-attention keys) once per request. On failure every
+ * outs[i] is empty and the error names the first request that failed. */
 brg_status brg_generate_requests(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
                                  int64_t n, const brg_generate_placement *placement, brg_generation *outs);
 

@@ -61,37 +61,6 @@ int64_t brg_decoder_length(const brg_decoder *d) { return d->len; }
 int64_t brg_decoder_rows(const brg_decoder *d) { return d->rows; }
 int64_t brg_decoder_vocab(const brg_decoder *d) { return d->vocab; }
 
-/* An architecture that does not split its forward runs it whole on the first unit's stage. */
-typedef struct whole_call {
-    brg_decoder *d;
-    int64_t start, n;
-    float *logits;
-} whole_call;
-
-static brg_status whole_forward(void *p) {
-    whole_call *c = p;
-    return c->d->arch->forward(c->d, c->start, c->n, c->logits);
-}
-
-static brg_status whole_encode(void *p) {
-    whole_call *c = p;
-    return c->d->arch->encode(c->d);
-}
-
-static bool on_first_stage(const brg_decoder *d) { return d->route.stages && !d->arch->routes_units; }
-
-static brg_status arch_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
-    whole_call c = {d, start, n, logits};
-    if (on_first_stage(d)) return decode_stages_run(d->route.stages, d->route.unit_stage[0], whole_forward, &c);
-    return d->arch->forward(d, start, n, logits);
-}
-
-static brg_status arch_encode(brg_decoder *d) {
-    whole_call c = {d, 0, 0, NULL};
-    if (on_first_stage(d)) return decode_stages_run(d->route.stages, d->route.unit_stage[0], whole_encode, &c);
-    return d->arch->encode(d);
-}
-
 brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t n, const float *mask) {
     if (!d->arch->encode) return brg_error(BRG_ERR_INVALID_ARG, "%s has no encoder", d->m->ops->architecture);
     if (d->len > 0) return brg_error(BRG_ERR_INVALID_ARG, "the encoder runs before the first decoder step");
@@ -111,7 +80,7 @@ brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t 
     }
     d->enc_len = n;
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
-    brg_status st = arch_encode(d);
+    brg_status st = d->arch->encode(d);
     if (t0) brg_trace_named("encode", t0, -1);
     return st;
 }
@@ -179,10 +148,10 @@ brg_status brg_decoder_step(brg_decoder *d, const int32_t *ids, int64_t n, const
     /* On the trace: the prompt's step, then one per new position (its index). */
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     if (d->use_cache) {
-        st = arch_forward(d, d->len, n, logits);
+        st = d->arch->forward(d, d->len, n, logits);
     } else {
         d->arch->reset(d);
-        st = arch_forward(d, 0, d->len + n, logits);
+        st = d->arch->forward(d, 0, d->len + n, logits);
     }
     if (t0) brg_trace_named(d->len == 0 ? "prefill" : "decode step", t0, d->len == 0 ? -1 : d->len);
     if (st != BRG_OK) {

@@ -38,7 +38,8 @@ brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, in
 struct dec_arch {
     brg_status (*create)(brg_decoder *d);
     void (*destroy)(brg_decoder *d);
-    /* Runs the encoder on d->enc_ids (NULL for decoder-only models). */
+    /* Runs the encoder on d->enc_ids (NULL for decoder-only models). encode and forward run
+     * their work through dec_run_units, so a routed decoder's blocks run on their stages. */
     brg_status (*encode)(brg_decoder *d);
     /* Runs positions [start, start + n) of the history through the model, the cache holding
      * [0, start), and writes the logits of the last one [rows, vocab]. */
@@ -46,9 +47,6 @@ struct dec_arch {
     /* Empties the cache (the next forward starts at 0). */
     void (*reset)(brg_decoder *d);
     brg_status (*reorder)(brg_decoder *d, const int32_t *src);
-    /* forward splits itself over the route's stages (dec_run_units); otherwise a routed decoder
-     * runs encode and forward whole on the first unit's stage */
-    bool routes_units;
 };
 
 /* Row-major copies of history columns [start, start + n) into dst [rows, n]. */

@@ -196,5 +196,4 @@ const dec_arch gpt2_dec_arch = {
     .forward = gpt2_forward,
     .reset = gpt2_reset,
     .reorder = gpt2_reorder,
-    .routes_units = true,
 };

@@ -50,7 +50,44 @@ static brg_status t5_reorder(brg_decoder *d, const int32_t *src) {
     return s->cross ? kv_cache_reorder(s->cross, src) : BRG_OK;
 }
 
-/* The encoder output through the tape, then every decoder layer's cross keys and values. */
+/* The encode's state, handed from stage to stage: the tape holds the encoder's output for the
+ * decoder layers' cross keys and values. */
+typedef struct enc_pass {
+    brg_decoder *d;
+    brg_tape *tape;
+    brg_bundle b;
+    float *kv, *tmp;
+} enc_pass;
+
+/* Encoder blocks [first, last] through the tape. */
+static brg_status encoder_units(void *ctx, int first, int last) {
+    enc_pass *e = ctx;
+    return brg_model_forward_blocks(e->d->m, first, last, e->tape, &e->b);
+}
+
+/* Decoder blocks [first, last]: their layers' cross-attention keys and values of the encoder output. */
+static brg_status cross_units(void *ctx, int first, int last) {
+    enc_pass *e = ctx;
+    brg_decoder *d = e->d;
+    t5_dec *s = d->state;
+    const t5_state *st = state_of(d);
+    const brg_t5_config *c = &st->cfg;
+    const int64_t Te = d->enc_len, HD = c->num_heads * c->d_kv, N = d->rows * Te;
+    const float *enc = e->b.hidden->data;
+    const int fd = brg_t5_first_decoder_block(d->m);
+    for (int l = first - fd; l <= last - fd && l < c->num_decoder_layers; l++) {
+        const t5_attn_idx *w = &st->layers[c->num_layers + l].cross;
+        brg_k_linear_fwd(e->tmp, enc, P(d, w->k), NULL, N, c->d_model, HD, false);
+        for (int64_t i = 0; i < N; i++) memcpy(e->kv + i * 2 * HD, e->tmp + i * HD, (size_t)HD * sizeof *e->kv);
+        brg_k_linear_fwd(e->tmp, enc, P(d, w->v), NULL, N, c->d_model, HD, false);
+        for (int64_t i = 0; i < N; i++) memcpy(e->kv + i * 2 * HD + HD, e->tmp + i * HD, (size_t)HD * sizeof *e->kv);
+        kv_cache_write(s->cross, l, e->kv, Te, 2 * HD, 0, HD);
+    }
+    return BRG_OK;
+}
+
+/* The encoder output through the tape, then every decoder layer's cross keys and values, each
+ * part on the stage its block is placed on. */
 static brg_status t5_encode(brg_decoder *d) {
     t5_dec *s = d->state;
     if (!d->use_cache) return BRG_OK; /* every step runs the encoder again */
@@ -62,31 +99,26 @@ static brg_status t5_encode(brg_decoder *d) {
     BRG_TRY(kv_cache_create((int)c->num_decoder_layers, R, c->num_heads, Te, c->d_kv, &s->cross));
     brg_arena *arena;
     BRG_TRY(brg_arena_create("generate", 0, &arena));
-    brg_tape *tape = NULL;
-    brg_status rc = brg_tape_create(arena, &tape);
-    float *kv = malloc((size_t)(N * 2 * HD) * sizeof *kv), *tmp = malloc((size_t)(N * HD) * sizeof *tmp);
-    if (rc == BRG_OK && (!kv || !tmp)) rc = brg_error(BRG_ERR_OOM, "cannot allocate the cross-attention keys");
+    enc_pass e = {.d = d};
+    brg_status rc = brg_tape_create(arena, &e.tape);
+    e.kv = malloc((size_t)(N * 2 * HD) * sizeof *e.kv);
+    e.tmp = malloc((size_t)(N * HD) * sizeof *e.tmp);
+    if (rc == BRG_OK && (!e.kv || !e.tmp)) rc = brg_error(BRG_ERR_OOM, "cannot allocate the cross-attention keys");
     if (rc == BRG_OK) {
-        brg_tape_set_grad_enabled(tape, false);
+        brg_tape_set_grad_enabled(e.tape, false);
         int64_t shape[2] = {R, Te};
         brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->enc_ids);
         brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->enc_mask);
-        brg_bundle b = {.input_ids = &in, .attention_mask = &mask};
-        rc = brg_model_forward_blocks(d->m, 0, brg_t5_first_decoder_block(d->m) - 1, tape, &b);
-        const float *enc = rc == BRG_OK ? b.hidden->data : NULL;
-        for (int64_t l = 0; rc == BRG_OK && l < c->num_decoder_layers; l++) {
-            const t5_attn_idx *w = &st->layers[c->num_layers + l].cross;
-            brg_k_linear_fwd(tmp, enc, P(d, w->k), NULL, N, c->d_model, HD, false);
-            for (int64_t i = 0; i < N; i++) memcpy(kv + i * 2 * HD, tmp + i * HD, (size_t)HD * sizeof *kv);
-            brg_k_linear_fwd(tmp, enc, P(d, w->v), NULL, N, c->d_model, HD, false);
-            for (int64_t i = 0; i < N; i++) memcpy(kv + i * 2 * HD + HD, tmp + i * HD, (size_t)HD * sizeof *kv);
-            kv_cache_write(s->cross, (int)l, kv, Te, 2 * HD, 0, HD);
-        }
+        e.b = (brg_bundle){.input_ids = &in, .attention_mask = &mask};
+        const int fd = brg_t5_first_decoder_block(d->m);
+        const dec_units enc = {encoder_units, &e}, cross = {cross_units, &e};
+        rc = dec_run_units(d, &enc, 0, fd - 1);
+        if (rc == BRG_OK) rc = dec_run_units(d, &cross, fd, fd + (int)c->num_decoder_layers - 1);
         if (rc == BRG_OK) s->cross->len = Te;
     }
-    free(kv);
-    free(tmp);
-    brg_tape_destroy(tape);
+    free(e.kv);
+    free(e.tmp);
+    brg_tape_destroy(e.tape);
     brg_arena_destroy(arena);
     return rc;
 }
@@ -181,41 +213,88 @@ static void feed_forward(const brg_decoder *d, const t5_layer_idx *w, work *wk, 
     brg_k_add_fwd(wk->x, wk->x, wk->proj, N * C);
 }
 
+/* One cached step's state, handed from unit to unit (and stage to stage). */
+typedef struct step_pass {
+    brg_decoder *d;
+    work *w;
+    int64_t start, n;
+    float *logits;
+} step_pass;
+
+/* The decoder embeddings and the stack's relative position bias for query positions start..
+ * against keys 0.. (the first decoder block's). */
+static void step_embed(const step_pass *p) {
+    const brg_decoder *d = p->d;
+    const t5_state *st = state_of(d);
+    const brg_t5_config *c = &st->cfg;
+    work *w = p->w;
+    const int64_t n = p->n, start = p->start, Tk = start + n;
+    brg_k_embedding_fwd(w->x, w->ids, P(d, st->shared), d->rows * n, c->d_model);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < Tk; j++)
+            w->buckets[i * Tk + j] = brg_k_relative_position_bucket(j - (start + i), false,
+                                                                    c->relative_attention_num_buckets,
+                                                                    c->relative_attention_max_distance);
+    brg_k_relpos_bias_fwd(w->bias, P(d, st->layers[c->num_layers].rel_bias), w->buckets, c->num_heads, n, Tk);
+}
+
+static void step_layer(const step_pass *p, int l) {
+    brg_decoder *d = p->d;
+    t5_dec *s = d->state;
+    const t5_state *st = state_of(d);
+    const t5_layer_idx *lw = &st->layers[st->cfg.num_layers + l];
+    attention_sublayer(d, &lw->self, s->self, l, true, p->w->bias, NULL, p->w, p->n);
+    attention_sublayer(d, &lw->cross, s->cross, l, false, NULL, d->enc_mask, p->w, p->n);
+    feed_forward(d, lw, p->w, d->rows * p->n, p->n);
+}
+
+/* The final norm and the LM head at each row's last new position. */
+static void step_head(const step_pass *p) {
+    const brg_decoder *d = p->d;
+    const t5_state *st = state_of(d);
+    const brg_t5_config *c = &st->cfg;
+    work *w = p->w;
+    const int64_t R = d->rows, C = c->d_model, n = p->n;
+    for (int64_t r = 0; r < R; r++) memcpy(w->last + r * C, w->x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
+    brg_k_rmsnorm_fwd(w->h, w->rstd, w->last, P(d, st->dec_final_ln), R, C, c->layer_norm_epsilon);
+    const float *x = w->h;
+    if (c->scale_decoder_outputs) {
+        brg_k_scale(w->last, w->h, (float)(1.0 / sqrt((double)c->d_model)), R * C);
+        x = w->last;
+    }
+    linear(p->logits, x, P(d, st->lm_head), R, C, d->vocab, 1);
+}
+
+/* Units as the model's blocks: the first decoder block also embeds, the last block is the head. */
+static brg_status step_units(void *ctx, int first, int last) {
+    const step_pass *p = ctx;
+    const int fd = brg_t5_first_decoder_block(p->d->m), L = (int)state_of(p->d)->cfg.num_decoder_layers;
+    for (int u = first; u <= last; u++) {
+        if (u == fd) step_embed(p);
+        if (u - fd < L) step_layer(p, u - fd);
+        else {
+            /* every layer has appended its keys: the cache holds this step's positions */
+            ((t5_dec *)p->d->state)->self->len += p->n;
+            step_head(p);
+        }
+    }
+    return BRG_OK;
+}
+
 static brg_status cached_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
     t5_dec *s = d->state;
     const t5_state *st = state_of(d);
     const brg_t5_config *c = &st->cfg;
     BRG_ASSERT(s->self->len == start && s->cross);
-    const int64_t R = d->rows, N = R * n, C = c->d_model, H = c->num_heads, Tk = start + n;
     work w;
-    BRG_TRY(work_alloc(&w, c, R, n, Tk));
+    BRG_TRY(work_alloc(&w, c, d->rows, n, start + n));
     dec_gather_ids(d, start, n, w.ids, false);
-    brg_k_embedding_fwd(w.x, w.ids, P(d, st->shared), N, C);
-    /* The decoder stack's relative position bias for query positions start.. against keys 0.. */
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t j = 0; j < Tk; j++)
-            w.buckets[i * Tk + j] = brg_k_relative_position_bucket(j - (start + i), false,
-                                                                   c->relative_attention_num_buckets,
-                                                                   c->relative_attention_max_distance);
-    const int64_t Le = c->num_layers;
-    brg_k_relpos_bias_fwd(w.bias, P(d, st->layers[Le].rel_bias), w.buckets, H, n, Tk);
-    for (int l = 0; l < c->num_decoder_layers; l++) {
-        const t5_layer_idx *lw = &st->layers[Le + l];
-        attention_sublayer(d, &lw->self, s->self, l, true, w.bias, NULL, &w, n);
-        attention_sublayer(d, &lw->cross, s->cross, l, false, NULL, d->enc_mask, &w, n);
-        feed_forward(d, lw, &w, N, n);
-    }
-    s->self->len += n;
-    for (int64_t r = 0; r < R; r++) memcpy(w.last + r * C, w.x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
-    brg_k_rmsnorm_fwd(w.h, w.rstd, w.last, P(d, st->dec_final_ln), R, C, c->layer_norm_epsilon);
-    const float *x = w.h;
-    if (c->scale_decoder_outputs) {
-        brg_k_scale(w.last, w.h, (float)(1.0 / sqrt((double)c->d_model)), R * C);
-        x = w.last;
-    }
-    linear(logits, x, P(d, st->lm_head), R, C, d->vocab, 1);
+    step_pass p = {d, &w, start, n, logits};
+    const dec_units units = {step_units, &p};
+    const int fd = brg_t5_first_decoder_block(d->m);
+    const brg_status rc = dec_run_units(d, &units, fd, fd + (int)c->num_decoder_layers);
     work_free(&w);
-    return BRG_OK;
+    return rc;
 }
 
 /* ---- without a cache: the whole model through the tape ---- */
@@ -248,9 +327,24 @@ static brg_status tape_forward(brg_decoder *d, int64_t T, float *logits) {
     return st;
 }
 
+typedef struct whole_pass {
+    brg_decoder *d;
+    int64_t T;
+    float *logits;
+} whole_pass;
+
+static brg_status whole_unit(void *ctx, int first, int last) {
+    (void)first, (void)last;
+    whole_pass *p = ctx;
+    return tape_forward(p->d, p->T, p->logits);
+}
+
+/* Without a cache the whole model runs through the tape on the first block's stage. */
 static brg_status t5_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
-    if (!d->use_cache) return tape_forward(d, start + n, logits);
-    return cached_forward(d, start, n, logits);
+    if (d->use_cache) return cached_forward(d, start, n, logits);
+    whole_pass p = {d, start + n, logits};
+    const dec_units units = {whole_unit, &p};
+    return dec_run_units(d, &units, 0, 0);
 }
 
 const dec_arch t5_dec_arch = {
