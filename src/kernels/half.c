@@ -48,7 +48,7 @@ bool brg_isa_has_avx512bf16(void) {
     return v != 0;
 }
 
-bool brg_isa_has_f16c(void) {
+static bool detect_f16c(void) {
 #if defined(__x86_64__) || defined(__i386__)
     /* CPUID.1:ECX.F16C read directly: clang before 15 has no "f16c" in __builtin_cpu_supports.
      * F16C is VEX-encoded, so it also needs the OS to save AVX state ("avx" checks that). */
@@ -58,6 +58,18 @@ bool brg_isa_has_f16c(void) {
 #else
     return false;
 #endif
+}
+
+/* Read once: CPUID is slow (a virtual machine traps it), and the row converters ask per row. */
+static atomic_int has_f16c = -1;
+
+bool brg_isa_has_f16c(void) {
+    int v = atomic_load_explicit(&has_f16c, memory_order_relaxed);
+    if (v < 0) {
+        v = detect_f16c();
+        atomic_store_explicit(&has_f16c, v, memory_order_relaxed);
+    }
+    return v != 0;
 }
 
 static const char *const path_names[] = {"scalar", "avx2", "avx512", "avx512bf16"};
