@@ -67,6 +67,18 @@ peaks=(--peak1 "${peak1:-0}" --peak2 "${peak2:-0}")
 models=${BENCH_MODELS:-small tiny bert-base vit-base t5-small}
 compile_threads=${BENCH_TORCH_COMPILE_THREADS:-2}
 : >"$log.rounds"
+# Progress over the rounds' workloads (a bar on a terminal, a line now and then otherwise; on
+# stderr, so the log keeps the results): each model's shapes x train/infer, and its decode.
+source "$root/scripts/progress.sh"
+workloads=0
+for model in $models; do
+    case $model in small | tiny) workloads=$((workloads + 4 + (${BENCH_DECODE:-1} != 0))) ;; *) workloads=$((workloads + 2)) ;; esac
+done
+workloads=$((workloads * rounds)) workloads_done=0 bench_start=$(date +%s)
+workload_done() {
+    workloads_done=$((workloads_done + 1))
+    progress_show "bench" "$workloads_done" "$workloads" workloads "$bench_start" "$1"
+}
 for round in $(seq 1 "$rounds"); do
     for model in $models; do
         bts="4x64 8x128"
@@ -95,6 +107,7 @@ for round in $(seq 1 "$rounds"); do
                 fi
                 in_round "$round" "$py" "$root/bench/bench_torch.py" "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --variants "$variants" --compile-threads "$compile_threads"
+                workload_done "round $round: $model $mode $bt"
             done
         done
     done
@@ -106,6 +119,7 @@ for round in $(seq 1 "$rounds"); do
             say "== round $round/$rounds: $model decode: brigade, then PyTorch (at ${SECONDS} s)"
             in_round "$round" "$build/brigade_bench" --no-peak --model "$model" --mode decode
             in_round "$round" "$py" "$root/bench/bench_torch.py" --model "$model" --mode decode
+            workload_done "round $round: $model decode"
         done
     fi
 done
@@ -143,6 +157,7 @@ if [ "${BENCH_DATA_WAIT:-1}" != 0 ]; then
     run bash "$root/bench/data_wait.sh" "$build"
 fi
 
+progress_end
 say "== all measurements done after ${SECONDS} s"
 # The log keeps what was shown; the round-tagged RESULT lines replace the untagged copies.
 grep -v '^RESULT impl=\(brigade\|torch\|bandwidth\)' "$log" >"$log.report"
