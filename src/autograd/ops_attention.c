@@ -30,10 +30,7 @@ brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t h
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, shape, rec, "split heads", y));
     brg_k_split_heads(OPS_F32(*y), OPS_CF32(x) + col, B, T, heads, head_dim, W);
     if (!rec) return BRG_OK;
-    split_ctx *c = brg_tape_record(tape, split_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (split_ctx){x, *y, col, B, T, heads, head_dim, W};
-    return BRG_OK;
+    return OPS_RECORD(tape, split_backward, split_ctx, x, *y, col, B, T, heads, head_dim, W);
 }
 
 /* ---- merge heads ---- */
@@ -70,10 +67,7 @@ brg_status brg_merge_heads(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "merged heads", y));
     brg_k_merge_heads(OPS_F32(*y), OPS_CF32(x), B, T, H, D, H * D, false);
     if (!rec) return BRG_OK;
-    merge_ctx *c = brg_tape_record(tape, merge_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (merge_ctx){x, *y};
-    return BRG_OK;
+    return OPS_RECORD(tape, merge_backward, merge_ctx, x, *y);
 }
 
 /* ---- attention ---- */
@@ -138,10 +132,7 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     if (!lse) return BRG_ERR_OOM;
     brg_k_attention_fwd(OPS_F32(*y), lse, OPS_CF32(q), OPS_CF32(k), OPS_CF32(v), &args);
     if (!rec) return BRG_OK;
-    attention_ctx *c = brg_tape_record(tape, attention_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (attention_ctx){q, k, v, opts->bias, *y, lse, args};
-    return BRG_OK;
+    return OPS_RECORD(tape, attention_backward, attention_ctx, q, k, v, opts->bias, *y, lse, args);
 }
 
 /* ---- memory plans ---- */

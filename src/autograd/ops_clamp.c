@@ -19,13 +19,10 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
     if (!(lo <= hi)) return brg_error(BRG_ERR_INVALID_ARG, "clamp: the lower bound %g exceeds the upper %g", lo, hi);
     const brg_tensor *ins[1] = {x};
     const bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, "clamp output", y));
+    BRG_TRY(ops_new_like(tape, x, rec, "clamp output", y));
     brg_k_clamp_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), lo, hi);
     if (!rec) return BRG_OK;
-    clamp_ctx *c = brg_tape_record(tape, clamp_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (clamp_ctx){x, *y, lo, hi};
-    return BRG_OK;
+    return OPS_RECORD(tape, clamp_backward, clamp_ctx, x, *y, lo, hi);
 }
 
 #define FP16_MAX 65504.0f

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <string.h>
 
 #include "ops_cost.h"
 #include "ops_internal.h"
@@ -21,6 +22,19 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t) {
     if (t->dtype != BRG_DTYPE_I32 || !brg_tensor_is_contiguous(t))
         return brg_error(BRG_ERR_INVALID_ARG, "%s: indices must be contiguous I32 (got %s)", op,
                          brg_dtype_name(t->dtype));
+    return BRG_OK;
+}
+
+const char *ops_name(const brg_tensor *t, const char *fallback) { return t->name ? t->name : fallback; }
+
+brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
+    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, what, y);
+}
+
+brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size) {
+    void *slot = brg_tape_record(tape, backward, size);
+    if (!slot) return BRG_ERR_OOM;
+    memcpy(slot, ctx, size);
     return BRG_OK;
 }
 

@@ -61,19 +61,20 @@ void ops_cost_split_heads(ops_cost *c, double out_elems);
 void ops_cost_merge_heads(ops_cost *c, double out_elems);
 void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, double D);
 
-/* ops_loss.c: n target rows */
+/* ops_loss.c: n target rows for cross-entropy; n elements for MSE and BCE with logits */
 void ops_cost_cross_entropy(ops_cost *c, double rows);
+void ops_cost_pointwise_loss(ops_cost *c, double n); /* brg_mse_loss_share, brg_bce_with_logits_share */
 
-/* ops_encoder.c, ops_encoder_loss.c */
+/* ops_select.c, ops_prepend_token.c, ops_add_broadcast.c, ops_embedding_padded.c,
+ * ops_patch_unfold.c, ops_tanh.c */
 void ops_cost_select(ops_cost *c, double out_elems);
 void ops_cost_prepend_token(ops_cost *c, double out_elems);
 void ops_cost_add_broadcast(ops_cost *c, double n);
 void ops_cost_embedding_padded(ops_cost *c, double ids, double dim);
 void ops_cost_patch_unfold(ops_cost *c, double out_elems); /* of model inputs (no gradient) */
 void ops_cost_tanh(ops_cost *c, double n);
-void ops_cost_pointwise_loss(ops_cost *c, double n); /* brg_mse_loss_share, brg_bce_with_logits_share */
 
-/* ops_seq2seq.c */
+/* ops_rmsnorm.c, ops_relu.c, ops_mul.c, ops_relpos.c */
 void ops_cost_rms_norm(ops_cost *c, double rows, double width);
 void ops_cost_relu(ops_cost *c, double n);
 void ops_cost_mul(ops_cost *c, double n);

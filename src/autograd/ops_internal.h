@@ -1,4 +1,4 @@
-/* Shared checks for the op wrappers. */
+/* What the op wrappers share: input checks, output tensors, recording a backward. */
 #ifndef BRIGADE_OPS_INTERNAL_H
 #define BRIGADE_OPS_INTERNAL_H
 
@@ -9,6 +9,19 @@
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims);
 /* Same for I32 index tensors. */
 brg_status ops_check_i32(const char *op, const brg_tensor *t);
+
+/* t's name for a message, or `fallback` when it has none. */
+const char *ops_name(const brg_tensor *t, const char *fallback);
+
+/* A new F32 tensor of x's shape on the tape's arena: an op's output (`rec`: it takes part in
+ * backward). */
+brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y);
+
+/* Records `backward` on the tape with a copy of the `size` bytes at `ctx` as its context. */
+brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size);
+/* An op's recording step: `backward` with a context of `type` initialised from the rest, e.g.
+ * `return OPS_RECORD(tape, mul_backward, mul_ctx, a, b, *y);`. */
+#define OPS_RECORD(tape, backward, type, ...) ops_record((tape), (backward), &(type){__VA_ARGS__}, sizeof(type))
 
 #define OPS_F32(t) ((float *)(t)->data)
 #define OPS_CF32(t) ((const float *)(t)->data)

@@ -58,10 +58,7 @@ brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
     brg_k_linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
     if (!rec) return BRG_OK;
-    linear_ctx *c = brg_tape_record(tape, linear_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (linear_ctx){x, w, b, *y, n, in, out, w_in_out};
-    return BRG_OK;
+    return OPS_RECORD(tape, linear_backward, linear_ctx, x, w, b, *y, n, in, out, w_in_out);
 }
 
 /* ---- linear + activation: the bias add and the activation fused into one pass ---- */
@@ -104,10 +101,7 @@ brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tens
     brg_k_linear_fwd(OPS_F32(h), OPS_CF32(x), OPS_CF32(w), NULL, n, in, out, w_in_out);
     brg_k_bias_gelu_fwd(OPS_F32(h), OPS_F32(*y), b ? OPS_CF32(b) : NULL, n, out, kind);
     if (!rec) return BRG_OK;
-    linear_act_ctx *c = brg_tape_record(tape, linear_act_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (linear_act_ctx){x, w, b, h, *y, n, in, out, w_in_out, kind};
-    return BRG_OK;
+    return OPS_RECORD(tape, linear_act_backward, linear_act_ctx, x, w, b, h, *y, n, in, out, w_in_out, kind);
 }
 
 typedef struct matmul_ctx {
@@ -151,10 +145,7 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, nd, shape, rec, "matmul output", y));
     brg_k_bmm_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), batch, M, N, K, trans_a, trans_b);
     if (!rec) return BRG_OK;
-    matmul_ctx *c = brg_tape_record(tape, matmul_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (matmul_ctx){a, b, *y, batch, M, N, K, trans_a, trans_b};
-    return BRG_OK;
+    return OPS_RECORD(tape, matmul_backward, matmul_ctx, a, b, *y, batch, M, N, K, trans_a, trans_b);
 }
 
 /* ---- memory plans ---- */

@@ -1,7 +1,9 @@
-/* Cross-entropy, the loss transformers' LM and classification heads use. */
+/* The losses of transformers' heads: cross-entropy (LM, token and single-label classification),
+ * MSE (regression) and BCE with logits (multi-label classification). */
 #include "ops_cost.h"
 #include "ops_internal.h"
 
+/* ---- cross-entropy ---- */
 typedef struct cross_entropy_ctx {
     brg_tensor *logits, *targets, *loss;
     float *lse;
@@ -52,10 +54,60 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
         (*loss)->requires_grad = rec && count > 0;
         return BRG_OK;
     }
-    cross_entropy_ctx *c = brg_tape_record(tape, cross_entropy_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (cross_entropy_ctx){logits, targets, *loss, lse, n, v, count, (float)scale, ignore_index};
+    return OPS_RECORD(tape, cross_entropy_backward, cross_entropy_ctx, logits, targets, *loss, lse, n, v, count,
+                      (float)scale, ignore_index);
+}
+
+/* ---- MSE and BCE with logits ---- */
+typedef enum pointwise_loss { LOSS_MSE, LOSS_BCE } pointwise_loss;
+
+typedef struct loss_ctx {
+    brg_tensor *x, *target, *loss;
+    float inv_denominator;
+    pointwise_loss kind;
+} loss_ctx;
+
+static brg_status pointwise_loss_backward(brg_tape *tape, void *p) {
+    loss_ctx *c = p;
+    if (!c->loss->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    float scale = c->loss->grad[0] * c->inv_denominator;
+    int64_t n = brg_tensor_numel(c->x);
+    if (c->kind == LOSS_MSE) brg_k_mse_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
+    else brg_k_bce_logits_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
     return BRG_OK;
+}
+
+static brg_status pointwise(brg_tape *tape, const char *op, pointwise_loss kind, brg_tensor *x, brg_tensor *target,
+                            double denominator, brg_tensor **loss) {
+    BRG_TRY(ops_check_f32(op, x, 0));
+    BRG_TRY(ops_check_f32(op, target, 0));
+    int64_t n = brg_tensor_numel(x);
+    if (brg_tensor_numel(target) != n) {
+        char sx[128], st[128];
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: target %s %s does not match the input %s", op,
+                         target->name ? target->name : "", brg_shape_str(target, st, sizeof st),
+                         brg_shape_str(x, sx, sizeof sx));
+    }
+    double denom = denominator > 0 ? denominator : (double)n;
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1) && n > 0;
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss));
+    double sum = kind == LOSS_MSE ? brg_k_mse_sum_fwd(OPS_CF32(x), OPS_CF32(target), n)
+                                  : brg_k_bce_logits_sum_fwd(OPS_CF32(x), OPS_CF32(target), n);
+    OPS_F32(*loss)[0] = n > 0 ? (float)(sum / denom) : 0.0f;
+    if (!rec) return BRG_OK;
+    return OPS_RECORD(tape, pointwise_loss_backward, loss_ctx, x, target, *loss, (float)(1.0 / denom), kind);
+}
+
+brg_status brg_mse_loss_share(brg_tape *tape, brg_tensor *x, brg_tensor *target, double denominator,
+                              brg_tensor **loss) {
+    return pointwise(tape, "mse_loss", LOSS_MSE, x, target, denominator, loss);
+}
+
+brg_status brg_bce_with_logits_share(brg_tape *tape, brg_tensor *x, brg_tensor *target, double denominator,
+                                     brg_tensor **loss) {
+    return pointwise(tape, "bce_with_logits", LOSS_BCE, x, target, denominator, loss);
 }
 
 /* ---- memory plans ---- */
@@ -65,4 +117,10 @@ void ops_cost_cross_entropy(ops_cost *c, double rows) {
     c->fwd += ops_cost_align((rows < 1 ? 1 : rows) * sizeof(float)); /* log-sum-exp per row */
     ops_cost_context(c, sizeof(cross_entropy_ctx));
     ops_cost_scratch(c, 3, 2 * rows); /* per-row losses, in double */
+}
+
+void ops_cost_pointwise_loss(ops_cost *c, double n) {
+    (void)n;
+    ops_cost_tensor(c, 1, sizeof(float), true);
+    ops_cost_context(c, sizeof(loss_ctx));
 }

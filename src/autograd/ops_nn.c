@@ -5,10 +5,6 @@
 #include "ops_cost.h"
 #include "ops_internal.h"
 
-static brg_status new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
-    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, what, y);
-}
-
 static int64_t last_dim(const brg_tensor *t) { return t->ndim ? t->shape[t->ndim - 1] : 1; }
 
 /* ---- embedding ---- */
@@ -43,10 +39,7 @@ brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, ids->ndim + 1, shape, rec, "embedding output", y));
     brg_k_embedding_fwd(OPS_F32(*y), id, OPS_CF32(table), n, dim);
     if (!rec) return BRG_OK;
-    embedding_ctx *c = brg_tape_record(tape, embedding_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (embedding_ctx){ids, table, *y, n, dim};
-    return BRG_OK;
+    return OPS_RECORD(tape, embedding_backward, embedding_ctx, ids, table, *y, n, dim);
 }
 
 /* ---- layer norm ---- */
@@ -76,17 +69,14 @@ brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_
         return brg_error(BRG_ERR_INVALID_ARG, "layer_norm: weight/bias size does not match width %lld", (long long)c);
     const brg_tensor *ins[3] = {x, gamma, beta};
     bool rec = brg_tape_needs(tape, ins, 3);
-    BRG_TRY(new_like(tape, x, rec, "layer_norm output", y));
+    BRG_TRY(ops_new_like(tape, x, rec, "layer_norm output", y));
     brg_arena *arena = brg_tape_arena(tape);
     float *mean = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     float *rstd = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     if (!mean || !rstd) return BRG_ERR_OOM;
     brg_k_layernorm_fwd(OPS_F32(*y), mean, rstd, OPS_CF32(x), OPS_CF32(gamma), OPS_CF32(beta), n, c, eps);
     if (!rec) return BRG_OK;
-    layer_norm_ctx *ctx = brg_tape_record(tape, layer_norm_backward, sizeof *ctx);
-    if (!ctx) return BRG_ERR_OOM;
-    *ctx = (layer_norm_ctx){x, gamma, beta, *y, mean, rstd, n, c};
-    return BRG_OK;
+    return OPS_RECORD(tape, layer_norm_backward, layer_norm_ctx, x, gamma, beta, *y, mean, rstd, n, c);
 }
 
 /* ---- activations ---- */
@@ -109,13 +99,10 @@ brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, 
     BRG_TRY(ops_check_f32("activation", x, 0));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(new_like(tape, x, rec, "activation output", y));
+    BRG_TRY(ops_new_like(tape, x, rec, "activation output", y));
     brg_k_gelu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), gelu_kind(act));
     if (!rec) return BRG_OK;
-    activation_ctx *c = brg_tape_record(tape, activation_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (activation_ctx){x, *y, act};
-    return BRG_OK;
+    return OPS_RECORD(tape, activation_backward, activation_ctx, x, *y, act);
 }
 
 /* ---- softmax ---- */
@@ -136,14 +123,11 @@ brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     BRG_TRY(ops_check_f32("softmax", x, 1));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(new_like(tape, x, rec, "softmax output", y));
+    BRG_TRY(ops_new_like(tape, x, rec, "softmax output", y));
     int64_t cols = last_dim(x);
     brg_k_softmax_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x) / (cols ? cols : 1), cols);
     if (!rec) return BRG_OK;
-    softmax_ctx *c = brg_tape_record(tape, softmax_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (softmax_ctx){x, *y};
-    return BRG_OK;
+    return OPS_RECORD(tape, softmax_backward, softmax_ctx, x, *y);
 }
 
 /* ---- add ---- */
@@ -186,13 +170,10 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     const brg_tensor *ins[2] = {a, b};
     bool rec = brg_tape_needs(tape, ins, 2);
     brg_tensor *over = brg_tape_take_donated(tape, b) ? b : brg_tape_take_donated(tape, a) ? a : NULL;
-    BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : new_like(tape, a, rec, "add output", y));
+    BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : ops_new_like(tape, a, rec, "add output", y));
     brg_k_add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
     if (!rec) return BRG_OK;
-    add_ctx *c = brg_tape_record(tape, add_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (add_ctx){a, b, *y};
-    return BRG_OK;
+    return OPS_RECORD(tape, add_backward, add_ctx, a, b, *y);
 }
 
 /* ---- scale ---- */
@@ -215,13 +196,10 @@ brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y) {
     BRG_TRY(ops_check_f32("scale", x, 0));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(new_like(tape, x, rec, "scale output", y));
+    BRG_TRY(ops_new_like(tape, x, rec, "scale output", y));
     brg_k_scale(OPS_F32(*y), OPS_CF32(x), s, brg_tensor_numel(x));
     if (!rec) return BRG_OK;
-    scale_ctx *c = brg_tape_record(tape, scale_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (scale_ctx){x, *y, s};
-    return BRG_OK;
+    return OPS_RECORD(tape, scale_backward, scale_ctx, x, *y, s);
 }
 
 /* ---- dropout ---- */
@@ -252,13 +230,10 @@ brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, ui
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(brg_tape_take_donated(tape, x) ? new_over(tape, x, rec, "dropout output", y)
-                                           : new_like(tape, x, rec, "dropout output", y));
+                                           : ops_new_like(tape, x, rec, "dropout output", y));
     brg_k_dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
     if (!rec) return BRG_OK;
-    dropout_ctx *c = brg_tape_record(tape, dropout_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (dropout_ctx){x, *y, p, seed, offset};
-    return BRG_OK;
+    return OPS_RECORD(tape, dropout_backward, dropout_ctx, x, *y, p, seed, offset);
 }
 
 /* ---- reshape: shares the data; the gradient is copied back since buffers are per tensor ---- */
@@ -286,10 +261,7 @@ brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *s
     *y = t;
     if (!rec) return BRG_OK;
     BRG_TRY(brg_tape_output(tape, t));
-    reshape_ctx *c = brg_tape_record(tape, reshape_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (reshape_ctx){x, t};
-    return BRG_OK;
+    return OPS_RECORD(tape, reshape_backward, reshape_ctx, x, t);
 }
 
 /* ---- memory plans ---- */

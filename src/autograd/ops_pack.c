@@ -44,10 +44,7 @@ brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_ten
         memcpy(out + r * (na + nb) + na, OPS_CF32(b) + r * nb, (size_t)nb * sizeof(float));
     }
     if (!rec) return BRG_OK;
-    concat_ctx *c = brg_tape_record(tape, concat_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (concat_ctx){a, b, *y, B, na, nb};
-    return BRG_OK;
+    return OPS_RECORD(tape, concat_backward, concat_ctx, a, b, *y, B, na, nb);
 }
 
 /* ---- gather one position per row ---- */
@@ -86,10 +83,7 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
     for (int64_t r = 0; r < B; r++)
         memcpy(OPS_F32(*y) + r * C, OPS_CF32(x) + (r * T + idx[r]) * C, (size_t)C * sizeof(float));
     if (!rec) return BRG_OK;
-    gather_ctx *c = brg_tape_record(tape, gather_backward, sizeof *c);
-    if (!c) return BRG_ERR_OOM;
-    *c = (gather_ctx){x, index, *y, B, T, C};
-    return BRG_OK;
+    return OPS_RECORD(tape, gather_backward, gather_ctx, x, index, *y, B, T, C);
 }
 
 /* ---- memory plans ---- */

@@ -39,3 +39,16 @@ void brg_k_embedding_bwd(float *dtable, const float *dy, const int32_t *ids, int
     scatter_job job = {dtable, dy, ids, n, dim};
     brg_team_split(scatter_slice, &job, n * dim);
 }
+
+/* nn.Embedding(padding_idx)'s backward: rows whose id is padding_idx send no gradient. */
+void brg_k_embedding_pad_bwd(float *dtable, const float *dy, const int32_t *ids, int64_t n, int64_t dim,
+                             int32_t padding_idx) {
+    BRG_ASSERT(n >= 0 && dim >= 0);
+    if (!dtable) return;
+    for (int64_t r = 0; r < n; r++) {
+        if (ids[r] == padding_idx) continue;
+        float *dst = dtable + (int64_t)ids[r] * dim;
+        const float *src = dy + r * dim;
+        for (int64_t i = 0; i < dim; i++) dst[i] += src[i];
+    }
+}

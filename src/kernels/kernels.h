@@ -212,8 +212,6 @@ float *brg_scratch(int slot, size_t n);
 void brg_scratch_bind(brg_arena *arena);
 brg_arena *brg_scratch_bound(void);
 
-/* ---- encoder kernels (BERT, ViT) ---- */
-
 /* ---- select: x viewed as [outer, n, inner]; y[outer, inner] = x[outer, index, inner] ------
  * (the [CLS] row of [B,T,C] hidden states; one column of [B,T,2] question-answering logits). */
 void brg_k_select_fwd(float *y, const float *x, int64_t outer, int64_t n, int64_t inner, int64_t index);
@@ -264,21 +262,21 @@ void brg_k_patch_unfold_bwd(float *dpixels, const float *dpatches, const brg_pat
 void brg_k_patch_conv_ref(float *y, const float *pixels, const float *w, const float *b, int64_t out,
                           const brg_patch_dims *d);
 
-/* ---- encoder-decoder kernels (T5) ---- */
-
 /* RMS norm (T5LayerNorm) over the last dim c: y = w * x * rstd, rstd = 1/sqrt(mean(x^2) + eps);
  * no mean subtraction, no bias. Saves rstd[n]. */
 void brg_k_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t n, int64_t c, float eps);
 void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
                        int64_t n, int64_t c);
 
+/* ReLU as torch's threshold(x, 0, 0): a NaN stays NaN; the gradient passes where x > 0 (and for NaN). */
 void brg_k_relu_fwd(float *y, const float *x, int64_t n);
+void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
+
 /* clamp.c: y = min(max(x, lo), hi) (NaN stays NaN); dx += dy where lo <= x <= hi. */
 void brg_k_clamp_fwd(float *y, const float *x, int64_t n, float lo, float hi);
 void brg_k_clamp_bwd(float *dx, const float *dy, const float *x, int64_t n, float lo, float hi);
 /* The largest |x[i]| (0 for n == 0; NaN elements are passed over). */
 float brg_k_max_abs(const float *x, int64_t n);
-void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
 
 /* y = a * b elementwise; da += dy * b, db += dy * a. */
 void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n);

@@ -1,10 +1,10 @@
 /* The model registry: config.json's architectures[0] (or model_type) -> the code that builds the
- * model; and placing a model's blocks on devices from an IPUConfig. */
+ * model, and loading a model through it. Placing the blocks on devices is parallelize.c, the
+ * device-allocation log placement_log.c, the per-block cost table block_costs.c. */
 #include "brigade/registry.h"
 
 #include <cJSON.h>
 #include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "brigade/bert.h"
@@ -196,141 +196,4 @@ brg_status brg_model_create_from_config(const char *ref, brg_model **out) {
     const brg_model_arch *a;
     BRG_TRY(find_arch(ref, dir, sizeof dir, &a));
     return a->create_dir ? a->create_dir(dir, out) : a->load_dir(dir, out);
-}
-
-/* ---- placement ---------------------------------------------------------------------------- */
-
-static int count_layers(const brg_model *m) {
-    int n = 0;
-    for (int b = 0; b < m->n_blocks; b++) n += m->blocks[b].kind == BRG_BLOCK_LAYER;
-    return n;
-}
-
-static brg_status place_blocks(const brg_model *m, brg_placement *p) {
-    for (int b = 0; b < m->n_blocks; b++) {
-        const brg_block *blk = &m->blocks[b];
-        switch (blk->kind) {
-        case BRG_BLOCK_EMBEDDINGS: p->block_device[b] = 0; break;
-        case BRG_BLOCK_HEAD: p->block_device[b] = p->n_devices - 1; break;
-        case BRG_BLOCK_LAYER:
-            if (blk->layer < 0 || blk->layer >= p->n_layers)
-                return brg_error(BRG_ERR_INTERNAL, "block %s has layer index %d of %d", blk->name, blk->layer,
-                                 p->n_layers);
-            p->block_device[b] = p->layer_device[blk->layer];
-            break;
-        }
-    }
-    return BRG_OK;
-}
-
-/* An IPU with no block would be a pipeline stage with nothing to run. */
-static brg_status check_every_device_used(const brg_model *m, const brg_ipu_config *c, const brg_placement *p) {
-    for (int d = 0; d < p->n_devices; d++) {
-        bool used = false;
-        for (int b = 0; b < m->n_blocks && !used; b++) used = p->block_device[b] == d;
-        if (used) continue;
-        brg_ipu_list counts;
-        BRG_TRY(brg_ipu_config_expand_layers(c, p->n_layers, &counts));
-        return brg_ipu_config_empty_ipu_error(c, &counts, p->n_layers, d);
-    }
-    return BRG_OK;
-}
-
-brg_status brg_model_parallelize(const brg_model *m, const brg_ipu_config *cfg, brg_ipu_mode mode,
-                                 brg_placement *out) {
-    if (cfg->execute_encoder_on_cpu_for_generation)
-        return brg_error(BRG_ERR_UNSUPPORTED, "execute_encoder_on_cpu_for_generation=true is not supported");
-    brg_ipu_config *c = malloc(sizeof *c);
-    brg_placement p = {.mode = mode, .n_blocks = m->n_blocks, .n_layers = count_layers(m)};
-    p.block_device = calloc((size_t)m->n_blocks + 1, sizeof *p.block_device);
-    p.layer_device = calloc((size_t)p.n_layers + 1, sizeof *p.layer_device);
-    brg_status st = c && p.block_device && p.layer_device ? BRG_OK : brg_error(BRG_ERR_OOM, "out of memory placing blocks");
-    if (st == BRG_OK) {
-        *c = *cfg;
-        c->mode = mode;
-        brg_ipu_view v;
-        brg_ipu_config_view(c, mode, &v);
-        p.n_devices = (int)v.ipus_per_replica;
-        int count;
-        st = brg_ipu_config_get_layer_ipu(c, p.n_layers, p.layer_device, p.n_layers, &count);
-        if (st == BRG_OK && count != p.n_layers)
-            st = brg_error(BRG_ERR_INTERNAL, "placed %d of %d layers", count, p.n_layers);
-        if (st == BRG_OK) st = place_blocks(m, &p);
-        if (st == BRG_OK) st = check_every_device_used(m, c, &p);
-    }
-    free(c);
-    if (st != BRG_OK) brg_placement_free(&p);
-    else *out = p;
-    return st;
-}
-
-static void print_layer(FILE *out, const brg_alloc_labels *l, const brg_block *blk, int *n_decoder, int dev) {
-    const char *label = l->layer;
-    int index = blk->layer;
-    if (l->decoder_layer && l->decoder_prefix && strncmp(blk->name, l->decoder_prefix, strlen(l->decoder_prefix)) == 0) {
-        label = l->decoder_layer;
-        index = (*n_decoder)++;
-    }
-    fprintf(out, "%s %-2d%s--> IPU %d\n", label, index, l->layer_gap ? l->layer_gap : " ", dev);
-}
-
-void brg_placement_print(FILE *out, const brg_model *m, const brg_placement *p) {
-    static const brg_alloc_labels defaults = {{"Embedding ", NULL, NULL}, "Encoder", " ", "Head ", NULL, NULL, NULL, NULL};
-    const brg_model_arch *a = brg_model_arch_of(m);
-    const brg_alloc_labels *l = a && a->labels.layer ? &a->labels : &defaults;
-    fprintf(out, "%s\n", l->header ? l->header : "-------------------- Device Allocation --------------------");
-    int n_decoder = 0;
-    for (int b = 0; b < m->n_blocks && b < p->n_blocks; b++) {
-        const brg_block *blk = &m->blocks[b];
-        int dev = p->block_device[b];
-        if (blk->kind == BRG_BLOCK_EMBEDDINGS)
-            for (int i = 0; i < 3 && l->embeddings[i]; i++) fprintf(out, "%s--> IPU %d\n", l->embeddings[i], dev);
-        else if (blk->kind == BRG_BLOCK_LAYER)
-            print_layer(out, l, blk, &n_decoder, dev);
-        else
-            fprintf(out, "%s--> IPU %d\n", l->head ? l->head : "Head ", dev);
-    }
-    fprintf(out, "%s\n", l->footer ? l->footer : "-----------------------------------------------------------");
-}
-
-brg_status brg_model_deparallelize(const brg_model *m, brg_named_tensor **out, size_t *n) {
-    brg_named_tensor *t = malloc(((size_t)m->n_params + 1) * sizeof *t);
-    if (!t) return brg_error(BRG_ERR_OOM, "out of memory listing %d parameters", m->n_params);
-    for (int i = 0; i < m->n_params; i++) t[i] = (brg_named_tensor){m->params[i].name, m->params[i].tensor};
-    *out = t;
-    *n = (size_t)m->n_params;
-    return BRG_OK;
-}
-
-brg_status brg_model_block_costs(const brg_model *m, int64_t batch, int64_t seq, brg_block_cost *out) {
-    if (batch < 1 || seq < 1)
-        return brg_error(BRG_ERR_INVALID_ARG, "micro-batch size %lld and sequence length %lld must be >= 1",
-                         (long long)batch, (long long)seq);
-    const brg_model_arch *a = brg_model_arch_of(m);
-    for (int b = 0; b < m->n_blocks; b++) {
-        memset(&out[b], 0, sizeof out[b]);
-        out[b].tied_owner = -1;
-        if (a && a->block_cost) BRG_TRY(a->block_cost(m, b, batch, seq, &out[b]));
-        out[b].layer = m->blocks[b].kind == BRG_BLOCK_LAYER ? m->blocks[b].layer : -1;
-        out[b].params = 0;
-    }
-    for (int i = 0; i < m->n_params; i++) {
-        brg_block_cost *c = &out[m->params[i].block];
-        int64_t n = brg_tensor_numel(m->params[i].tensor);
-        c->params += n;
-        c->param_bytes += (int64_t)ops_cost_align((double)n * sizeof(float));
-        c->param_tensors++;
-    }
-    /* Weights a block reads through an alias from another block (a tied LM head or decoder, a
-     * shared position-bias table): a device without the owner holds a copy. */
-    for (int b = 0; b < m->n_blocks; b++) out[b].tied_params = 0, out[b].tied_owner = -1;
-    for (int i = 0; i < m->n_aliases; i++) {
-        const brg_param_alias *al = &m->aliases[i];
-        int owner = m->params[al->param].block;
-        brg_block_cost *c = &out[al->block];
-        if (owner == al->block || (c->tied_owner >= 0 && c->tied_owner != owner)) continue;
-        c->tied_owner = owner;
-        c->tied_params += brg_tensor_numel(m->params[al->param].tensor);
-    }
-    return BRG_OK;
 }

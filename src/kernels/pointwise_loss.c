@@ -1,21 +1,10 @@
-/* Pointwise math of the encoder heads: tanh (BERT's pooler), and the regression (MSE)
- * and multi-label (BCE with logits) losses. Sums accumulate in double so a loss over many
- * elements keeps float32's precision. */
+/* The losses that compare each element with its target: mean squared error (regression) and
+ * binary cross-entropy with logits (multi-label classification), as sums the caller divides.
+ * Sums accumulate in double so a loss over many elements keeps float32's precision. */
 #include <math.h>
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
-
-void brg_k_tanh_fwd(float *y, const float *x, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    for (int64_t i = 0; i < n; i++) y[i] = tanhf(x[i]);
-}
-
-void brg_k_tanh_bwd(float *dx, const float *dy, const float *y, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    if (!dx) return;
-    for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * (1.0f - y[i] * y[i]);
-}
 
 double brg_k_mse_sum_fwd(const float *x, const float *t, int64_t n) {
     BRG_ASSERT(n >= 0);

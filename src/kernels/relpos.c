@@ -1,76 +1,9 @@
-/* Kernels of the encoder-decoder models (T5): RMS norm, ReLU, elementwise product, relative
- * position buckets and the bias gathered from them. */
+/* Relative position attention bias (T5): the bucket of each query-key distance, and the bias
+ * gathered from a [num_buckets, heads] table by those buckets. */
 #include <math.h>
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
-
-/* ---- RMS norm ---- */
-
-/* The mean square is reduced in double: T5LayerNorm upcasts to float32 for the same reason in
- * half precision, and a long row of float32 squares loses digits too. */
-void brg_k_rmsnorm_fwd(float *y, float *rstd, const float *x, const float *w, int64_t n, int64_t c, float eps) {
-    BRG_ASSERT(n >= 0 && c >= 0);
-    for (int64_t i = 0; i < n; i++) {
-        const float *xr = x + i * c;
-        float *yr = y + i * c;
-        double ss = 0.0;
-        for (int64_t j = 0; j < c; j++) ss += (double)xr[j] * xr[j];
-        const float r = (float)(1.0 / sqrt(ss / (double)(c ? c : 1) + (double)eps));
-        rstd[i] = r;
-        for (int64_t j = 0; j < c; j++) yr[j] = w[j] * (xr[j] * r);
-    }
-}
-
-/* With g = dy * w: dx = r * g - r^3 * x * mean(g * x); dw += dy * x * r. */
-void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
-                       int64_t n, int64_t c) {
-    BRG_ASSERT(n >= 0 && c >= 0);
-    for (int64_t i = 0; i < n; i++) {
-        const float *xr = x + i * c, *g = dy + i * c;
-        const float r = rstd[i];
-        if (dw)
-            for (int64_t j = 0; j < c; j++) dw[j] += g[j] * (xr[j] * r);
-        if (!dx) continue;
-        double sgx = 0.0;
-        for (int64_t j = 0; j < c; j++) sgx += (double)g[j] * w[j] * xr[j];
-        const float k = (float)(sgx / (double)c * (double)r * (double)r * (double)r);
-        float *d = dx + i * c;
-        for (int64_t j = 0; j < c; j++) d[j] += r * g[j] * w[j] - k * xr[j];
-    }
-}
-
-/* ---- ReLU ---- */
-
-/* torch's threshold(x, 0, 0): x <= 0 ? 0 : x, so a NaN stays NaN instead of becoming 0. */
-void brg_k_relu_fwd(float *y, const float *x, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
-}
-
-/* torch's threshold_backward: x <= 0 ? 0 : dy, so the gradient at exactly 0 is 0 and a NaN
- * input passes it on. */
-void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    if (!dx) return;
-    for (int64_t i = 0; i < n; i++)
-        if (!(x[i] <= 0.0f)) dx[i] += dy[i];
-}
-
-/* ---- elementwise product ---- */
-
-void brg_k_mul_fwd(float *y, const float *a, const float *b, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    for (int64_t i = 0; i < n; i++) y[i] = a[i] * b[i];
-}
-
-void brg_k_mul_bwd(float *da, float *db, const float *dy, const float *a, const float *b, int64_t n) {
-    BRG_ASSERT(n >= 0);
-    if (da)
-        for (int64_t i = 0; i < n; i++) da[i] += dy[i] * b[i];
-    if (db)
-        for (int64_t i = 0; i < n; i++) db[i] += dy[i] * a[i];
-}
 
 /* ---- relative position buckets ---- */
 

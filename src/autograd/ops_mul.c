@@ -1,0 +1,37 @@
+/* mul: the elementwise product of two tensors of one shape (T5's gated feed-forward). */
+#include "ops_cost.h"
+#include "ops_internal.h"
+
+typedef struct mul_ctx {
+    brg_tensor *a, *b, *y;
+} mul_ctx;
+
+static brg_status mul_backward(brg_tape *tape, void *p) {
+    mul_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(da, tape, c->a);
+    OPS_GRAD(db, tape, c->b);
+    brg_k_mul_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), brg_tensor_numel(c->y));
+    return BRG_OK;
+}
+
+brg_status brg_mul(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("mul", a, 0));
+    BRG_TRY(ops_check_f32("mul", b, 0));
+    if (!brg_tensor_same_shape(a, b)) {
+        char sa[128], sb[128];
+        return brg_error(BRG_ERR_INVALID_ARG, "mul: shapes %s and %s differ", brg_shape_str(a, sa, sizeof sa),
+                         brg_shape_str(b, sb, sizeof sb));
+    }
+    const brg_tensor *ins[2] = {a, b};
+    bool rec = brg_tape_needs(tape, ins, 2);
+    BRG_TRY(ops_new_like(tape, a, rec, "mul output", y));
+    brg_k_mul_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
+    if (!rec) return BRG_OK;
+    return OPS_RECORD(tape, mul_backward, mul_ctx, a, b, *y);
+}
+
+void ops_cost_mul(ops_cost *c, double n) {
+    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_context(c, sizeof(mul_ctx));
+}

@@ -1,0 +1,43 @@
+/* select: one position of a dimension (the [CLS] row of hidden states, one column of
+ * question-answering logits). */
+#include "ops_cost.h"
+#include "ops_internal.h"
+
+typedef struct select_ctx {
+    brg_tensor *x, *y;
+    int64_t outer, n, inner, index;
+} select_ctx;
+
+static brg_status select_backward(brg_tape *tape, void *p) {
+    select_ctx *c = p;
+    if (!c->y->grad) return BRG_OK;
+    OPS_GRAD(dx, tape, c->x);
+    brg_k_select_bwd(dx, c->y->grad, c->outer, c->n, c->inner, c->index);
+    return BRG_OK;
+}
+
+brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg_tensor **y) {
+    BRG_TRY(ops_check_f32("select", x, 1));
+    if (dim < 0 || dim >= x->ndim)
+        return brg_error(BRG_ERR_INVALID_ARG, "select: dim %d outside the %d dims of %s", dim, x->ndim,
+                         ops_name(x, "the input"));
+    if (index < 0 || index >= x->shape[dim])
+        return brg_error(BRG_ERR_INVALID_ARG, "select: index %lld outside [0, %lld) of dim %d of %s",
+                         (long long)index, (long long)x->shape[dim], dim, ops_name(x, "the input"));
+    int64_t outer = 1, inner = 1, shape[BRG_MAX_DIMS];
+    for (int i = 0; i < dim; i++) outer *= x->shape[i];
+    for (int i = dim + 1; i < x->ndim; i++) inner *= x->shape[i];
+    for (int i = 0, o = 0; i < x->ndim; i++)
+        if (i != dim) shape[o++] = x->shape[i];
+    const brg_tensor *ins[1] = {x};
+    bool rec = brg_tape_needs(tape, ins, 1);
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim - 1, shape, rec, "select output", y));
+    brg_k_select_fwd(OPS_F32(*y), OPS_CF32(x), outer, x->shape[dim], inner, index);
+    if (!rec) return BRG_OK;
+    return OPS_RECORD(tape, select_backward, select_ctx, x, *y, outer, x->shape[dim], inner, index);
+}
+
+void ops_cost_select(ops_cost *c, double out_elems) {
+    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_context(c, sizeof(select_ctx));
+}

@@ -1,0 +1,18 @@
+/* ReLU with torch's NaN and zero conventions. */
+#include "brigade/status.h"
+#include "kernels/kernels.h"
+
+/* torch's threshold(x, 0, 0): x <= 0 ? 0 : x, so a NaN stays NaN instead of becoming 0. */
+void brg_k_relu_fwd(float *y, const float *x, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
+}
+
+/* torch's threshold_backward: x <= 0 ? 0 : dy, so the gradient at exactly 0 is 0 and a NaN
+ * input passes it on. */
+void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n) {
+    BRG_ASSERT(n >= 0);
+    if (!dx) return;
+    for (int64_t i = 0; i < n; i++)
+        if (!(x[i] <= 0.0f)) dx[i] += dy[i];
+}
