@@ -5,6 +5,16 @@
 #include "brigade/status.h"
 #include "kernels/kernels.h"
 
+/* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
+ * 8 decode rows is compute-bound on SSE2). The file is built without floating-point contraction
+ * and every lane computes the same chain of correctly rounded operations in every version, so
+ * all three give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ROW_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ROW_LOOP
+#endif
+
 /* Lanes of the dot products: independent partial sums the compiler turns into vector registers
  * (a fixed order, so no -ffast-math reassociation is needed). */
 #define LANES 16
@@ -37,7 +47,7 @@ typedef struct rows_job {
 /* One tile: y[r, 0:n] (row stride ldy) = b[0:n] + sum over k of x[r, k] w[k, 0:n] (row stride
  * ldw), adding the k terms in order. Four weight rows at a time: each y element is loaded and
  * stored once per four terms (still added one after the other), which is what bounds this loop. */
-static void in_out_tile(float *restrict y, int64_t ldy, const float *restrict x, int64_t in,
+ROW_LOOP static void in_out_tile(float *restrict y, int64_t ldy, const float *restrict x, int64_t in,
                         const float *restrict w, int64_t ldw, const float *restrict b, int64_t m, int64_t n) {
     for (int64_t r = 0; r < m; r++) {
         if (b) memcpy(y + r * ldy, b, (size_t)n * sizeof *y);
@@ -72,7 +82,7 @@ static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
 }
 
 /* Columns [c0, c1) with W [out, in]: each weight row read once, dotted with every input row. */
-static void out_in_columns(const rows_job *j, int64_t c0, int64_t c1) {
+ROW_LOOP static void out_in_columns(const rows_job *j, int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; c++) {
         const float *wc = j->w + c * j->in, bc = j->b ? j->b[c] : 0.0f;
         for (int64_t r = 0; r < j->m; r++) j->y[r * j->out + c] = dot(j->x + r * j->in, wc, j->in) + bc;

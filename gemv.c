@@ -1,0 +1,108 @@
+#include "kernels/gemv.h"
+
+#include <string.h>
+
+#include "brigade/status.h"
+#include "kernels/kernels.h"
+
+/* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
+ * 8 decode rows is compute-bound on SSE2). The file is built without floating-point contraction
+ * and every lane computes the same chain of correctly rounded operations in every version, so
+ * all three give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ROW_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ROW_LOOP
+#endif
+
+/* Lanes of the dot products: independent partial sums the compiler turns into vector registers
+ * (a fixed order, so no -ffast-math reassociation is needed). */
+#define LANES 16
+
+/* Output columns of W [in, out] per pass down its depth: the m rows' partial outputs for them
+ * (m x 2 KiB) stay in L1 while every weight row of the tile streams past once. Without the tile
+ * each weight row would be applied to m whole output rows, which for a batch of 8 moves more
+ * bytes of y through the cache than W holds. Each element still adds its k terms in order, so
+ * the tile changes no bit. */
+#define TILE 512
+
+static float dot(const float *a, const float *b, int64_t n) {
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; i < n; i++, l++) acc[l] += a[i] * b[i];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++) s += acc[l];
+    return s;
+}
+
+typedef struct rows_job {
+    float *y;
+    const float *x, *w, *b;
+    int64_t m, in, out;
+    bool w_in_out;
+} rows_job;
+
+/* One tile: y[r, 0:n] (row stride ldy) = b[0:n] + sum over k of x[r, k] w[k, 0:n] (row stride
+ * ldw), adding the k terms in order. Four weight rows at a time: each y element is loaded and
+ * stored once per four terms (still added one after the other), which is what bounds this loop. */
+ROW_LOOP static void in_out_tile(float *restrict y, int64_t ldy, const float *restrict x, int64_t in,
+                        const float *restrict w, int64_t ldw, const float *restrict b, int64_t m, int64_t n) {
+    for (int64_t r = 0; r < m; r++) {
+        if (b) memcpy(y + r * ldy, b, (size_t)n * sizeof *y);
+        else memset(y + r * ldy, 0, (size_t)n * sizeof *y);
+    }
+    int64_t k = 0;
+    for (; k + 4 <= in; k += 4) {
+        const float *restrict w0 = w + k * ldw, *restrict w1 = w0 + ldw, *restrict w2 = w1 + ldw, *restrict w3 = w2 + ldw;
+        for (int64_t r = 0; r < m; r++) {
+            float *restrict yr = y + r * ldy;
+            const float *xr = x + r * in + k;
+            const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3];
+            for (int64_t j = 0; j < n; j++) yr[j] = (((yr[j] + a0 * w0[j]) + a1 * w1[j]) + a2 * w2[j]) + a3 * w3[j];
+        }
+    }
+    for (; k < in; k++) {
+        const float *restrict wk = w + k * ldw;
+        for (int64_t r = 0; r < m; r++) {
+            float *restrict yr = y + r * ldy;
+            const float a = x[r * in + k];
+            for (int64_t j = 0; j < n; j++) yr[j] += a * wk[j];
+        }
+    }
+}
+
+/* Columns [c0, c1) with W [in, out], a tile at a time. */
+static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
+    for (int64_t t0 = c0; t0 < c1; t0 += TILE) {
+        const int64_t n = c1 - t0 < TILE ? c1 - t0 : TILE;
+        in_out_tile(j->y + t0, j->out, j->x, j->in, j->w + t0, j->out, j->b ? j->b + t0 : NULL, j->m, n);
+    }
+}
+
+/* Columns [c0, c1) with W [out, in]: each weight row read once, dotted with every input row. */
+ROW_LOOP static void out_in_columns(const rows_job *j, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c++) {
+        const float *wc = j->w + c * j->in, bc = j->b ? j->b[c] : 0.0f;
+        for (int64_t r = 0; r < j->m; r++) j->y[r * j->out + c] = dot(j->x + r * j->in, wc, j->in) + bc;
+    }
+}
+
+/* A device's team splits the output columns (whole tiles), each computed as it is alone. */
+static void columns_slice(void *ctx, int i, int n) {
+    const rows_job *j = ctx;
+    int64_t first, last;
+    brg_team_slice(j->out, TILE, i, n, &first, &last);
+    if (first >= last) return;
+    if (j->w_in_out) in_out_columns(j, first, last);
+    else out_in_columns(j, first, last);
+}
+
+void brg_k_linear_rows_fwd(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                           int64_t out, bool w_in_out) {
+    BRG_ASSERT(m >= 0 && in >= 0 && out >= 0);
+    const rows_job j = {y, x, w, b, m, in, out, w_in_out};
+    /* weights touched: what a step reads, so what a team shares out */
+    brg_team_split(columns_slice, (void *)&j, in * out / 8);
+}
