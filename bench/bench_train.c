@@ -5,6 +5,7 @@
  *                 [--bt 4x64|8x128|default|all] [--config NAME[,NAME...]|all] [--steps N] [--warmup N]
  *                 [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]
  *                 [--precision 32.32|16.32|bf16.32|16.16|bf16.16] (training only; RESULT precision=)
+ *                 [--trace FILE.json] (training traced into FILE; RESULT trace=on)
  *                 [--mode decode [--prompt N] [--new-tokens N] [--bw-mib N]]
  *
  * --mode decode (GPT-2 only, not part of "all"): greedy brg_generate with the KV cache, batches 1
@@ -432,6 +433,8 @@ static void on_step(void *ctx, int64_t step, double loss, float lr) {
 
 /* --precision: the mode training runs in (inference stays fp32). */
 static brg_precision train_precision = BRG_PRECISION_32_32;
+/* --trace FILE: training runs traced into FILE (what tracing costs; RESULT trace=on). */
+static const char *train_trace;
 
 static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
                               bool verbose, bool recompute, measurement *out) {
@@ -459,7 +462,12 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
     o.progress = verbose ? stderr : NULL;
     brg_train_result r;
     double t0 = now();
+    if (st == BRG_OK && train_trace) st = brg_trace_start(train_trace, "brigade_bench");
     if (st == BRG_OK) st = brg_train(m, d, &o, &r);
+    if (train_trace && brg_trace_enabled()) {
+        const brg_status fin = brg_trace_finish();
+        if (st == BRG_OK) st = fin;
+    }
     if (st == BRG_OK) {
         double start = warmup > 0 ? t[warmup - 1] : t0;
         out->ms_per_step = (t[total - 1] - start) / steps * 1e3;
@@ -548,11 +556,12 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
-           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s%s%s\n",
+           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
            brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
-           brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+           brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), train && train_trace ? "on" : "off",
+           set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;
 }
@@ -935,6 +944,7 @@ int main(int argc, char **argv) {
         else if (strcmp(a, "--peak1") == 0) set.peak1 = atof(v), i++;
         else if (strcmp(a, "--peak2") == 0) set.peak2 = atof(v), i++;
         else if (strcmp(a, "--env-tag") == 0) set.env_tag = v, i++;
+        else if (strcmp(a, "--trace") == 0 && v) train_trace = v, i++;
         else if (strcmp(a, "--precision") == 0) {
             if (!v || brg_precision_parse(v, &train_precision) != BRG_OK) {
                 fprintf(stderr, "brigade_bench: %s\n", brg_last_error());

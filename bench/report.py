@@ -106,12 +106,31 @@ def key(r):
 
 def config_of(r):
     half = "" if r.get("precision", "32.32") == "32.32" else f" {r['precision']}"
-    return r["config"] + half + ("" if r.get("env", "default") == "default" else f" ({r['env']})")
+    traced = " traced" if r.get("trace") == "on" else ""
+    return r["config"] + half + traced + ("" if r.get("env", "default") == "default" else f" ({r['env']})")
 
 
 def is_half_run(r):
-    """A --precision row other than fp32: shown in the table, judged only by the precision goal."""
-    return r.get("precision", "32.32") != "32.32"
+    """A --precision row other than fp32, or a traced one: shown in the table, judged only by the
+    precision and tracing goals."""
+    return r.get("precision", "32.32") != "32.32" or r.get("trace") == "on"
+
+
+def trace_goals(brig, extra):
+    """A traced GPT-2 small training run against the same untraced one, paired by round: tracing on
+    costs at most 2% of tokens/s (off, every hook is one predictable branch, so it costs less)."""
+    ratios = []
+    for rnd in rounds_of(brig):
+        plain = best_in_round(brig, ("small", "train", "4x64"), rnd, pick=lambda r: r["config"] == "1dev")
+        traced = best_in_round(extra, ("small", "train", "4x64"), rnd,
+                               pick=lambda r: r["config"] == "1dev" and r.get("trace") == "on")
+        if plain and traced:
+            ratios.append(float(traced["tokens_per_s"]) / float(plain["tokens_per_s"]))
+    text = "Tracing on costs <= 2% of GPT-2 small training tokens/s (4x64, 1dev; off costs one branch per hook)"
+    if not ratios:
+        return [f"FAIL: {text}: not measured"]
+    return [f"{'PASS' if median(ratios) >= 0.98 else 'FAIL'}: {text}: traced/untraced "
+            f"{spread(ratios, '{:.3f}', '×')} over {len(ratios)} round(s)"]
 
 
 def is_rss_run(r):
@@ -475,7 +494,7 @@ def main():
     dec_b = [r for r in decode if r["impl"] == "brigade"]
     dec_t = [r for r in decode if r["impl"] == "torch"]
     lines += [f"- {v}" for v in goals(brig, torch, rss_rows) + precision_goals(brig, half) +
-              decode_goals(dec_b, dec_t) + request_goals(requests)]
+              trace_goals(brig, half) + decode_goals(dec_b, dec_t) + request_goals(requests)]
     lines.append("")
     if gemm_lines:
         lines += ["GEMM microbenchmark (`brigade_bench_gemm --quick`):", "", "```"]

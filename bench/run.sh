@@ -105,6 +105,11 @@ for round in $(seq 1 "$rounds"); do
                     in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train \
                         --bt "$bt" --config 1dev,1dev2t --precision bf16.32
                 fi
+                # The same training traced (the tracing goal pairs it with the untraced 1dev row).
+                if [ "$model/$mode/$bt" = small/train/4x64 ]; then
+                    in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train \
+                        --bt 4x64 --config 1dev --trace "$build/bench-trace.json"
+                fi
                 in_round "$round" "$py" "$root/bench/bench_torch.py" "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --variants "$variants" --compile-threads "$compile_threads"
                 workload_done "round $round: $model $mode $bt"

@@ -60,6 +60,8 @@ synthetic() {
     [ "$above" = 1 ] && bf=161 || bf=114
     # decode requests on 2 stages against one device's 100 tokens/s: 1.61x or 1.59x (goal 1.6x)
     [ "$above" = 1 ] && rq=161 || rq=159
+    # traced training against untraced 50 tokens/s: 0.98x or 0.978x (goal: at least 0.98x)
+    [ "$above" = 1 ] && tr=49 || tr=48.9
     cat <<EOF
 RESULT impl=peak isa=avx512 peak1=50 peak2=90
 RESULT impl=peak isa=avx512 peak1=100 peak2=200
@@ -75,6 +77,8 @@ RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1
 RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=100 gflops=${f[1]} pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=${f[5]} gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=100 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=50 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=off round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$tr gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=on round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=1dev cores=1 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=100 gflops=0 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=pipe2 cores=2 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=$rq gflops=0 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=bf16.32 round=$r
@@ -118,7 +122,7 @@ for above in 1 0; do
     python3 "$root/bench/report.py" "$tmp/s$above.log" "$tmp/s$above.md" >/dev/null 2>&1 ||
         { bad "report.py failed on the synthetic lines"; continue; }
     n=$(grep -c "^- PASS: " "$tmp/s$above.md")
-    want=14
+    want=15
     [ "$above" = 0 ] && want=0
     [ "$n" = "$want" ] && ok || bad "expected $want PASS verdicts, got $n: $(grep -E '^- (PASS|FAIL)' "$tmp/s$above.md")"
     grep -q '^- FAIL: .*not measured' "$tmp/s$above.md" && bad "a goal is 'not measured'" || ok
@@ -130,6 +134,11 @@ grep -q '1.71× (1.71–1.71) over 2 round(s)' "$tmp/s1.md" && ok || bad "thread
 grep -q '4x64: 71.0% (71.0–71.0) of the cores' "$tmp/s1.md" && ok || bad "peak share against the best peak: $(grep 'FMA peak of' "$tmp/s1.md")"
 grep -q '4x64: 91.1% (91.1–91.1) of ideal 88.9%' "$tmp/s1.md" && ok || bad "pipeline line: $(grep 'pipeline,' "$tmp/s1.md")"
 grep -q 'highest of 3 measurements' "$tmp/s1.md" && ok || bad "peak line"
+grep -q 'Tracing on costs .*: traced/untraced 0.980× (0.980–0.980) over 2 round(s)' "$tmp/s1.md" && ok ||
+    bad "tracing line: $(grep 'Tracing on' "$tmp/s1.md")"
+"$bench" --no-peak --model tiny --mode train --bt 4x64 --config 1dev --steps 1 --warmup 1 --trace "$tmp/t.json" \
+    >"$tmp/traced.log" 2>&1 && grep -q ' trace=on' "$tmp/traced.log" && python3 -c "import json,sys; json.load(open(sys.argv[1]))" \
+    "$tmp/t.json" && ok || bad "brigade_bench --trace: $(tail -2 "$tmp/traced.log")"
 grep -q '4 requests in flight .*: 1.61× (1.61–1.61) over 2 round(s) (last: 161.0 vs 100.0 tokens/s)' "$tmp/s1.md" && ok ||
     bad "requests line: $(grep 'requests in flight' "$tmp/s1.md")"
 grep -q 'bf16.32 training tokens/s .*4x64: 1dev2t 1.61× (1.61–1.61); 8x128: 1dev 1.61× (1.61–1.61)' "$tmp/s1.md" && ok ||
