@@ -46,33 +46,14 @@ static brg_status row_result(const brg_named_tensor *o, int64_t r, int64_t T, in
     return task_json_close(&j, out);
 }
 
+static brg_status batch_results(brg_task_pipeline *p, const task_batch *b, char **results) {
+    if (b->n_outs < 1) return brg_error(BRG_ERR_FORMAT, "%s gives no outputs", p->model->ops->architecture);
+    for (int64_t r = 0; r < b->n; r++) BRG_TRY(row_result(&b->outs[0], r, b->T, (int64_t)b->enc[r].n, &results[r]));
+    return BRG_OK;
+}
+
 static brg_status run(brg_task_pipeline *p, const brg_task_input *in, int64_t n, int64_t first, char **results) {
-    const int64_t B = p->opts.batch_size;
-    brg_encoding *enc = calloc((size_t)B, sizeof *enc);
-    const brg_encoding **rows = calloc((size_t)B, sizeof *rows);
-    brg_status st = enc && rows ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory for a batch");
-    for (int64_t b0 = 0; st == BRG_OK && b0 < n; b0 += B) {
-        const int64_t nb = n - b0 < B ? n - b0 : B;
-        int64_t done = 0;
-        while (st == BRG_OK && done < nb) {
-            st = task_encode(p, in[b0 + done].text, NULL, true, first + b0 + done, &enc[done]);
-            if (st == BRG_OK) rows[done] = &enc[done], done++;
-        }
-        const size_t mark = brg_arena_mark(p->arena);
-        brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
-        int n_outs = 0;
-        int64_t T = 0;
-        if (st == BRG_OK) st = task_forward(p, rows, nb, outs, &n_outs, &T);
-        if (st == BRG_OK && n_outs < 1)
-            st = brg_error(BRG_ERR_FORMAT, "%s gives no outputs", p->model->ops->architecture);
-        for (int64_t r = 0; st == BRG_OK && r < nb; r++)
-            st = row_result(&outs[0], r, T, (int64_t)enc[r].n, &results[b0 + r]);
-        brg_arena_reset(p->arena, mark);
-        for (int64_t r = 0; r < done; r++) brg_encoding_free(&enc[r]);
-    }
-    free(enc);
-    free(rows);
-    return st;
+    return task_run_batches(p, in, n, first, false, NULL, batch_results, results);
 }
 
 const task_def task_feature_extraction = {

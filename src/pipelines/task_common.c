@@ -411,3 +411,33 @@ brg_status task_json_close(task_json *j, char **out) {
     *out = j->buf;
     return BRG_OK;
 }
+
+brg_status task_run_batches(brg_task_pipeline *p, const brg_task_input *in, int64_t n, int64_t first, bool pairs,
+                            task_check_fn check, task_results_fn results, char **out) {
+    const int64_t B = p->opts.batch_size;
+    brg_encoding *enc = calloc((size_t)B, sizeof *enc);
+    const brg_encoding **rows = calloc((size_t)B, sizeof *rows);
+    brg_status st = enc && rows ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory for a batch");
+    for (int64_t b0 = 0; st == BRG_OK && b0 < n; b0 += B) {
+        const int64_t nb = n - b0 < B ? n - b0 : B;
+        int64_t done = 0;
+        while (st == BRG_OK && done < nb) {
+            const brg_task_input *x = &in[b0 + done];
+            st = task_encode(p, x->text, pairs ? x->text_pair : NULL, true, first + b0 + done, &enc[done]);
+            if (st != BRG_OK) break;
+            rows[done] = &enc[done];
+            done++;
+            if (check) st = check(p, &enc[done - 1], first + b0 + done - 1);
+        }
+        const size_t mark = brg_arena_mark(p->arena);
+        brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
+        task_batch b = {.in = in + b0, .enc = enc, .n = nb, .outs = outs};
+        if (st == BRG_OK) st = task_forward(p, rows, nb, outs, &b.n_outs, &b.T);
+        if (st == BRG_OK) st = results(p, &b, out + b0);
+        brg_arena_reset(p->arena, mark);
+        for (int64_t r = 0; r < done; r++) brg_encoding_free(&enc[r]);
+    }
+    free(enc);
+    free(rows);
+    return st;
+}

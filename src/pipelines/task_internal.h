@@ -99,6 +99,27 @@ brg_status task_forward(brg_task_pipeline *p, const brg_encoding *const *rows, i
                         int *n_outs, int64_t *T);
 const brg_tensor *task_output(const brg_named_tensor *outs, int n, const char *name);
 
+/* One batch as task_run_batches hands it to a task. */
+typedef struct task_batch {
+    const brg_task_input *in; /* [n] */
+    const brg_encoding *enc;  /* [n] */
+    int64_t n;
+    const brg_named_tensor *outs; /* the model's outputs, [padded rows, ...] */
+    int n_outs;
+    int64_t T; /* the padded length */
+} task_batch;
+
+/* Checks one input's encoding before its batch runs (index: the input's, for messages). */
+typedef brg_status (*task_check_fn)(brg_task_pipeline *p, const brg_encoding *enc, int64_t index);
+/* Writes results[0..b->n) from a batch's outputs. */
+typedef brg_status (*task_results_fn)(brg_task_pipeline *p, const task_batch *b, char **results);
+
+/* The encoder tasks' loop: inputs in batches of opts.batch_size, each encoded with special tokens
+ * (its text_pair too when `pairs`), checked (`check`, may be NULL), run through task_forward and
+ * handed to `results`; each batch's arena space and encodings are released before the next. */
+brg_status task_run_batches(brg_task_pipeline *p, const brg_task_input *in, int64_t n, int64_t first, bool pairs,
+                            task_check_fn check, task_results_fn results, char **out);
+
 /* Softmax of x[0..n) into out (float32, max-shifted, as numpy on float32 logits). */
 void task_softmax(const float *x, int64_t n, float *out);
 

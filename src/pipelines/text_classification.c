@@ -114,35 +114,19 @@ static brg_status result(const brg_task_pipeline *p, const float *logits, bool b
     return st;
 }
 
+static brg_status batch_results(brg_task_pipeline *p, const task_batch *b, char **results) {
+    const brg_tensor *logits = task_output(b->outs, b->n_outs, "logits");
+    if (!logits || logits->ndim != 2 || logits->shape[1] != p->n_labels)
+        return brg_error(BRG_ERR_FORMAT, "%s gives no [batch, %lld] logits (config.json has %lld labels)",
+                         p->model->ops->architecture, (long long)p->n_labels, (long long)p->n_labels);
+    for (int64_t r = 0; r < b->n; r++)
+        BRG_TRY(result(p, (const float *)logits->data + r * p->n_labels,
+                       b->in[r].text_pair && p->opts.top_k == BRG_TASK_UNSET, &results[r]));
+    return BRG_OK;
+}
+
 static brg_status run(brg_task_pipeline *p, const brg_task_input *in, int64_t n, int64_t first, char **results) {
-    brg_encoding *enc = calloc((size_t)(p->opts.batch_size), sizeof *enc);
-    const brg_encoding **rows = calloc((size_t)(p->opts.batch_size), sizeof *rows);
-    brg_status st = enc && rows ? BRG_OK : brg_error(BRG_ERR_OOM, "no memory for a batch");
-    for (int64_t b0 = 0; st == BRG_OK && b0 < n; b0 += p->opts.batch_size) {
-        const int64_t nb = n - b0 < p->opts.batch_size ? n - b0 : p->opts.batch_size;
-        int64_t done = 0;
-        while (st == BRG_OK && done < nb) {
-            st = task_encode(p, in[b0 + done].text, in[b0 + done].text_pair, true, first + b0 + done, &enc[done]);
-            if (st == BRG_OK) rows[done] = &enc[done], done++;
-        }
-        const size_t mark = brg_arena_mark(p->arena);
-        brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
-        int n_outs = 0;
-        int64_t T;
-        if (st == BRG_OK) st = task_forward(p, rows, nb, outs, &n_outs, &T);
-        const brg_tensor *logits = st == BRG_OK ? task_output(outs, n_outs, "logits") : NULL;
-        if (st == BRG_OK && (!logits || logits->ndim != 2 || logits->shape[1] != p->n_labels))
-            st = brg_error(BRG_ERR_FORMAT, "%s gives no [batch, %lld] logits (config.json has %lld labels)",
-                           p->model->ops->architecture, (long long)p->n_labels, (long long)p->n_labels);
-        for (int64_t r = 0; st == BRG_OK && r < nb; r++)
-            st = result(p, (const float *)logits->data + r * p->n_labels,
-                        in[b0 + r].text_pair && p->opts.top_k == BRG_TASK_UNSET, &results[b0 + r]);
-        brg_arena_reset(p->arena, mark);
-        for (int64_t r = 0; r < done; r++) brg_encoding_free(&enc[r]);
-    }
-    free(enc);
-    free(rows);
-    return st;
+    return task_run_batches(p, in, n, first, true, NULL, batch_results, results);
 }
 
 const task_def task_text_classification = {
