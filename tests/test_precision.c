@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/ops.h"
 #include "brigade/precision.h"
 #include "brigade/trainer.h"
 #include "kernels/kernels.h"
@@ -178,7 +179,26 @@ static void test_scaler(void) {
     CHECK_ERR(loss_scaler_init(&s, &o), BRG_ERR_INVALID_ARG, "positive");
 }
 
+/* Bad bounds are refused before anything is made. */
+static void test_clamp_bounds(void) {
+    brg_arena *a = NULL;
+    CHECK_OK(brg_arena_create("test", 0, &a));
+    brg_tape *tape = NULL;
+    CHECK_OK(brg_tape_create(a, &tape));
+    float v[3] = {1, 2, 3};
+    int64_t shape[1] = {3};
+    brg_tensor x = brg_tensor_wrap(BRG_DTYPE_F32, 1, shape, v);
+    brg_tensor *y = NULL;
+    CHECK_ERR(brg_clamp(tape, &x, 2.0f, 1.0f, &y), BRG_ERR_INVALID_ARG, "the lower bound 2 exceeds the upper 1");
+    CHECK_ERR(brg_clamp(tape, &x, NAN, 1.0f, &y), BRG_ERR_INVALID_ARG, "exceeds");
+    CHECK_OK(brg_clamp(tape, &x, 1.5f, 2.5f, &y));
+    CHECK(y && ((float *)y->data)[0] == 1.5f && ((float *)y->data)[1] == 2.0f && ((float *)y->data)[2] == 2.5f);
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+}
+
 int main(void) {
+    test_clamp_bounds();
     test_names();
     test_rounded_products(BRG_DTYPE_BF16);
     test_rounded_products(BRG_DTYPE_F16);

@@ -140,6 +140,16 @@ static bool half_representable(brg_dtype t, const float *x, int64_t n) {
 
 /* A .16 run's model is saved in the half type with torch_dtype saying so, and loads back to the
  * weights the run ended with. */
+static void test_save_as_refuses(void) {
+    brg_model *m = NULL;
+    CHECK_OK(brg_model_load(DIR, &m));
+    if (!m) return;
+    CHECK_ERR(brg_model_save_as(m, "/tmp/brigade-precision-never", BRG_DTYPE_I32), BRG_ERR_INVALID_ARG,
+              "a model is saved as F32, F16 or BF16, not I32");
+    CHECK(access("/tmp/brigade-precision-never", F_OK) != 0);
+    brg_model_destroy(m);
+}
+
 static void test_half_checkpoint(brg_precision precision, const char *dtype_name, const char *torch_dtype) {
     char out[] = "/tmp/brigade-precision-out-XXXXXX";
     CHECK(mkdtemp(out) != NULL);
@@ -215,6 +225,28 @@ static void test_resume_keeps_scale(void) {
     int skips = 0;
     for (int i = 0; i < n1; i++) skips += skipped(first[i]);
     CHECK_MSG(skips >= 1, "no step skipped at 2^24: the test would not see a restored scale");
+    /* A checkpoint whose loss scale is not a positive number is refused, naming the field. */
+    char state[800];
+    snprintf(state, sizeof state, "%s/trainer_state.json", ckpt);
+    FILE *sf = fopen(state, "r");
+    static char text[1 << 16];
+    size_t len = sf ? fread(text, 1, sizeof text - 1, sf) : 0;
+    if (sf) fclose(sf);
+    text[len] = '\0';
+    cJSON *js = cJSON_Parse(text);
+    CHECK(js != NULL && cJSON_GetObjectItemCaseSensitive(js, "loss_scale") != NULL);
+    if (js) {
+        cJSON_ReplaceItemInObjectCaseSensitive(js, "loss_scale", cJSON_CreateNumber(-4));
+        char *bad = cJSON_Print(js);
+        sf = fopen(state, "w");
+        if (sf && bad) fputs(bad, sf);
+        if (sf) fclose(sf);
+        free(bad);
+        cJSON_Delete(js);
+    }
+    record ignored = {0};
+    s.log = NULL;
+    CHECK_ERR(train(&s, &ignored, NULL), BRG_ERR_FORMAT, "loss_scale must be a positive number");
     free_log(first, n1);
     free_log(b, n2);
     unlink(log1);
@@ -250,6 +282,7 @@ int main(void) {
     test_auto_backs_off(BRG_PRECISION_16_16);
     test_auto_backs_off(BRG_PRECISION_16_32);
     test_static_overflow_stops();
+    test_save_as_refuses();
     test_half_checkpoint(BRG_PRECISION_16_16, "F16", "float16");
     test_half_checkpoint(BRG_PRECISION_BF16_16, "BF16", "bfloat16");
     test_resume_keeps_scale();
