@@ -26,6 +26,7 @@
 #include "brigade/model.h"
 #include "channel.h"
 #include "transport.h"
+#include "transport_failure.h"
 #include "wire.h"
 
 enum { MSG_DATA = 1, MSG_ABORT = 2 };
@@ -76,21 +77,17 @@ typedef struct ranks_transport {
     int n_local;
     double timeout;  /* seconds a wait lasts; 0: for ever */
     transport_wire *wire;
-    atomic_bool aborted;
     pthread_mutex_t lock; /* the failure */
-    int fail_device;
-    brg_status fail_status;
-    char fail_message[1024];
+    transport_failure fail;
 } ranks_transport;
 
 static ranks_transport *impl(transport *t) { return (ranks_transport *)t; }
 
 static brg_status stopped(ranks_transport *rt) {
     pthread_mutex_lock(&rt->lock);
-    brg_status st = rt->fail_status;
-    int who = rt->fail_device;
+    brg_status st = transport_failure_stopped(&rt->fail);
     pthread_mutex_unlock(&rt->lock);
-    return brg_error(st != BRG_OK ? st : BRG_ERR_INTERNAL, "stopped because device %d failed", who);
+    return st;
 }
 
 /* ---- messages ---- */
@@ -108,13 +105,7 @@ static int wire_label(const ranks_transport *rt, int from, int to, int tag) {
 
 static void record_failure(ranks_transport *rt, int device, brg_status status, const char *message, bool *first) {
     pthread_mutex_lock(&rt->lock);
-    *first = !atomic_load(&rt->aborted);
-    if (*first) {
-        rt->fail_device = device;
-        rt->fail_status = status != BRG_OK ? status : BRG_ERR_INTERNAL;
-        snprintf(rt->fail_message, sizeof rt->fail_message, "%s", message ? message : "");
-        atomic_store(&rt->aborted, true);
-    }
+    *first = transport_failure_record(&rt->fail, device, status, message);
     pthread_mutex_unlock(&rt->lock);
     for (int i = 0; *first && i < rt->n_local; i++) channel_wake(&rt->mail[i]);
 }
@@ -140,7 +131,7 @@ static brg_status route(ranks_transport *rt, void *buf) {
 }
 
 static brg_status send_msg(ranks_transport *rt, int device, int to, int tag, const brg_named_tensor *items, int n) {
-    if (atomic_load(&rt->aborted)) return stopped(rt);
+    if (atomic_load(&rt->fail.aborted)) return stopped(rt);
     if (to < 0 || to >= rt->base.n_devices || to == device)
         return brg_error(BRG_ERR_INTERNAL, "device %d sends to device %d of %d", device, to, rt->base.n_devices);
     const size_t body = transport_bundle_size(items, n);
@@ -168,7 +159,7 @@ static const char *tag_name(int tag, char *buf, size_t len) {
 }
 
 static brg_status recv_msg(ranks_transport *rt, int device, int from, int tag, transport_msg *out) {
-    if (atomic_load(&rt->aborted)) return stopped(rt);
+    if (atomic_load(&rt->fail.aborted)) return stopped(rt);
     channel_msg m;
     brg_status st = channel_recv_timed(&rt->mail[rt->local[device]], from, tag, rt->timeout, &m);
     if (st == BRG_ERR_IO) {
@@ -395,7 +386,7 @@ static brg_status recv_keys(ranks_transport *rt, int device, const peer_keys *pk
 static brg_status rk_all_reduce(transport *t, int device, float *span, const transport_segment *segs, int n_segs) {
     ranks_transport *rt = impl(t);
     for (int i = 1; i < n_segs; i++) BRG_ASSERT(segs[i - 1].key < segs[i].key);
-    if (atomic_load(&rt->aborted)) return stopped(rt);
+    if (atomic_load(&rt->fail.aborted)) return stopped(rt);
     reduce_plan *p = &rt->plans[rt->local[device]];
     if (!p->ready) BRG_TRY(announce(rt, device, segs, n_segs, p));
     else if (!same_keys(p, segs, n_segs))
@@ -507,8 +498,7 @@ static void rk_abort(transport *t, int device, brg_status status, const char *me
 static brg_status rk_failure(const transport *t, int *device, const char **message) {
     ranks_transport *rt = (ranks_transport *)t;
     pthread_mutex_lock(&rt->lock);
-    brg_status st = atomic_load(&rt->aborted) ? rt->fail_status : BRG_OK;
-    if (st != BRG_OK) *device = rt->fail_device, *message = rt->fail_message;
+    brg_status st = transport_failure_get(&rt->fail, device, message);
     pthread_mutex_unlock(&rt->lock);
     return st;
 }
@@ -517,10 +507,7 @@ static void rk_reset(transport *t) {
     ranks_transport *rt = impl(t);
     for (int i = 0; i < rt->n_local; i++) channel_reset(&rt->mail[i], drop, NULL);
     pthread_mutex_lock(&rt->lock);
-    rt->fail_device = -1;
-    rt->fail_status = BRG_OK;
-    rt->fail_message[0] = '\0';
-    atomic_store(&rt->aborted, false);
+    transport_failure_clear(&rt->fail);
     pthread_mutex_unlock(&rt->lock);
 }
 
@@ -549,8 +536,7 @@ brg_status transport_ranks_create(int n_devices, const int *device_rank, int ran
     rt->base = (transport){n_devices, rk_send, rk_recv, rk_release, rk_all_reduce, rk_broadcast, rk_barrier,
                            rk_abort, rk_failure, rk_reset, rk_destroy, rank, n_ranks, NULL};
     pthread_mutex_init(&rt->lock, NULL);
-    atomic_init(&rt->aborted, false);
-    rt->fail_device = -1;
+    transport_failure_clear(&rt->fail);
     rt->timeout = timeout;
     rt->device_rank = malloc((size_t)n_devices * sizeof *rt->device_rank);
     rt->local = malloc((size_t)n_devices * sizeof *rt->local);
@@ -566,7 +552,7 @@ brg_status transport_ranks_create(int n_devices, const int *device_rank, int ran
         }
         rt->device_rank[d] = device_rank[d];
         rt->local[d] = device_rank[d] == rank ? rt->n_local++ : -1;
-        if (rt->local[d] >= 0) st = channel_init(&rt->mail[rt->local[d]], 16, &rt->aborted);
+        if (rt->local[d] >= 0) st = channel_init(&rt->mail[rt->local[d]], 16, &rt->fail.aborted);
     }
     if (st == BRG_OK) rt->base.device_rank = rt->device_rank;
     /* Last: messages may arrive as soon as the wire is open. */

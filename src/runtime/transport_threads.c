@@ -9,6 +9,7 @@
 #include "brigade/model.h"
 #include "channel.h"
 #include "transport.h"
+#include "transport_failure.h"
 
 enum { ALIGN = 64 };
 /* Buffers above this go back to the host rather than into the pool (checkpoint gathers). */
@@ -27,7 +28,6 @@ typedef struct msgbuf {
 typedef struct threads_transport {
     transport base;
     channel *mail; /* [n_devices] */
-    atomic_bool aborted;
     pthread_mutex_t lock; /* the pool, the rendezvous and the failure */
     pthread_cond_t met;
     msgbuf *pool;
@@ -39,10 +39,7 @@ typedef struct threads_transport {
     int *n_segs;
     brg_tensor *const *bcast;
     int bcast_n;
-    /* the first failure */
-    int fail_device;
-    brg_status fail_status;
-    char fail_message[1024];
+    transport_failure fail;
 } threads_transport;
 
 static threads_transport *impl(transport *t) { return (threads_transport *)t; }
@@ -51,10 +48,9 @@ static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 
 static brg_status stopped(threads_transport *tt) {
     pthread_mutex_lock(&tt->lock);
-    brg_status st = tt->fail_status;
-    int who = tt->fail_device;
+    brg_status st = transport_failure_stopped(&tt->fail);
     pthread_mutex_unlock(&tt->lock);
-    return brg_error(st, "stopped because device %d failed", who);
+    return st;
 }
 
 /* ---- message buffers ---- */
@@ -113,7 +109,7 @@ static void buf_give(threads_transport *tt, msgbuf *b) {
 
 static brg_status th_send(transport *t, int device, int to, int tag, const brg_named_tensor *items, int n) {
     threads_transport *tt = impl(t);
-    if (atomic_load(&tt->aborted)) return stopped(tt);
+    if (atomic_load(&tt->fail.aborted)) return stopped(tt);
     if (to < 0 || to >= t->n_devices || to == device)
         return brg_error(BRG_ERR_INTERNAL, "device %d sends to device %d of %d", device, to, t->n_devices);
     size_t bytes = 0;
@@ -164,12 +160,12 @@ static void th_release(transport *t, int device, transport_msg *msg) {
 static brg_status rendezvous(threads_transport *tt) {
     pthread_mutex_lock(&tt->lock);
     unsigned long gen = tt->generation;
-    if (!atomic_load(&tt->aborted) && ++tt->arrived == tt->base.n_devices) {
+    if (!atomic_load(&tt->fail.aborted) && ++tt->arrived == tt->base.n_devices) {
         tt->arrived = 0;
         tt->generation++;
         pthread_cond_broadcast(&tt->met);
     }
-    while (tt->generation == gen && !atomic_load(&tt->aborted)) pthread_cond_wait(&tt->met, &tt->lock);
+    while (tt->generation == gen && !atomic_load(&tt->fail.aborted)) pthread_cond_wait(&tt->met, &tt->lock);
     bool met = tt->generation != gen;
     pthread_mutex_unlock(&tt->lock);
     return met ? BRG_OK : stopped(tt);
@@ -249,14 +245,8 @@ static brg_status th_barrier(transport *t, int device) {
 static void th_abort(transport *t, int device, brg_status status, const char *message) {
     threads_transport *tt = impl(t);
     pthread_mutex_lock(&tt->lock);
-    bool first = !atomic_load(&tt->aborted);
-    if (first) {
-        tt->fail_device = device;
-        tt->fail_status = status != BRG_OK ? status : BRG_ERR_INTERNAL;
-        snprintf(tt->fail_message, sizeof tt->fail_message, "%s", message ? message : "");
-        atomic_store(&tt->aborted, true);
-        pthread_cond_broadcast(&tt->met);
-    }
+    const bool first = transport_failure_record(&tt->fail, device, status, message);
+    if (first) pthread_cond_broadcast(&tt->met);
     pthread_mutex_unlock(&tt->lock);
     for (int d = 0; first && d < t->n_devices; d++) channel_wake(&tt->mail[d]);
 }
@@ -264,8 +254,7 @@ static void th_abort(transport *t, int device, brg_status status, const char *me
 static brg_status th_failure(const transport *t, int *device, const char **message) {
     threads_transport *tt = (threads_transport *)t;
     pthread_mutex_lock(&tt->lock);
-    brg_status st = atomic_load(&tt->aborted) ? tt->fail_status : BRG_OK;
-    if (st != BRG_OK) *device = tt->fail_device, *message = tt->fail_message;
+    brg_status st = transport_failure_get(&tt->fail, device, message);
     pthread_mutex_unlock(&tt->lock);
     return st;
 }
@@ -277,10 +266,7 @@ static void th_reset(transport *t) {
     for (int d = 0; d < t->n_devices; d++) channel_reset(&tt->mail[d], drop, tt);
     pthread_mutex_lock(&tt->lock);
     tt->arrived = 0;
-    tt->fail_device = -1;
-    tt->fail_status = BRG_OK;
-    tt->fail_message[0] = '\0';
-    atomic_store(&tt->aborted, false);
+    transport_failure_clear(&tt->fail);
     pthread_mutex_unlock(&tt->lock);
 }
 
@@ -313,8 +299,7 @@ brg_status transport_threads_create(int n_devices, transport **out) {
                            th_barrier, th_abort, th_failure, th_reset, th_destroy, 0, 1, NULL};
     pthread_mutex_init(&tt->lock, NULL);
     pthread_cond_init(&tt->met, NULL);
-    atomic_init(&tt->aborted, false);
-    tt->fail_device = -1;
+    transport_failure_clear(&tt->fail);
     tt->mail = calloc((size_t)n_devices, sizeof *tt->mail);
     tt->spans = calloc((size_t)n_devices, sizeof *tt->spans);
     tt->segs = calloc((size_t)n_devices, sizeof *tt->segs);
@@ -322,7 +307,7 @@ brg_status transport_threads_create(int n_devices, transport **out) {
     brg_status st = tt->mail && tt->spans && tt->segs && tt->n_segs
                         ? BRG_OK
                         : brg_error(BRG_ERR_OOM, "cannot allocate the transport of %d devices", n_devices);
-    for (int d = 0; st == BRG_OK && d < n_devices; d++) st = channel_init(&tt->mail[d], 16, &tt->aborted);
+    for (int d = 0; st == BRG_OK && d < n_devices; d++) st = channel_init(&tt->mail[d], 16, &tt->fail.aborted);
     if (st != BRG_OK) {
         th_destroy(&tt->base);
         return st;
