@@ -13,6 +13,8 @@ packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8p
 # Open MPI, for `mpirun -np N brigade train ...` (the build finds it by pkg-config and works
 # without it; BRIGADE_NO_MPI=1 leaves it out here too).
 [ -z "${BRIGADE_NO_MPI:-}" ] && packages+=(openmpi-bin libopenmpi-dev)
+# iproute2 (ip netns), for tests/cli_mpi_hosts.sh's hosts: network namespaces joined by veth pairs.
+packages+=(iproute2)
 # `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 

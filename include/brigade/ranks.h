@@ -32,6 +32,13 @@ const char *brg_ranks_mpi_version(void);
  * device count the spread does not cover exactly, or that leaves a rank without devices, is
  * refused when it is created. */
 brg_status brg_ranks_set_devices_per_rank(const char *spec);
+/* A rank file (docs/scale-out.md): one line per rank, "rank R: D D ...", the devices that rank
+ * runs, in any order (ranges 4-7 too; # starts a comment). It is read and checked now (every rank
+ * from 0 up has a line with a device, every device from 0 up is on one rank, device 0 on rank 0:
+ * errors name the line) and, under mpirun, places the devices of every runtime created after, in
+ * place of the devices-per-rank spread; a runtime whose device count, or a run whose rank count,
+ * is not the file's is refused. NULL forgets it. */
+brg_status brg_ranks_set_rank_file(const char *path);
 /* Seconds a rank waits for a message from another before it gives up and stops the run, naming
  * what it waited for (default 300; 0 waits for ever). */
 void brg_ranks_set_timeout(double seconds);

@@ -17,6 +17,7 @@
 #include "ipu_flags.h"
 #include "lines.h"
 #include "progress.h"
+#include "rank_flags.h"
 #include "trace_flag.h"
 
 typedef struct embedder {
@@ -213,6 +214,7 @@ int cmd_embed(int argc, char **argv) {
     const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL;
     int64_t batch_size = 16;
     bool quiet = false;
+    cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "sentence-transformers folder (or an encoder folder with its tokenizer)", false},
         {"input", ARG_STRING, &input, false, "UTF-8 text file, one sentence per line (default: stdin)", false},
@@ -221,6 +223,7 @@ int cmd_embed(int argc, char **argv) {
          "device iterations, by default the first from 16)", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
         {"quiet", ARG_FLAG, &quiet, false, "no progress on stderr", false},
     };
@@ -235,6 +238,7 @@ int cmd_embed(int argc, char **argv) {
         fprintf(stderr, "brigade embed: --batch-size %lld is not in [1, %d]\n", (long long)batch_size, MAX_BATCH);
         return 2;
     }
+    if (cli_rank_flags_apply(&ranks) != BRG_OK) return cli_fail("embed");
     FILE *in = cli_open_input("embed", input);
     if (!in) return 1;
     if (!cli_trace_begin("embed", trace)) {

@@ -17,6 +17,7 @@
 #include "io/json.h"
 #include "ipu_flags.h"
 #include "lines.h"
+#include "rank_flags.h"
 #include "trace_flag.h"
 
 #define MAX_BATCH 1024
@@ -236,6 +237,7 @@ static void usage_tasks(void) {
 
 int cmd_pipeline(int argc, char **argv) {
     flags f = {.batch_size = 8};
+    cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
     arg_spec specs[] = {
         {"model", ARG_STRING, &f.model, true, "model folder (or cached hub id); the text tasks need its tokenizer",
          false},
@@ -254,6 +256,7 @@ int cmd_pipeline(int argc, char **argv) {
          "run the forward passes as this IPUConfig's inference pipeline (generation: checked, decoded on one device)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
+        CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json",
          false},
         {"top-k", ARG_INT, &f.top_k, false,
@@ -333,6 +336,7 @@ int cmd_pipeline(int argc, char **argv) {
         fprintf(stderr, "brigade pipeline: --do-sample and --greedy contradict each other\n");
         return 2;
     }
+    if (cli_rank_flags_apply(&ranks) != BRG_OK) return cli_fail("pipeline");
     if (!cli_trace_begin("pipeline", f.trace)) return 1;
     brg_task_options o;
     brg_task_options_default(&o);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "rank_file.h"
 #include "ranks_internal.h"
 
 enum { MAX_COUNTS = 4096 };
@@ -16,9 +17,10 @@ static struct {
     bool mpi;       /* MPI was started: it must be ended */
     int n_counts;   /* devices per rank: 0 the default spread, 1 the same for every rank, else per rank */
     int *counts;
+    rank_file *rank_file; /* --rank-file: wins over the counts */
     double timeout;
     int error_fd;   /* a quiet rank's real stderr, or -1 */
-} P = {0, 1, false, 0, NULL, 300, -1};
+} P = {0, 1, false, 0, NULL, NULL, 300, -1};
 
 /* The first of the variables set, as a count >= 0 (-1: none set or not a number). */
 static int env_int(const char *a, const char *b) {
@@ -81,6 +83,14 @@ brg_status brg_ranks_set_devices_per_rank(const char *spec) {
     return BRG_OK;
 }
 
+brg_status brg_ranks_set_rank_file(const char *path) {
+    rank_file *f = NULL;
+    if (path) BRG_TRY(rank_file_read(path, &f));
+    rank_file_free(P.rank_file);
+    P.rank_file = f;
+    return BRG_OK;
+}
+
 void brg_ranks_set_timeout(double seconds) { P.timeout = seconds > 0 ? seconds : 0; }
 double brg_ranks_timeout(void) { return P.timeout; }
 
@@ -90,6 +100,7 @@ brg_status brg_ranks_layout(int n_devices, int *device_rank) {
         for (int d = 0; d < n_devices; d++) device_rank[d] = 0;
         return BRG_OK;
     }
+    if (P.rank_file) return rank_file_layout(P.rank_file, R, n_devices, device_rank);
     if (P.n_counts == 0) {
         if (n_devices < R)
             return brg_error(BRG_ERR_INVALID_ARG,
