@@ -112,6 +112,13 @@ const brg_optimizer_config *brg_optimizer_get_config(const brg_optimizer *opt);
 brg_status brg_optimizer_add_param(brg_optimizer *opt, float *value, const float *grad, int64_t n,
                                    bool apply_weight_decay, const char *name);
 int brg_optimizer_param_count(const brg_optimizer *opt);
+/* A shard of a slot (ZeRO-1): the parameter has `n` floats at `value` and `grad`, the slot
+ * covers elements [first, first + count) only: its state holds `count` floats and a step
+ * updates those elements and no others. Element-wise kinds only (LAMB's trust ratio needs the
+ * whole parameter's norms: refused). The state tensors keep the parameter's name; see
+ * brg_optimizer_state_offset. */
+brg_status brg_optimizer_add_param_shard(brg_optimizer *opt, float *value, const float *grad, int64_t n, int64_t first,
+                                         int64_t count, bool apply_weight_decay, const char *name);
 
 /* Applies one update to every slot with learning rate `lr` (>= 0, finite) and advances the
  * step count. With lr 0 and finite gradients the values are left bit-for-bit as they are (the
@@ -134,6 +141,12 @@ int brg_optimizer_state_count(const brg_optimizer *opt);
 const char *brg_optimizer_state_name(const brg_optimizer *opt, int i);
 float *brg_optimizer_state_data(brg_optimizer *opt, int i);
 int64_t brg_optimizer_state_numel(const brg_optimizer *opt, int i);
+/* Where state tensor i lies in its parameter's elements: its first element and the
+ * parameter's whole size (0 and brg_optimizer_state_numel for a slot that is not a shard). */
+int64_t brg_optimizer_state_offset(const brg_optimizer *opt, int i);
+int64_t brg_optimizer_state_param_numel(const brg_optimizer *opt, int i);
+/* Bytes of state the optimizer holds (every state tensor's floats). */
+size_t brg_optimizer_state_bytes(const brg_optimizer *opt);
 /* Index of the state tensor called `name`, or -1. */
 int brg_optimizer_state_find(const brg_optimizer *opt, const char *name);
 

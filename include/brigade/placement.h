@@ -104,7 +104,8 @@ typedef struct brg_block_cost {
  *              their tensor headers;
  *  gradients:  the same count (training only);
  *  optimizer:  state per parameter the device holds, copies included (training only; AdamW:
- *              two FP32 moments);
+ *              two FP32 moments), 1/optimizer_shards of it with sharded state (ZeRO-1), and
+ *              left out of the total when it lives off the device (optimizer_offchip);
  *  activations: every micro-batch in flight on the device at once (in_flight) times what one
  *    holds: training, all its blocks' recorded forwards and their activation gradients (with
  *    recomputation, each layer's kept inputs and output plus one layer rebuilt at a time) and
@@ -120,6 +121,7 @@ typedef struct brg_device_plan {
     int in_flight;                   /* micro-batches held at once */
     int64_t micro_batch_bytes;       /* activations of one micro-batch */
     int64_t scratch_bytes;           /* counted in total_bytes */
+    bool optimizer_offchip;          /* optimizer_bytes are host memory, not in total_bytes */
 } brg_device_plan;
 
 /* What a plan needs beyond the blocks' costs. */
@@ -136,6 +138,10 @@ typedef struct brg_plan_options {
     /* threads per device (--threads-per-device; <= 1: one): each keeps its own copy of the
      * attention kernels' scratch (slot 0), which they split by heads */
     int threads;
+    /* replicated_tensor_sharding: the replicas each keep 1/optimizer_shards of the state (<= 1:
+     * all of it); optimizer_state_offchip: the state is outside the device budget */
+    int optimizer_shards;
+    bool optimizer_offchip;
 } brg_plan_options;
 
 /* brg_plan_devices_with(mode, recompute, one micro-batch in flight, AdamW). */

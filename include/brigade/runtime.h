@@ -113,6 +113,19 @@ typedef struct brg_device_info {
 void brg_device_get_info(const brg_device *dev, brg_device_info *info);
 brg_arena *brg_device_arena(brg_device *dev);
 
+/* ZeRO-1 (replicated_tensor_sharding): of a parameter of n elements, replica r of `replicas`
+ * owns the optimizer state and the update of elements [first, first + count) =
+ * [n r / replicas, n (r + 1) / replicas). */
+static inline void brg_shard_range(int64_t n, int replica, int replicas, int64_t *first, int64_t *count) {
+    *first = n * replica / replicas;
+    *count = n * (replica + 1) / replicas - *first;
+}
+/* After every replica updated its shard of each parameter it holds (and nothing else), each
+ * copy gets every other shard from the copy that updated it (that replica's device on the
+ * stage of the parameter's owning block), bit for bit: all copies are identical again. Called
+ * on every device, from a brg_device_fn (the transport's all-gather). */
+brg_status brg_device_gather_shards(brg_device *dev);
+
 /* Sum of squared gradients over the distinct parameters (each counted once), computed on the
  * devices' threads and added in device order. */
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out);

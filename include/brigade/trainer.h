@@ -53,6 +53,13 @@ typedef struct brg_train_options {
     brg_optimizer_config optimizer; /* optimizer.lr is the base learning rate */
     brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */
     float max_grad_norm;            /* 0: no clipping */
+    /* ZeRO-1 (the IPUConfig's replicated_tensor_sharding; with replicas > 1): each replica keeps
+     * the optimizer state of its shard of every parameter only (brg_shard_range), updates that
+     * shard and sends it to the other copies: the same weights with 1/replicas of the state. */
+    bool shard_optimizer_state;
+    /* optimizer_state_offchip: the state lives outside the device arenas (host memory), outside
+     * the device budget and the plan's total. */
+    bool optimizer_state_offchip;
     /* precision (brigade/precision.h): products in the compute type, weights, gradients and
      * optimizer state in the master type */
     brg_precision precision;
@@ -129,6 +136,10 @@ typedef struct brg_train_result {
      * arena counted it: parameters, gradients, optimizer state, activations and kernel scratch;
      * for stages [0, BRG_TRAIN_MAX_STAGES). brg_train_plan_memory estimates the same bytes. */
     size_t stage_peak_bytes[BRG_TRAIN_MAX_STAGES];
+    /* The most optimizer state any device held (bytes; sharded, 1/replicas of it) and whether it
+     * was off the device arenas (optimizer_state_offchip). */
+    size_t optimizer_state_bytes;
+    bool optimizer_state_offchip;
 } brg_train_result;
 
 /* The memory each device of a replica will need at its peak for this run ([opts->stages]): the

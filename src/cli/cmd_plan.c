@@ -45,6 +45,13 @@ static brg_status in_flight(const plan *p, const char *schedule, int *out) {
     return BRG_OK;
 }
 
+/* replicated_tensor_sharding: each replica keeps 1/replication_factor of the optimizer state. */
+static int optimizer_shards(const plan *p) {
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    return p->cfg->replicated_tensor_sharding && v.replication_factor > 1 ? (int)v.replication_factor : 1;
+}
+
 static brg_status compute(plan *p, const char *schedule) {
     brg_placement_free(&p->place);
     free(p->devices);
@@ -56,7 +63,8 @@ static brg_status compute(plan *p, const char *schedule) {
                                          : brg_error(BRG_ERR_OOM, "out of memory planning %d devices", p->place.n_devices);
     if (st == BRG_OK) st = in_flight(p, schedule, flight);
     brg_plan_options o = {.mode = p->mode, .recompute = p->cfg->recompute_checkpoint_every_layer, .in_flight = flight,
-                          .optimizer_state = 2};
+                          .optimizer_state = 2, .optimizer_shards = optimizer_shards(p),
+                          .optimizer_offchip = p->cfg->optimizer_state_offchip};
     if (st == BRG_OK)
         st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
     free(flight);
@@ -123,6 +131,13 @@ static void print_notes(const plan *p, const plan_args *a) {
         printf("inference: weights only; activations: every block's forward tensors for a micro-batch of %lld x %lld "
                "tokens, times the %d micro-batches of a host call (estimate: see docs/config.md)\n",
                (long long)a->batch, (long long)a->seq, most);
+    if (p->mode == BRG_IPU_MODE_TRAINING && (optimizer_shards(p) > 1 || p->cfg->optimizer_state_offchip))
+        printf("optimizer state:%s%s%s\n",
+               optimizer_shards(p) > 1 ? " sharded over the replicas (replicated_tensor_sharding), each device keeps "
+                                         "its 1/replication_factor"
+                                       : "",
+               optimizer_shards(p) > 1 && p->cfg->optimizer_state_offchip ? ";" : "",
+               p->cfg->optimizer_state_offchip ? " off the device (optimizer_state_offchip), not in its total" : "");
     printf("compute: share of forward FLOPs per micro-batch\n");
 }
 
@@ -159,6 +174,7 @@ static cJSON *devices_json(const plan *p) {
         cJSON_AddNumberToObject(o, "weight_bytes", (double)dp->weight_bytes);
         cJSON_AddNumberToObject(o, "gradient_bytes", (double)dp->gradient_bytes);
         cJSON_AddNumberToObject(o, "optimizer_bytes", (double)dp->optimizer_bytes);
+        cJSON_AddBoolToObject(o, "optimizer_offchip", dp->optimizer_offchip);
         cJSON_AddNumberToObject(o, "activation_bytes", (double)dp->activation_bytes);
         cJSON_AddNumberToObject(o, "micro_batch_bytes", (double)dp->micro_batch_bytes);
         cJSON_AddNumberToObject(o, "in_flight", dp->in_flight);

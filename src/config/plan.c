@@ -64,7 +64,9 @@ static void add_params(brg_device_plan *d, const brg_block_cost *c, bool copy, c
     d->weight_bytes += data + tensors * header();
     if (training(o->mode)) {
         d->gradient_bytes += data;
-        d->optimizer_bytes += (int64_t)(o->optimizer_state < 0 ? 2 : o->optimizer_state) * data;
+        const int64_t state = (int64_t)(o->optimizer_state < 0 ? 2 : o->optimizer_state) * data;
+        const int64_t shards = o->optimizer_shards > 1 ? o->optimizer_shards : 1;
+        d->optimizer_bytes += (state + shards - 1) / shards; /* each replica's shard, rounded up */
     }
 }
 
@@ -131,7 +133,9 @@ brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, cons
         activations(costs, n_blocks, block_device, i, opts, &kept, &transient, &d->scratch_bytes);
         d->micro_batch_bytes = kept + transient;
         d->activation_bytes = kept * d->in_flight + transient;
-        d->total_bytes = d->weight_bytes + d->gradient_bytes + d->optimizer_bytes + d->activation_bytes + d->scratch_bytes;
+        d->optimizer_offchip = opts->optimizer_offchip && training(opts->mode);
+        d->total_bytes = d->weight_bytes + d->gradient_bytes + (d->optimizer_offchip ? 0 : d->optimizer_bytes) +
+                         d->activation_bytes + d->scratch_bytes;
         d->compute_share = total > 0 ? d->flops / total : 0;
     }
     return BRG_OK;

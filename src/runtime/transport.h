@@ -39,7 +39,8 @@
 enum {
     TRANSPORT_TAG_GATHER = 0, /* tensors collected on device 0 (checkpoints, sync_to_model) */
     TRANSPORT_TAG_SHARE = 1,  /* host values between processes (ranks.c) */
-    TRANSPORT_TAG_FIRST = 2,
+    TRANSPORT_TAG_PIECES = 2, /* transport_all_gather's pieces (sharded optimizer updates) */
+    TRANSPORT_TAG_FIRST = 3,
 };
 typedef enum { TRANSPORT_FORWARD = 0, TRANSPORT_BACKWARD = 1 } transport_direction;
 static inline int transport_tag(int micro_batch, transport_direction dir) {
@@ -109,6 +110,21 @@ typedef brg_status (*wire_open_fn)(void *arg, void (*deliver)(void *ctx, void *b
                                    transport_wire **out);
 brg_status transport_ranks_create(int n_devices, const int *device_rank, int rank, int n_ranks, double timeout,
                                   wire_open_fn open_wire, void *wire_arg, transport **out);
+
+/* All-gather (transport_gather.c): copies of pieces of float memory, each copy made equal to
+ * its source's, bit for bit (-0.0 and NaN payloads included). A piece is a key (the same on
+ * every device), the device whose values count (source) and one device holding a copy
+ * (device). Each device passes, sorted by key, the rows it takes part in: its own copies
+ * (device == this one, data its memory, receiving when it is not the source) and the copies it
+ * is the source of (device another one, data its own values to send). Built on send and recv
+ * (tag TRANSPORT_TAG_PIECES), one bundle from each source to each device it feeds, so it runs
+ * on every transport, threads and ranks alike, with their timeouts and aborts. */
+typedef struct transport_piece {
+    int key, source, device;
+    float *data;
+    size_t count;
+} transport_piece;
+brg_status transport_all_gather(transport *t, int device, const transport_piece *rows, int n);
 
 /* The byte form of a bundle (transport_serial.c): its size, the bytes (fails on a tensor that is
  * not contiguous or whose name is too long), and the bundle rebuilt from them, every field

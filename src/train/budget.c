@@ -34,7 +34,9 @@ brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data
     for (int d = 0; st == BRG_OK && d < o->stages; d++) in_flight[d] = brg_schedule_max_in_flight(&s, d);
     brg_plan_options po = {.mode = BRG_IPU_MODE_TRAINING, .recompute = o->recompute, .in_flight = in_flight,
                            .optimizer_state = brg_optimizer_state_floats(&o->optimizer),
-                           .threads = o->intra_threads};
+                           .threads = o->intra_threads,
+                           .optimizer_shards = o->shard_optimizer_state ? o->replicas : 1,
+                           .optimizer_offchip = o->optimizer_state_offchip};
     if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
     brg_schedule_free(&s);
     free(costs);
@@ -49,7 +51,8 @@ static brg_status check_device(const brg_train_options *o, const brg_device_plan
     char total[32], budget[32], w[32], a[32], s[32];
     format_bytes(need, total, sizeof total);
     format_bytes((double)o->device_memory, budget, sizeof budget);
-    format_bytes((double)(d->weight_bytes + d->gradient_bytes + d->optimizer_bytes), w, sizeof w);
+    format_bytes((double)(d->weight_bytes + d->gradient_bytes + (d->optimizer_offchip ? 0 : d->optimizer_bytes)), w,
+                 sizeof w);
     format_bytes((double)d->activation_bytes, a, sizeof a);
     format_bytes((double)d->scratch_bytes, s, sizeof s);
     return brg_error(BRG_ERR_OOM,
@@ -67,7 +70,10 @@ static brg_status check_machine(const brg_train_options *o, const brg_device_pla
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages <= 0 || page <= 0) return BRG_OK;
     double per_replica = 0;
-    for (int d = 0; d < o->stages; d++) per_replica += (double)plans[d].total_bytes;
+    /* off-chip state is outside the devices' budgets, not outside the machine */
+    for (int d = 0; d < o->stages; d++)
+        per_replica +=
+            (double)plans[d].total_bytes + (plans[d].optimizer_offchip ? (double)plans[d].optimizer_bytes : 0);
     const double need = per_replica * o->replicas, have = (double)pages * (double)page;
     if (need <= have) return BRG_OK;
     char n[32], r[32], h[32];

@@ -22,6 +22,8 @@ brg_status brg_train_options_from_ipu_config(const brg_ipu_config *cfg, const br
     o->recompute = ro.recompute;
     o->ipu_config = cfg;
     o->auto_loss_scaling = cfg->auto_loss_scaling;
+    o->shard_optimizer_state = cfg->replicated_tensor_sharding;
+    o->optimizer_state_offchip = cfg->optimizer_state_offchip;
     if (cfg->has_seed) o->seed = (uint64_t)cfg->seed;
     return BRG_OK;
 }

@@ -20,6 +20,7 @@ typedef struct slot {
     float *value;
     const float *grad;
     int64_t n;
+    int64_t first, whole; /* a shard: value[0] is the parameter's element `first` of `whole` */
     bool decay;
     char *name;
     float *state[MAX_STATE]; /* indexed as state_keys() lists them; NULL where absent */
@@ -400,11 +401,12 @@ static void discard_slot(brg_optimizer *o, slot *s, int first_state) {
     free(s->name);
 }
 
-brg_status brg_optimizer_add_param(brg_optimizer *o, float *value, const float *grad, int64_t n,
-                                   bool apply_weight_decay, const char *name) {
+static brg_status add_slot(brg_optimizer *o, float *value, const float *grad, int64_t n, int64_t first,
+                           int64_t count, bool apply_weight_decay, const char *name) {
     BRG_TRY(check_new_slot(o, value, grad, n, name));
     BRG_TRY(reserve_one((void **)&o->slots, &o->cap_slots, o->n_slots, sizeof(slot), "parameters"));
-    slot s = {.value = value, .grad = grad, .n = n, .decay = apply_weight_decay};
+    slot s = {.value = value ? value + first : NULL, .grad = grad ? grad + first : NULL, .n = count,
+              .first = first, .whole = n, .decay = apply_weight_decay};
     s.name = join_name(name, NULL);
     if (!s.name) return brg_error(BRG_ERR_OOM, "optimizer: out of host memory for parameter names");
     int first_state = o->n_states;
@@ -415,6 +417,25 @@ brg_status brg_optimizer_add_param(brg_optimizer *o, float *value, const float *
     }
     o->slots[o->n_slots++] = s;
     return BRG_OK;
+}
+
+brg_status brg_optimizer_add_param(brg_optimizer *o, float *value, const float *grad, int64_t n,
+                                   bool apply_weight_decay, const char *name) {
+    return add_slot(o, value, grad, n, 0, n, apply_weight_decay, name);
+}
+
+brg_status brg_optimizer_add_param_shard(brg_optimizer *o, float *value, const float *grad, int64_t n, int64_t first,
+                                         int64_t count, bool apply_weight_decay, const char *name) {
+    const char *kind = brg_optimizer_kind_name(o->cfg.kind);
+    if (first < 0 || count < 0 || first > n || count > n - first)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: shard [%lld, %lld) of parameter '%s' lies outside its %lld elements",
+                         kind, (long long)first, (long long)(first + count), name ? name : "", (long long)n);
+    if (o->cfg.kind == BRG_OPTIMIZER_LAMB && count != n)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "LAMB cannot shard its state (replicated_tensor_sharding): its trust ratio needs the whole "
+                         "parameter '%s'",
+                         name ? name : "");
+    return add_slot(o, value, grad, n, first, count, apply_weight_decay, name);
 }
 
 /* ---- Step count and state access ------------------------------------------------------- */
@@ -444,6 +465,22 @@ float *brg_optimizer_state_data(brg_optimizer *o, int i) {
 int64_t brg_optimizer_state_numel(const brg_optimizer *o, int i) {
     BRG_ASSERT(i >= 0 && i < o->n_states);
     return o->slots[o->states[i].slot].n;
+}
+
+int64_t brg_optimizer_state_offset(const brg_optimizer *o, int i) {
+    BRG_ASSERT(i >= 0 && i < o->n_states);
+    return o->slots[o->states[i].slot].first;
+}
+
+int64_t brg_optimizer_state_param_numel(const brg_optimizer *o, int i) {
+    BRG_ASSERT(i >= 0 && i < o->n_states);
+    return o->slots[o->states[i].slot].whole;
+}
+
+size_t brg_optimizer_state_bytes(const brg_optimizer *o) {
+    size_t bytes = 0;
+    for (int i = 0; i < o->n_states; i++) bytes += (size_t)o->slots[o->states[i].slot].n * sizeof(float);
+    return bytes;
 }
 
 int brg_optimizer_state_find(const brg_optimizer *o, const char *name) {

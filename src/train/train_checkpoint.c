@@ -34,11 +34,13 @@ static int state_param(const brg_model *m, const char *state_name) {
     return brg_model_find_param(m, name);
 }
 
-/* Replica 0's copy on the owning block's stage stands for every copy (they are identical). */
+/* Replica 0's copy on the owning block's stage stands for every copy (they are identical);
+ * with sharded state (ZeRO-1) every replica's copy there holds its own shard. */
 static bool is_owner_copy(const trainer *t, int device, int param) {
     brg_device_info info;
     brg_device_get_info(brg_runtime_device(t->rt, device), &info);
-    return info.replica == 0 && t->block_stage[t->model->params[param].block] == info.stage;
+    return (info.replica == 0 || t->opts.shard_optimizer_state) &&
+           t->block_stage[t->model->params[param].block] == info.stage;
 }
 
 /* What each device contributes to the optimizer file: the state of its owner copies, as flat
@@ -57,7 +59,7 @@ static int list_state(brg_device *dev, void *arg, brg_named_tensor *list, int ca
     for (int i = 0; i < brg_optimizer_state_count(opt); i++) {
         const char *name = brg_optimizer_state_name(opt, i);
         int p = state_param(g->t->model, name);
-        if (p < 0 || !is_owner_copy(g->t, info.id, p)) continue;
+        if (p < 0 || !is_owner_copy(g->t, info.id, p) || brg_optimizer_state_numel(opt, i) == 0) continue;
         if (n < cap) {
             int64_t numel = brg_optimizer_state_numel(opt, i);
             g->views[info.id][n] = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
@@ -66,6 +68,48 @@ static int list_state(brg_device *dev, void *arg, brg_named_tensor *list, int ca
         n++;
     }
     return n;
+}
+
+/* The gathered shards of one state tensor, in replica order (the devices' order), joined into
+ * one tensor of the parameter's size in `host`: the file is the same whatever the sharding. */
+static brg_status join_shards(const trainer *t, brg_arena *host, brg_named_tensor *list, size_t n, size_t at) {
+    const char *name = list[at].name;
+    const int p = state_param(t->model, name);
+    const int64_t whole = p < 0 ? 0 : brg_tensor_numel(t->model->params[p].tensor);
+    int64_t have = 0;
+    for (size_t i = at; i < n; i++)
+        if (list[i].name && strcmp(list[i].name, name) == 0) have += brg_tensor_numel(list[i].tensor);
+    if (have != whole)
+        return brg_error(BRG_ERR_INTERNAL, "optimizer state %s: the shards hold %lld of its %lld elements", name,
+                         (long long)have, (long long)whole);
+    if (brg_tensor_numel(list[at].tensor) == whole) return BRG_OK;
+    float *joined;
+    BRG_TRY(brg_arena_alloc_into(host, (size_t)whole * sizeof(float), name, (void **)&joined));
+    int64_t filled = 0;
+    for (size_t i = at; i < n; i++) {
+        if (!list[i].name || strcmp(list[i].name, name) != 0) continue;
+        const int64_t k = brg_tensor_numel(list[i].tensor);
+        memcpy(joined + filled, list[i].tensor->data, (size_t)k * sizeof(float));
+        filled += k;
+        if (i > at) list[i].name = NULL; /* taken: dropped below */
+    }
+    brg_tensor *view = brg_arena_alloc(host, sizeof *view, "optimizer state view");
+    if (!view) return brg_error(BRG_ERR_OOM, "cannot join the shards of %s", name);
+    *view = brg_tensor_wrap(BRG_DTYPE_F32, 1, &whole, joined);
+    list[at].tensor = view;
+    return BRG_OK;
+}
+
+/* Joins every sharded state tensor, in place: *n shrinks to one entry per name. */
+static brg_status join_all_shards(const trainer *t, brg_arena *host, brg_named_tensor *list, size_t *n) {
+    for (size_t i = 0; i < *n; i++) {
+        if (list[i].name) BRG_TRY(join_shards(t, host, list, *n, i));
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (list[i].name) list[kept++] = list[i];
+    *n = kept;
+    return BRG_OK;
 }
 
 static brg_status write_optimizer(trainer *t, const char *dir, const brg_named_tensor *list, size_t n) {
@@ -91,6 +135,7 @@ static brg_status save_optimizer(trainer *t, const char *dir) {
     brg_named_tensor *list = NULL;
     size_t n = 0;
     if (st == BRG_OK) st = brg_runtime_gather(t->rt, list_state, &g, host, &list, &n);
+    if (st == BRG_OK && dir) st = join_all_shards(t, host, list, &n);
     if (st == BRG_OK && dir) st = write_optimizer(t, dir, list, n); /* no dir: another rank's part of the gather */
     for (int d = 0; g.views && d < devices; d++) free(g.views[d]);
     free(g.views);
@@ -148,15 +193,13 @@ static brg_status restore_device_state(brg_optimizer *opt, const brg_safetensors
         const char *name = brg_optimizer_state_name(opt, i);
         brg_tensor src;
         BRG_TRY(brg_safetensors_get(f, name, &src));
-        int64_t numel = brg_optimizer_state_numel(opt, i);
-        if (brg_tensor_numel(&src) != numel || src.dtype != BRG_DTYPE_F32)
+        /* The file holds the whole parameter's state; a shard takes its own elements. */
+        const int64_t numel = brg_optimizer_state_numel(opt, i), whole = brg_optimizer_state_param_numel(opt, i);
+        if (brg_tensor_numel(&src) != whole || src.dtype != BRG_DTYPE_F32 || !brg_tensor_is_contiguous(&src))
             return brg_error(BRG_ERR_FORMAT, "optimizer state %s does not match this model", name);
-        brg_tensor dst = brg_tensor_wrap(BRG_DTYPE_F32, 1, &numel, brg_optimizer_state_data(opt, i));
-        brg_tensor flat = src;
-        flat.ndim = 1;
-        flat.shape[0] = numel;
-        flat.stride[0] = 1;
-        BRG_TRY(brg_tensor_copy(&dst, &flat));
+        if (numel == 0) continue;
+        memcpy(brg_optimizer_state_data(opt, i), (const float *)src.data + brg_optimizer_state_offset(opt, i),
+               (size_t)numel * sizeof(float));
     }
     return brg_optimizer_set_step(opt, step);
 }

@@ -35,18 +35,26 @@ static double now_seconds(void) {
 
 /* ---- per-device optimizers ---- */
 
+static bool sharded(const trainer *t) { return t->opts.shard_optimizer_state && t->opts.replicas > 1; }
+
+/* Off-chip state is allocated outside the device's arena (a NULL arena: host memory). With
+ * sharding each replica keeps its shard of every parameter it holds. */
 static brg_status create_optimizer(brg_device *dev, void *arg) {
     trainer *t = arg;
     brg_device_info info;
     brg_device_get_info(dev, &info);
     brg_optimizer *opt;
-    BRG_TRY(brg_optimizer_create(&t->opts.optimizer, brg_device_arena(dev), &opt));
+    BRG_TRY(brg_optimizer_create(&t->opts.optimizer, t->opts.optimizer_state_offchip ? NULL : brg_device_arena(dev),
+                                 &opt));
     t->optimizers[info.id] = opt;
     for (int p = 0; p < info.view->n_params; p++) {
         if (!info.holds[p]) continue;
         const brg_param *prm = &info.view->params[p];
-        BRG_TRY(brg_optimizer_add_param(opt, prm->tensor->data, prm->tensor->grad, brg_tensor_numel(prm->tensor),
-                                        !prm->no_decay, prm->name));
+        const int64_t n = brg_tensor_numel(prm->tensor);
+        int64_t first = 0, count = n;
+        if (sharded(t)) brg_shard_range(n, info.replica, t->opts.replicas, &first, &count);
+        BRG_TRY(brg_optimizer_add_param_shard(opt, prm->tensor->data, prm->tensor->grad, n, first, count,
+                                              !prm->no_decay, prm->name));
     }
     return BRG_OK;
 }
@@ -72,6 +80,7 @@ static brg_status optimizer_step(brg_device *dev, void *arg) {
         const half_rounding r = rounding_at(s->t, s->t->step + 1, s->t->stochastic_rounding);
         half_round_device(dev, opt, &r);
     }
+    if (st == BRG_OK && sharded(s->t)) st = brg_device_gather_shards(dev); /* every copy whole again */
     if (t0) brg_trace_span(BRG_TRACE_OPTIMIZER, t0, (int)s->t->step + 1, 0, 0, NULL);
     return st;
 }
@@ -103,6 +112,9 @@ static brg_status check_options(const brg_train_options *o, const brg_dataset *d
     if (o->max_grad_norm < 0) return brg_error(BRG_ERR_INVALID_ARG, "max_grad_norm must be >= 0");
     if (o->save_total_limit < 0) return brg_error(BRG_ERR_INVALID_ARG, "save_total_limit must be >= 0");
     if ((unsigned)o->precision >= BRG_PRECISION_COUNT) return brg_error(BRG_ERR_INVALID_ARG, "unknown precision mode");
+    if (o->shard_optimizer_state && o->replicas > 1 && o->optimizer.kind == BRG_OPTIMIZER_LAMB)
+        return brg_error(BRG_ERR_INVALID_ARG, "replicated_tensor_sharding does not work with LAMB: its trust ratio "
+                                              "needs each parameter's whole norms (use AdamW, Adam, SGD or RMSprop)");
     (void)d;
     return brg_optimizer_config_validate(&o->optimizer);
 }
@@ -310,6 +322,8 @@ static brg_status train_step(trainer *t, step_info *s) {
 
 /* ---- reporting ---- */
 
+static void record_optimizer_bytes(const trainer *t, brg_train_result *r);
+
 /* JSON has no NaN or infinity (Python's json.loads and most parsers reject the tokens), so a
  * value that is not finite is written as null. */
 static void json_number(FILE *f, const char *key, double v, int digits) {
@@ -428,6 +442,9 @@ static void summary(trainer *t, brg_train_result *r, double tokens, int64_t firs
                 r->seconds > 0 ? 100 * s.busy_seconds / r->seconds : 0, (double)s.peak_bytes / (1 << 20),
                 (double)s.activation_peak_bytes / (1 << 20));
     }
+    if (sharded(t) || t->opts.optimizer_state_offchip)
+        fprintf(f, "  optimizer state: %.2f MiB per device%s%s\n", (double)r->optimizer_state_bytes / (1 << 20),
+                sharded(t) ? ", sharded over the replicas" : "", t->opts.optimizer_state_offchip ? ", off-chip" : "");
 }
 
 /* An evaluation in log_history, as transformers records one (eval_loss, and its perplexity or
@@ -579,8 +596,18 @@ static brg_status loop(trainer *t, brg_train_result *r) {
         BRG_TRY(save_checkpoint(t));
         if (brg_ranks_is_host()) BRG_TRY(brg_model_save_as(t->model, o->output_dir, t->master));
     }
+    record_optimizer_bytes(t, r);
     summary(t, r, c.tokens, c.first);
     return BRG_OK;
+}
+
+static void record_optimizer_bytes(const trainer *t, brg_train_result *r) {
+    r->optimizer_state_offchip = t->opts.optimizer_state_offchip;
+    for (int d = 0; t->optimizers && t->rt && d < brg_runtime_device_count(t->rt); d++) {
+        /* NULL: another rank's device */
+        const size_t bytes = t->optimizers[d] ? brg_optimizer_state_bytes(t->optimizers[d]) : 0;
+        if (bytes > r->optimizer_state_bytes) r->optimizer_state_bytes = bytes;
+    }
 }
 
 static void record_peaks(const trainer *t, brg_train_result *r) {
@@ -604,6 +631,7 @@ brg_status brg_train(brg_model *model, const brg_dataset *data, const brg_train_
     if (st == BRG_OK) st = loop(&t, &r);
     /* A refused or interrupted step left the devices' weights as the last applied step did. */
     record_peaks(&t, &r);
+    record_optimizer_bytes(&t, &r);
     if (st == BRG_OK || st == BRG_ERR_DIVERGED || st == BRG_ERR_INTERRUPTED) {
         brg_status synced = brg_runtime_sync_to_model(t.rt);
         if (st == BRG_OK) st = synced;
