@@ -15,6 +15,11 @@ BANDWIDTH = []
 GOAL_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx512_vnni", "avx2", "fma")
 
 
+# Lines other bench scripts print whole (bench/scale_out.sh): "GOAL PASS|FAIL: ..." verdicts and
+# "REPORT ..." measurements.
+SCRIPT_GOALS, SCRIPT_REPORTS = [], []
+
+
 def parse(path):
     rows, peaks, gemm_lines, gemm_backend = [], [], [], None
     simd_level = [None]
@@ -34,6 +39,10 @@ def parse(path):
                     gemm_backend = kv.get("gemm", gemm_backend)
                     if "simd" in kv:
                         simd_level[0] = kv["simd"]
+            elif line.startswith("GOAL "):
+                SCRIPT_GOALS.append(line[5:])
+            elif line.startswith("REPORT "):
+                SCRIPT_REPORTS.append(line[7:])
             elif line.startswith("== GEMM"):
                 in_gemm = True
                 gemm_lines.append(line[3:])
@@ -490,11 +499,13 @@ def main():
                   "weight once, the tied LM head once, plus the batch's KV cache at the mean length). Streaming "
                   f"bandwidth (highest of {len(BANDWIDTH)} measurements): {bw_text}.", ""]
         lines += decode_table(decode)
+    if SCRIPT_REPORTS:
+        lines += ["", "Scale-out (bench/scale_out.sh):", ""] + [f"- {r}" for r in SCRIPT_REPORTS]
     lines += ["", "Goals:", ""]
     dec_b = [r for r in decode if r["impl"] == "brigade"]
     dec_t = [r for r in decode if r["impl"] == "torch"]
     lines += [f"- {v}" for v in goals(brig, torch, rss_rows) + precision_goals(brig, half) +
-              trace_goals(brig, half) + decode_goals(dec_b, dec_t) + request_goals(requests)]
+              trace_goals(brig, half) + decode_goals(dec_b, dec_t) + request_goals(requests) + SCRIPT_GOALS]
     lines.append("")
     if gemm_lines:
         lines += ["GEMM microbenchmark (`brigade_bench_gemm --quick`):", "", "```"]

@@ -22,7 +22,8 @@
 # BENCH_TORCH_UNSET=0 skips the PyTorch rerun with the OpenBLAS variables unset; BENCH_DECODE=0 skips
 # the decode rows (GPT-2 small and tiny greedy generation, batches 1 and 8, 128 + 128 tokens, with
 # the streaming bandwidth their bound uses); BENCH_PRECISION=0 skips GPT-2 small's bf16.32 training
-# rows (1dev and 1dev2t, both shapes); BENCH_DATA_WAIT=0 skips bench/data_wait.sh.
+# rows (1dev and 1dev2t, both shapes); BENCH_DATA_WAIT=0 skips bench/data_wait.sh; BENCH_SCALE=0 skips
+# bench/scale_out.sh (the 2-rank pipeline's efficiency, plan --ranks against mpirun runs).
 set -euo pipefail
 
 build=${1:?usage: bash bench/run.sh BUILD_DIR}
@@ -160,6 +161,11 @@ fi
 if [ "${BENCH_DATA_WAIT:-1}" != 0 ]; then
     say "== share of step time the devices wait for data, without and with --dataloader-workers (bench/data_wait.sh)"
     run bash "$root/bench/data_wait.sh" "$build"
+fi
+
+if [ "${BENCH_SCALE:-1}" != 0 ]; then
+    say "== scale-out: a 2-rank pipeline against the threads run, plan --ranks against measured runs (bench/scale_out.sh)"
+    run bash "$root/bench/scale_out.sh" "$build"
 fi
 
 progress_end

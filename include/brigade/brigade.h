@@ -31,6 +31,7 @@
 #include "brigade/dataset.h"
 #include "brigade/data_loader.h"
 #include "brigade/schedule.h"
+#include "brigade/scale_model.h"
 #include "brigade/runtime.h"
 #include "brigade/trace.h"
 #include "brigade/ranks.h"

@@ -9,12 +9,14 @@
 #include "brigade/brigade.h"
 #include "brigade/schedule.h"
 #include "commands.h"
+#include "plan_scale.h"
 
 typedef struct plan_args {
     const char *model, *ipu_config, *mode_name, *overrides, *schedule, *balance_by;
     int64_t batch, seq;
     bool json, balance;
     brg_balance_goal goal; /* parsed from balance_by */
+    plan_scale_args scale; /* --ranks, --replicas, --network-gbps ... */
 } plan_args;
 
 typedef struct plan {
@@ -271,9 +273,32 @@ static brg_status schedule_report(const plan *p, const plan_args *a, cJSON *root
     return BRG_OK;
 }
 
+/* The scale-out model of the training pipeline (plan_scale.c). */
+static brg_status scale_prepare(const plan *p, const plan_args *a, plan_scale **out) {
+    if (p->mode != BRG_IPU_MODE_TRAINING)
+        return brg_error(BRG_ERR_INVALID_ARG, "--ranks, --replicas and the other scale-out flags model training steps: "
+                         "drop --mode inference");
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
+    plan_scale_inputs in = {p->m, p->costs, p->place.block_device, p->devices, p->place.n_devices,
+                            (int)v.gradient_accumulation_steps, (int)v.replication_factor, a->schedule, a->batch * a->seq};
+    return plan_scale_prepare(&a->scale, &in, out);
+}
+
 static brg_status report(plan *p, const plan_args *a) {
+    plan_scale *scale = NULL;
+    if (a->scale.wanted) {
+        brg_status st = scale_prepare(p, a, &scale);
+        if (st != BRG_OK) {
+            plan_scale_free(scale);
+            return st;
+        }
+    }
     cJSON *root = a->json ? plan_json(p, a) : NULL;
-    if (a->json && !root) return brg_error(BRG_ERR_OOM, "out of memory formatting the plan");
+    if (a->json && !root) {
+        plan_scale_free(scale);
+        return brg_error(BRG_ERR_OOM, "out of memory formatting the plan");
+    }
     if (!a->json) {
         print_header(p, a);
         brg_placement_print(stdout, p->m, &p->place);
@@ -281,6 +306,7 @@ static brg_status report(plan *p, const plan_args *a) {
         print_notes(p, a);
     }
     brg_status st = a->schedule ? schedule_report(p, a, root) : BRG_OK;
+    if (st == BRG_OK && scale) st = plan_scale_print(scale, root);
     if (st == BRG_OK && (a->balance || a->balance_by)) {
         brg_ipu_list proposal;
         st = balance(p, a, &proposal);
@@ -306,11 +332,12 @@ static brg_status report(plan *p, const plan_args *a) {
         free(text);
     }
     cJSON_Delete(root);
+    plan_scale_free(scale);
     return st;
 }
 
 int cmd_plan(int argc, char **argv) {
-    plan_args a = {.mode_name = "training", .batch = 1};
+    plan_args a = {.mode_name = "training", .batch = 1, .scale = PLAN_SCALE_ARGS_DEFAULT};
     arg_spec specs[] = {
         {"model", ARG_STRING, &a.model, true, "model folder or hub id (config.json is enough)", false},
         {"ipu-config", ARG_STRING, &a.ipu_config, true, "ipu_config.json, a folder holding one, or a hub id", false},
@@ -323,6 +350,7 @@ int cmd_plan(int argc, char **argv) {
          "what --balance evens: both (default), compute (fastest pipeline) or memory; implies --balance", false},
         {"json", ARG_FLAG, &a.json, false, "print the plan as JSON", false},
         {"schedule", ARG_STRING, &a.schedule, false, "print the pipeline schedule table: 1f1b or gpipe", false},
+        PLAN_SCALE_SPECS(a.scale),
     };
     int n = (int)(sizeof specs / sizeof specs[0]);
     if (args_wants_help(argc, argv, 2)) {
@@ -332,6 +360,7 @@ int cmd_plan(int argc, char **argv) {
         return 0;
     }
     if (!args_parse("plan", argc, argv, 2, specs, n)) return 2;
+    a.scale.wanted = plan_scale_seen(specs, n);
     if (a.balance_by && brg_balance_goal_parse(a.balance_by, &a.goal) != BRG_OK) return cli_fail("plan");
     plan p = {0};
     brg_status st = load(&p, &a);
