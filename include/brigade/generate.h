@@ -173,6 +173,14 @@ typedef struct brg_generate_placement {
  * outs[i] is empty and the error names the first request that failed. */
 brg_status brg_generate_requests(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
                                  int64_t n, const brg_generate_placement *placement, brg_generation *outs);
+/* brg_generate_requests under mpirun (brigade/ranks.h): the replicas x stages devices spread over
+ * the ranks as a runtime's are (brg_ranks_layout, refused in one line when they do not fit);
+ * every rank calls it with the same requests, runs its stages' blocks and KV caches and ends with
+ * every outs[i]. A failure anywhere fails every rank, naming the rank and device it began on. In
+ * one process, brg_generate_requests. */
+brg_status brg_generate_requests_over_ranks(brg_model *model, const brg_generation_config *cfg,
+                                            const brg_prompts *requests, int64_t n,
+                                            const brg_generate_placement *placement, brg_generation *outs);
 
 /* ---- simple forms ----------------------------------------------------------------------- */
 

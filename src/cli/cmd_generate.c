@@ -22,6 +22,7 @@
 #include "io/json.h"
 #include "lines.h"
 #include "progress.h"
+#include "rank_flags.h"
 #include "trace_flag.h"
 
 typedef struct prompt {
@@ -231,7 +232,7 @@ static brg_status generate_pipelined(run *r, int64_t batch_size) {
             req[b] = batch_at(r, (w0 + b) * batch_size, batch_size, ids + b * batch_size, lengths + b * batch_size,
                               keys + b * batch_size);
         const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
-        if (st == BRG_OK) st = brg_generate_requests(r->m, &r->cfg, req, nb, &r->placement, outs);
+        if (st == BRG_OK) st = brg_generate_requests_over_ranks(r->m, &r->cfg, req, nb, &r->placement, outs);
         if (t0) brg_trace_named("generate requests", t0, w0);
         for (int64_t b = 0; st == BRG_OK && b < nb; b++) st = write_batch(r, (w0 + b) * batch_size, &outs[b], req[b].n);
         for (int64_t b = 0; outs && b < nb; b++) brg_generation_free(&outs[b]);
@@ -377,6 +378,7 @@ static void free_run(run *r) {
 
 int cmd_generate(int argc, char **argv) {
     flags f = {.batch_size = 8};
+    cli_rank_flags rf = CLI_RANK_FLAGS_INIT;
     arg_spec specs[] = {
         {"model", ARG_STRING, &f.model, true, "model folder or hub id in the local cache (GPT-2 or T5)", false},
         {"prompt", ARG_STRING, &f.prompt, false, "text to continue (the folder's tokenizer, else bytes)", false},
@@ -404,6 +406,7 @@ int cmd_generate(int argc, char **argv) {
         {"ipu-config", ARG_STRING, &f.ipu_config, false, "generate over this IPUConfig's inference pipeline (inference_layers_per_ipu, replicas)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
+        CLI_RANK_FLAG_SPECS(rf),
         {"json", ARG_FLAG, &f.json, false, "one {\"prompt\", \"generated_ids\", \"text\"} line per sequence", false},
         {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
         {"quiet", ARG_FLAG, &f.quiet, false, "no progress on stderr (shown for --input)", false},
@@ -430,7 +433,8 @@ int cmd_generate(int argc, char **argv) {
     }
     if (!cli_trace_begin("generate", f.trace)) return 1;
     run r = {.json = f.json};
-    brg_status st = brg_model_load(f.model, &r.m);
+    brg_status st = cli_rank_flags_apply(&rf);
+    if (st == BRG_OK) st = brg_model_load(f.model, &r.m);
     if (st == BRG_OK && !brg_decoder_supported(r.m))
         st = brg_error(BRG_ERR_UNSUPPORTED, "%s is a %s: generate needs GPT2LMHeadModel or T5ForConditionalGeneration",
                        f.model, r.m->ops->architecture);

@@ -19,11 +19,18 @@ int decode_stages_count(const decode_stages *s);
  * status (its error message, too, on the calling thread). */
 brg_status decode_stages_run(decode_stages *s, int stage, brg_status (*fn)(void *ctx), void *ctx);
 
+struct decode_ranks;
+
 /* Where a decoder's units run: unit u (0: the embeddings, then the layers in order, then the
- * head: the model's blocks) on unit_stage[u] of `stages`; NULL stages: on the caller's thread. */
+ * head: the model's blocks) on unit_stage[u] of `stages`; NULL stages: on the caller's thread.
+ * Under mpirun (ranks not NULL, decode_ranks.h) the stages are replica `replica`'s devices,
+ * spread over the ranks, and the messages of `request` cross between them. */
 typedef struct decode_route {
     decode_stages *stages;
     const int *unit_stage;
+    const struct decode_ranks *ranks;
+    int replica;
+    int request;
 } decode_route;
 
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "brigade/trace.h"
+#include "models/decode_ranks.h"
 #include "models/decoder_internal.h"
 
 static const dec_arch *arch_of(const brg_model *m) {
@@ -85,27 +86,34 @@ brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t 
     return st;
 }
 
-typedef struct unit_job {
-    const dec_units *u;
-    int first, last;
-} unit_job;
-
-static brg_status unit_job_run(void *p) {
-    const unit_job *j = p;
+brg_status dec_unit_job_run(void *p) {
+    const dec_unit_job *j = p;
     return j->u->fn(j->u->ctx, j->first, j->last);
 }
 
 brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last) {
     if (!d->route.stages) return u->fn(u->ctx, first, last);
+    if (d->route.ranks) return decode_ranks_run_units(&d->route, u, first, last);
     const int *stage = d->route.unit_stage;
     for (int a = first; a <= last;) {
         int b = a;
         while (b + 1 <= last && stage[b + 1] == stage[a]) b++;
-        unit_job j = {u, a, b};
-        BRG_TRY(decode_stages_run(d->route.stages, stage[a], unit_job_run, &j));
+        dec_unit_job j = {u, a, b};
+        BRG_TRY(decode_stages_run(d->route.stages, stage[a], dec_unit_job_run, &j));
         a = b + 1;
     }
     return BRG_OK;
+}
+
+bool dec_unit_is_here(const brg_decoder *d, int unit) {
+    const decode_route *r = &d->route;
+    if (!r->stages || !r->ranks) return true;
+    return decode_ranks_is_local(r->ranks, decode_ranks_device(r->ranks, r->replica, r->unit_stage[unit]));
+}
+
+void dec_route(brg_decoder *d, const decode_route *route) {
+    d->route = *route;
+    if (d->arch->keep_local) d->arch->keep_local(d);
 }
 
 void dec_gather_ids(const brg_decoder *d, int64_t start, int64_t n, int32_t *dst, bool positions) {

@@ -4,6 +4,7 @@
 
 #include "brigade/generate.h"
 #include "models/decode_stages.h"
+#include "runtime/transport.h"
 
 typedef struct dec_arch dec_arch;
 
@@ -28,12 +29,30 @@ struct brg_decoder {
 };
 
 /* Runs units [first, last] of a forward, fn(ctx, first_unit, last_unit) for each run of units on
- * one stage, in order: on that stage's thread when the decoder is routed, else here. */
+ * one stage, in order: on that stage's thread when the decoder is routed, else here. Over ranks
+ * (decode_ranks.h) only the runs on this rank's stages compute: `carry` lists what one run hands
+ * the next (views; at most DEC_CARRY_MAX), `take` installs it where the next run is on another
+ * rank, and the last run's `result` (result_n floats; NULL: none) reaches every rank. */
+enum { DEC_CARRY_MAX = 4 };
 typedef struct dec_units {
     brg_status (*fn)(void *ctx, int first, int last);
     void *ctx;
+    int (*carry)(void *ctx, brg_named_tensor *items);
+    brg_status (*take)(void *ctx, const transport_msg *msg);
+    float *result;
+    int64_t result_n;
 } dec_units;
 brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last);
+/* Units first..last of u as one job of a stage thread (decode_stages_run's fn and arg). */
+typedef struct dec_unit_job {
+    const dec_units *u;
+    int first, last;
+} dec_unit_job;
+brg_status dec_unit_job_run(void *p);
+/* The routed run over ranks (decode_ranks.c); a failure here stops every rank. */
+brg_status decode_ranks_run_units(const decode_route *route, const dec_units *u, int first, int last);
+/* take for buffers every rank holds: each received tensor copied into mine's of its name. */
+brg_status dec_take_copies(const brg_named_tensor *mine, int n, const transport_msg *msg);
 
 struct dec_arch {
     brg_status (*create)(brg_decoder *d);
@@ -47,7 +66,15 @@ struct dec_arch {
     /* Empties the cache (the next forward starts at 0). */
     void (*reset)(brg_decoder *d);
     brg_status (*reorder)(brg_decoder *d, const int32_t *src);
+    /* Once routed over ranks: frees the caches of the units that run on other ranks (NULL:
+     * nothing to free). */
+    void (*keep_local)(brg_decoder *d);
 };
+
+/* Whether unit u runs in this process (always, unless the decoder is routed over ranks). */
+bool dec_unit_is_here(const brg_decoder *d, int unit);
+/* Routes the decoder's units (before its first step), keeping only the caches of the units here. */
+void dec_route(brg_decoder *d, const decode_route *route);
 
 /* Row-major copies of history columns [start, start + n) into dst [rows, n]. */
 void dec_gather_ids(const brg_decoder *d, int64_t start, int64_t n, int32_t *dst, bool positions);

@@ -7,6 +7,7 @@
 #include "brigade/generate.h"
 #include "brigade/rng.h"
 #include "models/decode_stages.h"
+#include "runtime/transport.h"
 
 /* One brg_generate call. Rows are prompt-major: row r belongs to prompt r / per_prompt. */
 typedef struct gen_job {
@@ -26,6 +27,12 @@ typedef struct gen_job {
     brg_generation *out;
     decode_route route; /* a pipelined generate's stages for the decoder (none: this thread) */
 } gen_job;
+
+/* brg_generate_requests over `t`, a transport of replicas x stages devices spread over the ranks
+ * (decode_ranks.h; NULL: one process); `timeout` is its wait, for the messages. */
+brg_status gen_generate_requests_over(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
+                                      int64_t n, const brg_generate_placement *placement, transport *t,
+                                      double timeout, brg_generation *outs);
 
 /* brg_generate with the decoder's units routed (pipelined generate, generate_requests.c). */
 brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,

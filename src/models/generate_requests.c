@@ -1,7 +1,9 @@
 /* brg_generate_requests: several requests generated at once over a pipeline of stage threads per
  * replica. A few request threads per replica take the requests in order; each runs brg_generate's
  * loop with its decoder's blocks routed to the stages, so the stages work on different requests'
- * steps at the same time. */
+ * steps at the same time. Over a ranks transport (brg_generate_requests_over_ranks) the stages are
+ * spread over the ranks (decode_ranks.h): every rank takes every request, computes its stages'
+ * part and ends with every output. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "brigade/generate.h"
+#include "models/decode_ranks.h"
 #include "models/decode_stages.h"
 #include "models/generate_internal.h"
 
@@ -55,8 +58,18 @@ static void *worker_main(void *p) {
         const int64_t i = k * s->replicas + w->replica; /* request i goes to replica i % replicas */
         if (i >= s->n) return NULL;
         brg_clear_error();
-        const brg_status st = gen_generate_routed(s->m, s->cfg, &s->requests[i], &s->routes[w->replica], &s->outs[i]);
-        if (st != BRG_OK) record_failure(s, i, st);
+        decode_route route = s->routes[w->replica];
+        route.request = (int)i; /* its messages' tag across ranks */
+        const brg_status st = gen_generate_routed(s->m, s->cfg, &s->requests[i], &route, &s->outs[i]);
+        if (st != BRG_OK) {
+            record_failure(s, i, st);
+            /* A failure before any stage ran (the others would wait for its messages). */
+            if (route.ranks) {
+                char why[1024];
+                snprintf(why, sizeof why, "request %lld: %s", (long long)i, brg_last_error());
+                decode_ranks_abort(route.ranks, decode_ranks_here(route.ranks), st, why);
+            }
+        }
     }
 }
 
@@ -91,6 +104,12 @@ static void run_all(shared *s, const brg_generate_placement *pl, worker *workers
 
 brg_status brg_generate_requests(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
                                  int64_t n, const brg_generate_placement *placement, brg_generation *outs) {
+    return gen_generate_requests_over(model, cfg, requests, n, placement, NULL, 0, outs);
+}
+
+brg_status gen_generate_requests_over(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,
+                                      int64_t n, const brg_generate_placement *placement, transport *t,
+                                      double timeout, brg_generation *outs) {
     for (int64_t i = 0; i < n; i++) memset(&outs[i], 0, sizeof outs[i]);
     if (n < 1) return brg_error(BRG_ERR_INVALID_ARG, "no requests to generate for");
     const brg_generate_placement one = {1, NULL, 1}, *pl = placement ? placement : &one;
@@ -105,17 +124,23 @@ brg_status brg_generate_requests(brg_model *model, const brg_generation_config *
     brg_status st = unit_stage && routes && workers && next ? BRG_OK
                                                             : brg_error(BRG_ERR_OOM, "cannot allocate the requests");
     for (int b = 0; st == BRG_OK && pl->block_stage && b < model->n_blocks; b++) unit_stage[b] = pl->block_stage[b];
+    decode_ranks *ranks = NULL;
+    if (st == BRG_OK) st = decode_ranks_create(t, timeout, pl->replicas, pl->stages, &ranks);
     for (int r = 0; st == BRG_OK && r < pl->replicas; r++) {
-        routes[r].unit_stage = unit_stage;
+        routes[r] = (decode_route){.unit_stage = unit_stage, .ranks = ranks, .replica = r};
         st = decode_stages_create(pl->stages, &routes[r].stages);
     }
     if (st == BRG_OK) {
         pthread_mutex_init(&s.lock, NULL);
         run_all(&s, pl, workers, per_replica, next);
         pthread_mutex_destroy(&s.lock);
-        if (s.failed >= 0) st = brg_error(s.status, "request %lld: %s", (long long)s.failed, s.error);
+        /* Across ranks the first failure anywhere is the cause (the others stopped for it). */
+        const brg_status across = ranks ? decode_ranks_failure(ranks) : BRG_OK;
+        if (across != BRG_OK) st = across;
+        else if (s.failed >= 0) st = brg_error(s.status, "request %lld: %s", (long long)s.failed, s.error);
     }
     for (int r = 0; routes && r < pl->replicas; r++) decode_stages_destroy(routes[r].stages);
+    decode_ranks_destroy(ranks);
     if (st != BRG_OK)
         for (int64_t i = 0; i < n; i++) brg_generation_free(&outs[i]);
     free(unit_stage);

@@ -36,6 +36,13 @@ static brg_status gpt2_create(brg_decoder *d) {
 
 static void gpt2_destroy(brg_decoder *d) { kv_cache_destroy(d->state); }
 static void gpt2_reset(brg_decoder *d) { ((kv_cache *)d->state)->len = 0; }
+/* Layer l is unit l + 1. */
+static void gpt2_keep_local(brg_decoder *d) {
+    kv_cache *cache = d->state;
+    for (int l = 0; l < cache->n_blocks; l++)
+        if (!dec_unit_is_here(d, l + 1)) kv_cache_release_block(cache, l);
+}
+
 static brg_status gpt2_reorder(brg_decoder *d, const int32_t *src) { return kv_cache_reorder(d->state, src); }
 
 /* The buffers of one forward over N = rows * n tokens. */
@@ -122,7 +129,22 @@ typedef struct fwd {
     work *w;
     int64_t n;
     float *logits;
+    brg_tensor hidden; /* w->x, for a stage on another rank */
 } fwd;
+
+/* Between stages: the hidden states [rows * n, n_embd]. */
+static int carry(void *ctx, brg_named_tensor *items) {
+    fwd *f = ctx;
+    int64_t shape[1] = {f->d->rows * f->n * cfg_of(f->d)->n_embd};
+    f->hidden = brg_tensor_wrap(BRG_DTYPE_F32, 1, shape, f->w->x);
+    items[0] = (brg_named_tensor){"hidden", &f->hidden};
+    return 1;
+}
+
+static brg_status take(void *ctx, const transport_msg *msg) {
+    brg_named_tensor mine[DEC_CARRY_MAX];
+    return dec_take_copies(mine, carry(ctx, mine), msg);
+}
 
 static void embed(const fwd *f) {
     const brg_decoder *d = f->d;
@@ -154,12 +176,7 @@ static brg_status run_units(void *ctx, int first, int last) {
         else if (u <= L) {
             attention(f->d, f->d->state, u - 1, f->w, f->n);
             mlp(f->d, u - 1, f->w, f->d->rows * f->n, f->n);
-        } else {
-            /* The layers read the cache's length as the positions before this step: it
-             * advances once every layer has written its keys. */
-            ((kv_cache *)f->d->state)->len += f->n;
-            head(f);
-        }
+        } else head(f);
     }
     return BRG_OK;
 }
@@ -182,9 +199,12 @@ static brg_status gpt2_forward(brg_decoder *d, int64_t start, int64_t n, float *
             return brg_error(BRG_ERR_INVALID_ARG, "position %d is past the model's n_positions %lld", pos,
                              (long long)c->n_positions);
         }
-    fwd f = {d, &w, n, logits};
-    const dec_units units = {run_units, &f};
+    fwd f = {d, &w, n, logits, {0}};
+    const dec_units units = {run_units, &f, carry, take, logits, R * c->vocab_size};
     const brg_status st = dec_run_units(d, &units, 0, (int)c->n_layer + 1);
+    /* The layers read the cache's length as the positions before this step: it advances once
+     * every layer has written its keys (on every rank, whichever layers it holds). */
+    if (st == BRG_OK) cache->len += n;
     work_free(&w);
     return st;
 }
@@ -196,4 +216,5 @@ const dec_arch gpt2_dec_arch = {
     .forward = gpt2_forward,
     .reset = gpt2_reset,
     .reorder = gpt2_reorder,
+    .keep_local = gpt2_keep_local,
 };

@@ -60,6 +60,16 @@ void kv_cache_write(kv_cache *c, int b, const float *src, int64_t n, int64_t row
         }
 }
 
+void kv_cache_release_block(kv_cache *c, int b) {
+    BRG_ASSERT(b >= 0 && b < c->n_blocks);
+    kv_block *blk = &c->blocks[b];
+    free(blk->k);
+    free(blk->v);
+    free(blk->spare_k);
+    free(blk->spare_v);
+    *blk = (kv_block){0};
+}
+
 /* dst row r = src row idx[r], the first len positions of every head. */
 static void gather_rows(const kv_cache *c, float *dst, const float *src, const int32_t *idx) {
     const size_t span = (size_t)(c->len * c->head_dim) * sizeof(float);
@@ -80,6 +90,7 @@ brg_status kv_cache_reorder(kv_cache *c, const int32_t *src) {
     const size_t n = block_floats(c);
     for (int b = 0; b < c->n_blocks; b++) {
         kv_block *blk = &c->blocks[b];
+        if (!blk->k) continue; /* released: its layer runs elsewhere */
         if (!blk->spare_k) blk->spare_k = malloc(n * sizeof(float));
         if (!blk->spare_v) blk->spare_v = malloc(n * sizeof(float));
         if (!blk->spare_k || !blk->spare_v)

@@ -33,6 +33,10 @@ void kv_cache_destroy(kv_cache *c);
 void kv_cache_write(kv_cache *c, int b, const float *src, int64_t n, int64_t row_stride, int64_t k_col,
                     int64_t v_col);
 
+/* Frees block b's keys and values: a block whose layer runs on another rank (decode_ranks.h)
+ * is never written or read here; reorder passes it by. */
+void kv_cache_release_block(kv_cache *c, int b);
+
 /* Row r of every block becomes what row src[r] was (positions [0, len)); src holds row indices
  * in [0, rows), repeats allowed (beam search keeps a beam twice). */
 brg_status kv_cache_reorder(kv_cache *c, const int32_t *src);

@@ -44,6 +44,15 @@ static void t5_reset(brg_decoder *d) {
     if (s->self) s->self->len = 0;
 }
 
+/* Decoder layer l is unit first_decoder_block + l (its self and its cross cache). */
+static void release_remote(brg_decoder *d, kv_cache *c) {
+    const int fd = brg_t5_first_decoder_block(d->m);
+    for (int l = 0; c && l < c->n_blocks; l++)
+        if (!dec_unit_is_here(d, fd + l)) kv_cache_release_block(c, l);
+}
+
+static void t5_keep_local(brg_decoder *d) { release_remote(d, ((t5_dec *)d->state)->self); }
+
 static brg_status t5_reorder(brg_decoder *d, const int32_t *src) {
     t5_dec *s = d->state;
     BRG_TRY(kv_cache_reorder(s->self, src));
@@ -54,20 +63,14 @@ static brg_status t5_reorder(brg_decoder *d, const int32_t *src) {
  * decoder layers' cross keys and values. */
 typedef struct enc_pass {
     brg_decoder *d;
+    brg_arena *arena;
     brg_tape *tape;
     brg_bundle b;
     float *kv, *tmp;
 } enc_pass;
 
-/* Encoder blocks [first, last] through the tape. */
-static brg_status encoder_units(void *ctx, int first, int last) {
-    enc_pass *e = ctx;
-    return brg_model_forward_blocks(e->d->m, first, last, e->tape, &e->b);
-}
-
 /* Decoder blocks [first, last]: their layers' cross-attention keys and values of the encoder output. */
-static brg_status cross_units(void *ctx, int first, int last) {
-    enc_pass *e = ctx;
+static brg_status cross_units(enc_pass *e, int first, int last) {
     brg_decoder *d = e->d;
     t5_dec *s = d->state;
     const t5_state *st = state_of(d);
@@ -86,6 +89,32 @@ static brg_status cross_units(void *ctx, int first, int last) {
     return BRG_OK;
 }
 
+/* Encoder blocks (through the tape) below the first decoder block, then the decoder blocks'
+ * cross keys and values. */
+static brg_status encode_units(void *ctx, int first, int last) {
+    enc_pass *e = ctx;
+    const int fd = brg_t5_first_decoder_block(e->d->m);
+    if (first < fd) BRG_TRY(brg_model_forward_blocks(e->d->m, first, last < fd ? last : fd - 1, e->tape, &e->b));
+    return last >= fd ? cross_units(e, first > fd ? first : fd, last) : BRG_OK;
+}
+
+/* Between stages: the encoder's hidden states, then its output. */
+static int encode_carry(void *ctx, brg_named_tensor *items) {
+    enc_pass *e = ctx;
+    items[0] = (brg_named_tensor){"hidden", e->b.hidden};
+    return 1;
+}
+
+static brg_status encode_take(void *ctx, const transport_msg *msg) {
+    enc_pass *e = ctx;
+    const brg_tensor *x = msg->n == 1 && strcmp(msg->items[0].name, "hidden") == 0 ? msg->items[0].tensor : NULL;
+    if (!x || x->dtype != BRG_DTYPE_F32)
+        return brg_error(BRG_ERR_FORMAT, "a T5 encoder stage received no hidden states");
+    BRG_TRY(brg_tensor_new(e->arena, BRG_DTYPE_F32, x->ndim, x->shape, "encoder hidden state", &e->b.hidden));
+    memcpy(e->b.hidden->data, x->data, brg_tensor_nbytes(x));
+    return BRG_OK;
+}
+
 /* The encoder output through the tape, then every decoder layer's cross keys and values, each
  * part on the stage its block is placed on. */
 static brg_status t5_encode(brg_decoder *d) {
@@ -97,9 +126,10 @@ static brg_status t5_encode(brg_decoder *d) {
     kv_cache_destroy(s->cross);
     s->cross = NULL;
     BRG_TRY(kv_cache_create((int)c->num_decoder_layers, R, c->num_heads, Te, c->d_kv, &s->cross));
+    release_remote(d, s->cross);
     brg_arena *arena;
     BRG_TRY(brg_arena_create("generate", 0, &arena));
-    enc_pass e = {.d = d};
+    enc_pass e = {.d = d, .arena = arena};
     brg_status rc = brg_tape_create(arena, &e.tape);
     e.kv = malloc((size_t)(N * 2 * HD) * sizeof *e.kv);
     e.tmp = malloc((size_t)(N * HD) * sizeof *e.tmp);
@@ -111,9 +141,8 @@ static brg_status t5_encode(brg_decoder *d) {
         brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->enc_mask);
         e.b = (brg_bundle){.input_ids = &in, .attention_mask = &mask};
         const int fd = brg_t5_first_decoder_block(d->m);
-        const dec_units enc = {encoder_units, &e}, cross = {cross_units, &e};
-        rc = dec_run_units(d, &enc, 0, fd - 1);
-        if (rc == BRG_OK) rc = dec_run_units(d, &cross, fd, fd + (int)c->num_decoder_layers - 1);
+        const dec_units units = {encode_units, &e, encode_carry, encode_take, NULL, 0};
+        rc = dec_run_units(d, &units, 0, fd + (int)c->num_decoder_layers - 1);
         if (rc == BRG_OK) s->cross->len = Te;
     }
     free(e.kv);
@@ -219,7 +248,25 @@ typedef struct step_pass {
     work *w;
     int64_t start, n;
     float *logits;
+    brg_tensor views[2]; /* for a stage on another rank */
 } step_pass;
+
+/* Between stages: the hidden states and the decoder's position bias (the first block's). */
+static int step_carry(void *ctx, brg_named_tensor *items) {
+    step_pass *p = ctx;
+    const brg_t5_config *c = &state_of(p->d)->cfg;
+    int64_t hidden[1] = {p->d->rows * p->n * c->d_model}, bias[1] = {c->num_heads * p->n * (p->start + p->n)};
+    p->views[0] = brg_tensor_wrap(BRG_DTYPE_F32, 1, hidden, p->w->x);
+    p->views[1] = brg_tensor_wrap(BRG_DTYPE_F32, 1, bias, p->w->bias);
+    items[0] = (brg_named_tensor){"hidden", &p->views[0]};
+    items[1] = (brg_named_tensor){"position_bias", &p->views[1]};
+    return 2;
+}
+
+static brg_status step_take(void *ctx, const transport_msg *msg) {
+    brg_named_tensor mine[DEC_CARRY_MAX];
+    return dec_take_copies(mine, step_carry(ctx, mine), msg);
+}
 
 /* The decoder embeddings and the stack's relative position bias for query positions start..
  * against keys 0.. (the first decoder block's). */
@@ -272,11 +319,7 @@ static brg_status step_units(void *ctx, int first, int last) {
     for (int u = first; u <= last; u++) {
         if (u == fd) step_embed(p);
         if (u - fd < L) step_layer(p, u - fd);
-        else {
-            /* every layer has appended its keys: the cache holds this step's positions */
-            ((t5_dec *)p->d->state)->self->len += p->n;
-            step_head(p);
-        }
+        else step_head(p);
     }
     return BRG_OK;
 }
@@ -289,10 +332,13 @@ static brg_status cached_forward(brg_decoder *d, int64_t start, int64_t n, float
     work w;
     BRG_TRY(work_alloc(&w, c, d->rows, n, start + n));
     dec_gather_ids(d, start, n, w.ids, false);
-    step_pass p = {d, &w, start, n, logits};
-    const dec_units units = {step_units, &p};
+    step_pass p = {d, &w, start, n, logits, {{0}}};
+    const dec_units units = {step_units, &p, step_carry, step_take, logits, d->rows * d->vocab};
     const int fd = brg_t5_first_decoder_block(d->m);
     const brg_status rc = dec_run_units(d, &units, fd, fd + (int)c->num_decoder_layers);
+    /* every layer has appended its keys (on every rank, whichever layers it holds): the cache
+     * holds this step's positions */
+    if (rc == BRG_OK) s->self->len += n;
     work_free(&w);
     return rc;
 }
@@ -343,7 +389,7 @@ static brg_status whole_unit(void *ctx, int first, int last) {
 static brg_status t5_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
     if (d->use_cache) return cached_forward(d, start, n, logits);
     whole_pass p = {d, start + n, logits};
-    const dec_units units = {whole_unit, &p};
+    const dec_units units = {whole_unit, &p, NULL, NULL, logits, d->rows * d->vocab};
     return dec_run_units(d, &units, 0, 0);
 }
 
@@ -354,4 +400,5 @@ const dec_arch t5_dec_arch = {
     .forward = t5_forward,
     .reset = t5_reset,
     .reorder = t5_reorder,
+    .keep_local = t5_keep_local,
 };
