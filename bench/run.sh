@@ -23,7 +23,8 @@
 # the decode rows (GPT-2 small and tiny greedy generation, batches 1 and 8, 128 + 128 tokens, with
 # the streaming bandwidth their bound uses); BENCH_PRECISION=0 skips GPT-2 small's bf16.32 training
 # rows (1dev and 1dev2t, both shapes); BENCH_DATA_WAIT=0 skips bench/data_wait.sh; BENCH_SCALE=0 skips
-# bench/scale_out.sh (the 2-rank pipeline's efficiency, plan --ranks against mpirun runs).
+# bench/scale_out.sh (the 2-rank pipeline's efficiency, plan --ranks against mpirun runs); BENCH_CACHE=0
+# skips bench/exe_cache_rows.sh (forward's time to first output with and without the executable cache).
 set -euo pipefail
 
 build=${1:?usage: bash bench/run.sh BUILD_DIR}
@@ -161,6 +162,11 @@ fi
 if [ "${BENCH_DATA_WAIT:-1}" != 0 ]; then
     say "== share of step time the devices wait for data, without and with --dataloader-workers (bench/data_wait.sh)"
     run bash "$root/bench/data_wait.sh" "$build"
+fi
+
+if [ "${BENCH_CACHE:-1}" != 0 ]; then
+    say "== executable cache: time to first output of forward, uncached against cached (bench/exe_cache_rows.sh)"
+    run bash "$root/bench/exe_cache_rows.sh" "$build" "$py"
 fi
 
 if [ "${BENCH_SCALE:-1}" != 0 ]; then

@@ -198,8 +198,10 @@ static void inference(arch a, const shape *s) {
     if (!m || !d) return;
     int block_stage[MAX_BLOCKS];
     split(m, 2, block_stage);
+    /* With a budget, as the plan is for: a budgeted device keeps the plain products and packs no
+     * weights (runtime/packed_weights.h), so the plan does not count packed panels. */
     brg_runtime_options ro = {.replicas = 1, .stages = 2, .block_stage = block_stage, .micro_batches = M,
-                              .schedule = BRG_SCHEDULE_GPIPE, .training = false};
+                              .schedule = BRG_SCHEDULE_GPIPE, .training = false, .device_memory = (size_t)1 << 40};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &ro, &rt));
     brg_tensor views[M][BRG_BUNDLE_INPUTS];

@@ -4,16 +4,17 @@
  *
  * On IPUs the cache holds the compiled executable. Here a start prepares the model's weights in
  * F32 (read from the checkpoint, widened from F16/BF16, a missing head initialised), the
- * placement of the blocks on the devices and a copy of every parameter for each device that
- * reads it. An entry holds the prepared weights (each parameter once, 64-byte aligned, in a file
- * that is mapped whole) and the placement; a start from it points the model's parameters into
- * the mapping and lets every device compute on those pages (read-only for them; the OS shares
- * them) instead of copying: no checkpoint read, no conversion, no per-device copies.
+ * placement of the blocks on the devices and each device's packed weights (its linear and LM-head
+ * weights in the GEMM kernel's B-panel layout, packed at their first use). An entry holds the
+ * prepared weights (each parameter once, 64-byte aligned, in a file that is mapped whole), the
+ * placement and the packed weights; a start from it points the model's parameters into the
+ * mapping and lets every device compute on those pages (read-only for them; the OS shares them)
+ * and read its panels there: no checkpoint read, no conversion, no packing.
  *
  * An entry is keyed by hashes of the model's config.json, the weights files' identity (resolved
  * path, size, mtime, inode and safetensors header), the IPUConfig, the inputs' names, dtypes and
  * shapes, the precision, the CPU (cpuid feature flags, BRIGADE_ISA, BRIGADE_GEMM, BRIGADE_SIMD and
- * the kernels they select) and the brigade version. An entry that is truncated, has the wrong
+ * the kernels they select, with the packing layout) and the brigade version. An entry that is truncated, has the wrong
  * magic or version, another key or a checksum that does not match its bytes is never used: one
  * warning line on stderr says which, and the start prepares afresh and writes it again
  * (atomically: a kill mid-write leaves the old entry or none). "" and "disabled" turn it off,

@@ -262,6 +262,8 @@ static const brg_gemm_kernel avx2_kernel = {
     .b_panel_outer = true,
 };
 
+const brg_gemm_kernel *brg_gemm_avx2_kernel(void) { return &avx2_kernel; }
+
 bool brg_gemm_avx2(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                    int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     return brg_gemm_blocked(&avx2_kernel, trans_a, trans_b, M, N, K, alpha, BRG_DTYPE_F32, A, lda, BRG_DTYPE_F32, B,

@@ -29,6 +29,11 @@ bool brg_gemm_avx512_typed(bool trans_a, bool trans_b, int64_t M, int64_t N, int
                            const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta,
                            float *C, int64_t ldc);
 
+/* The kernel's blocking, packing routines and tiles (gemm_blocked.h), for the GEMM on a B packed
+ * once (gemm_packed.c). */
+struct brg_gemm_kernel;
+const struct brg_gemm_kernel *brg_gemm_avx512_kernel(void);
+
 /* Blocking of the kernel, exposed so tests can pick shapes that cross every block edge. */
 enum {
     BRG_GEMM_AVX512_MR = 14, /* rows of C per microkernel tile */

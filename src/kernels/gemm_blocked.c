@@ -139,10 +139,9 @@ static brg_tile_fn *tile_for(const brg_gemm_kernel *k, int64_t mr) {
 }
 
 /* Every tile of one packed A block [mc, kc] against one packed B block [kc, nc]. */
-static void block_tiles(const brg_gemm_kernel *k, const pack_buffers *pb, int64_t mc, int64_t nc, int64_t kc,
+static void block_tiles(const brg_gemm_kernel *k, const char *a, const char *b, int64_t mc, int64_t nc, int64_t kc,
                         float alpha, float beta, float *C, int64_t ldc) {
     const int64_t MR = k->MR, NR = k->NR;
-    const char *a = (const char *)pb->a, *b = (const char *)pb->b;
     if (k->b_panel_outer) {
         for (int64_t jr = 0; jr < nc; jr += NR)
             for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -185,8 +184,62 @@ bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int6
             for (int64_t jc = 0; jc < N; jc += NC) {
                 const int64_t nc = min64(NC, N - jc);
                 pack_b(k, (char *)pb->b, trans_b, &b_op, jc, pc, nc, kc);
-                block_tiles(k, pb, mc, nc, kc, alpha, beta_k, C + ic * ldc + jc, ldc);
+                block_tiles(k, (const char *)pb->a, (const char *)pb->b, mc, nc, kc, alpha, beta_k, C + ic * ldc + jc,
+                            ldc);
             }
+        }
+    }
+    return true;
+}
+
+/* ---- B packed once (brg_gemm_blocked_pack_b) ----
+ * The whole of op(B) as the loops above pack it, block after block: depth blocks pc in order,
+ * each holding all of N as NR-column micro-panels (N rounded up to NR), so block (pc, jc) starts
+ * panel_bytes(N_pad, pc) + panel_bytes(jc, kc) bytes in: every pc is a whole number of KC (and
+ * KC a whole number of k_pack), and every jc a whole number of NC (of NR). */
+
+static int64_t packed_block_at(const brg_gemm_kernel *k, int64_t N, int64_t pc, int64_t jc, int64_t kc) {
+    return panel_bytes(k, round_up(N, k->NR), pc) + panel_bytes(k, jc, kc);
+}
+
+size_t brg_gemm_blocked_packed_bytes(const brg_gemm_kernel *k, int64_t K, int64_t N) {
+    return K <= 0 || N <= 0 ? 0 : (size_t)panel_bytes(k, round_up(N, k->NR), K);
+}
+
+void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, int64_t N, brg_dtype b_type,
+                             const void *B, int64_t ldb, void *dst) {
+    const operand b_op = operand_of(k, b_type, B, ldb);
+    for (int64_t pc = 0; pc < K; pc += k->KC) {
+        const int64_t kc = min64(k->KC, K - pc);
+        for (int64_t jc = 0; jc < N; jc += k->NC)
+            pack_b(k, (char *)dst + packed_block_at(k, N, pc, jc, kc), trans_b, &b_op, jc, pc, min64(k->NC, N - jc),
+                   kc);
+    }
+}
+
+bool brg_gemm_blocked_packed(const brg_gemm_kernel *k, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha,
+                             brg_dtype a_type, const void *A, int64_t lda, const void *packed_b, float beta, float *C,
+                             int64_t ldc) {
+    if (M <= 0 || N <= 0) return true;
+    if (K <= 0 || alpha == 0.0f) {
+        brg_gemm_scale_c(M, N, beta, C, ldc);
+        return true;
+    }
+    const operand a_op = operand_of(k, a_type, A, lda);
+    const int64_t KC = k->KC, MC = k->MC, NC = k->NC;
+    pack_buffers *pb =
+        buffers_get((size_t)panel_bytes(k, round_up(min64(MC, M), k->MR), min64(KC, K)) / sizeof(float), 0);
+    if (!pb) return false;
+    /* The loops of brg_gemm_blocked, B's blocks read where they lie instead of packed here. */
+    for (int64_t ic = 0; ic < M; ic += MC) {
+        const int64_t mc = min64(MC, M - ic);
+        for (int64_t pc = 0; pc < K; pc += KC) {
+            const int64_t kc = min64(KC, K - pc);
+            const float beta_k = pc == 0 ? beta : 1.0f;
+            pack_a(k, (char *)pb->a, trans_a, &a_op, ic, pc, mc, kc);
+            for (int64_t jc = 0; jc < N; jc += NC)
+                block_tiles(k, (const char *)pb->a, (const char *)packed_b + packed_block_at(k, N, pc, jc, kc),
+                            mc, min64(NC, N - jc), kc, alpha, beta_k, C + ic * ldc + jc, ldc);
         }
     }
     return true;

@@ -84,6 +84,49 @@ void brg_team_slice(int64_t count, int64_t unit, int i, int n, int64_t *first, i
 bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ---- GEMM on a B packed once (gemm_packed.c) ---------------------------------------------
+ * A matrix that many products read as op(B) (a weight in inference: every micro-batch) packed
+ * once into the B micro-panel layout of the kernel brg_gemm runs, so those products pack only A.
+ * avx512 and avx2 pack; ref and openblas keep the plain matrix (layout NONE). */
+typedef enum brg_gemm_pack_layout {
+    BRG_GEMM_PACK_NONE = 0,
+    BRG_GEMM_PACK_AVX512, /* gemm_avx512.c's fp32 panels */
+    BRG_GEMM_PACK_AVX2,   /* gemm_avx2.c's fp32 panels */
+} brg_gemm_pack_layout;
+typedef struct brg_packed_b {
+    brg_gemm_pack_layout layout;
+    bool trans_b;
+    int64_t K, N, ldb;
+    const float *plain;  /* the matrix itself: what other backends and compute types read */
+    const void *panels;  /* brg_gemm_pack_bytes bytes, 64-byte aligned; NULL for NONE */
+} brg_packed_b;
+/* The layout of the backend brg_gemm uses now. */
+brg_gemm_pack_layout brg_gemm_pack_layout_now(void);
+/* Names the layout with its blocking ("avx512 MR14 NR32 KC384 NC384"): what a stored packing
+ * must match to be read back (the executable cache keys on it). */
+const char *brg_gemm_pack_layout_name(brg_gemm_pack_layout layout);
+/* Bytes of op(B) [K, N] in `layout` (0 for NONE or an empty B). */
+size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N);
+/* *out describes B (brg_gemm's op(B) with trans_b and ldb), its panels packed into `dst` (64-byte
+ * aligned, brg_gemm_pack_bytes long; unused for NONE). Packing runs on the calling thread. */
+void brg_gemm_pack_b(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb,
+                     void *dst, brg_packed_b *out);
+/* *out describes panels packed already (an executable-cache entry's). */
+void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B,
+                            int64_t ldb, const void *panels, brg_packed_b *out);
+/* brg_gemm(trans_a, B->trans_b, M, N, K, alpha, A, lda, B->plain, B->ldb, beta, C, ldc) with the
+ * same bits for every backend, compute type and team size: the panels when B's layout is the one
+ * brg_gemm runs now in fp32, the plain matrix otherwise. */
+void brg_gemm_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                     const brg_packed_b *B, float beta, float *C, int64_t ldc);
+/* Where a thread finds weights packed once: brg_k_linear_fwd asks the provider bound to its
+ * thread (an inference device's, runtime/packed_weights.c) for W's packed form, NULL meaning the
+ * plain product. fn NULL unbinds. */
+typedef const brg_packed_b *(*brg_packed_weights_fn)(void *ctx, const float *B, bool trans_b, int64_t K, int64_t N,
+                                                     int64_t ldb);
+void brg_packed_weights_bind(brg_packed_weights_fn fn, void *ctx);
+const brg_packed_b *brg_packed_weights_find(const float *B, bool trans_b, int64_t K, int64_t N, int64_t ldb);
+
 /* ---- linear: y[n,out] = x[n,in] @ W + b ---------------------------------------------------
  * W layout: w_in_out ? [in,out] (GPT-2 Conv1D) : [out,in] (nn.Linear). b may be NULL. */
 void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,

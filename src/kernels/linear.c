@@ -56,8 +56,11 @@ static void bias_add_slice(void *p, int i, int n) {
 void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,
                       int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
-    /* [in,out]: y = x @ W.  [out,in]: y = x @ W^T. */
-    brg_gemm(false, !w_in_out, n, out, in, 1.0f, x, in, w, w_in_out ? out : in, 0.0f, y, out);
+    /* [in,out]: y = x @ W.  [out,in]: y = x @ W^T. A W packed once (inference) gives the same bits. */
+    const int64_t ldw = w_in_out ? out : in;
+    const brg_packed_b *packed = brg_packed_weights_find(w, !w_in_out, in, out, ldw);
+    if (packed) brg_gemm_packed(false, n, out, in, 1.0f, x, in, packed, 0.0f, y, out);
+    else brg_gemm(false, !w_in_out, n, out, in, 1.0f, x, in, w, ldw, 0.0f, y, out);
     if (!b) return;
     rows_job job = {y, b, n, out};
     brg_team_split(bias_add_slice, &job, n * out);

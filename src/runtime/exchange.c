@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "packed_weights.h"
 #include "runtime_internal.h"
 
 /* What device 0 does with each tensor gathered (its own first, then each device's in order). */
@@ -73,6 +74,7 @@ static brg_status from_model_job(brg_device *dev, void *arg) {
     transport *t = dev->rt->transport;
     brg_status st = t->broadcast(t, dev->id, 0, tensors, m->n_params);
     free(tensors);
+    packed_weights_refresh(dev->packed); /* packed from the weights just overwritten */
     return st;
 }
 

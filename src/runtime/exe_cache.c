@@ -14,6 +14,7 @@
 #include "brigade/registry.h"
 #include "brigade/trace.h"
 #include "exe_cache_internal.h"
+#include "packed_weights.h"
 
 struct brg_cached_inference {
     brg_model *model;
@@ -85,7 +86,17 @@ static brg_status adopt_entry(brg_cached_inference *c, const brg_cached_inferenc
     }
     brg_inference_options o = rq->opts ? *rq->opts : (brg_inference_options){0};
     o.share_params = true;
-    return brg_inference_create_placed(c->model, rq->cfg, &o, &c->entry.placement, &c->inf);
+    BRG_TRY(brg_inference_create_placed(c->model, rq->cfg, &o, &c->entry.placement, &c->inf));
+    /* The devices read the entry's panels instead of packing their weights again. */
+    for (int i = 0; i < c->entry.n_packs; i++) {
+        const uint64_t *row = c->entry.pack + (size_t)i * EXE_PACK_FIELDS;
+        const packed_weight_record r = {(int)row[EXE_PACK_PARAM], (brg_gemm_pack_layout)row[EXE_PACK_LAYOUT],
+                                        row[EXE_PACK_TRANS_B] != 0, (int64_t)row[EXE_PACK_K], (int64_t)row[EXE_PACK_N],
+                                        (int64_t)row[EXE_PACK_LDB], (const char *)c->entry.map + row[EXE_PACK_OFFSET],
+                                        row[EXE_PACK_BYTES], row[EXE_PACK_DEVICES]};
+        packed_weights_adopt(inference_runtime(c->inf), &r);
+    }
+    return BRG_OK;
 }
 
 /* A valid entry's start; false (with the reason said) when there is none to use. */
@@ -106,8 +117,8 @@ static bool start_from_entry(brg_cached_inference *c, const brg_cached_inference
         return false;
     }
     if (t0) brg_trace_named("executable cache load", t0, -1);
-    fprintf(stderr, "brigade %s: executable cache hit: %s (weights, placement and per-device copies prepared "
-                    "already)\n", c->tool, c->path);
+    fprintf(stderr, "brigade %s: executable cache hit: %s (weights, placement, per-device copies and "
+                    "packed weights prepared already)\n", c->tool, c->path);
     return true;
 }
 
@@ -141,8 +152,13 @@ brg_status brg_cached_inference_open(const brg_cached_inference_request *rq, brg
     c->hit = c->enabled && start_from_entry(c, rq);
     brg_status st = BRG_OK;
     if (!c->hit) {
+        /* The model is this start's alone and never written: the devices compute on its weights
+         * (counted in each budget as their own) instead of copying them, as a cached start does;
+         * what they need besides is their packed weights. */
+        brg_inference_options o = rq->opts ? *rq->opts : (brg_inference_options){0};
+        o.share_params = true;
         st = brg_model_load(rq->model_ref, &c->model);
-        if (st == BRG_OK) st = brg_inference_create(c->model, rq->cfg, rq->opts, &c->inf);
+        if (st == BRG_OK) st = brg_inference_create(c->model, rq->cfg, &o, &c->inf);
         if (st == BRG_OK && c->unkeyed[0])
             warn(c, "cannot key the executable cache (%s): running uncached%s", c->unkeyed, "");
     }
@@ -160,7 +176,12 @@ bool brg_cached_inference_hit(const brg_cached_inference *c) { return c->hit; }
 
 void brg_cached_inference_store(brg_cached_inference *c) {
     if (!c->enabled || c->hit) return;
-    brg_status st = exe_entry_write(c->path, &c->key, c->model, brg_inference_placement(c->inf));
+    packed_weight_record *packs = NULL;
+    int n_packs = 0;
+    brg_status st = packed_weights_collect(inference_runtime(c->inf), &packs, &n_packs);
+    if (st == BRG_OK)
+        st = exe_entry_write(c->path, &c->key, c->model, brg_inference_placement(c->inf), packs, n_packs);
+    free(packs);
     if (st != BRG_OK) warn(c, "cannot write the executable cache entry (%s): this run stays uncached%s",
                            brg_last_error(), "");
     else fprintf(stderr, "brigade %s: executable cache entry written: %s\n", c->tool, c->path);

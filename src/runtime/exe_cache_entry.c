@@ -1,9 +1,13 @@
 /* An executable-cache entry on disk: a fixed header (magic, version, key, sizes, checksums),
- * a table (placement, each parameter's offset and element count) and the parameters' F32 bytes,
- * each 64-byte aligned, the first at a page boundary so the whole file maps as it lies. */
+ * a table (placement, each parameter's offset and element count, each packed weight's parameter,
+ * layout, shape, offset and bytes) and then the parameters' F32 bytes followed by the packed
+ * weights' panels, each 64-byte aligned, the first at a page boundary so the whole file maps as
+ * it lies. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <immintrin.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +17,11 @@
 
 #include "exe_cache_internal.h"
 #include "io/atomic_file.h"
+#include "kernels/kernels.h"
+#include "packed_weights.h"
 
 #define ENTRY_MAGIC "BRGEXEC\0"
-#define ENTRY_VERSION 1u
+#define ENTRY_VERSION 2u /* 2: packed weights */
 #define PAGE 4096u
 #define ALIGN 64u
 
@@ -25,10 +31,12 @@ typedef struct entry_header {
     uint32_t header_bytes;
     uint64_t key[EXE_KEY_PARTS];
     uint64_t total_bytes;   /* the file's size */
-    uint64_t checksum;      /* of bytes [header_bytes, total_bytes) */
+    uint64_t checksum;      /* of bytes [header_bytes, total_bytes): see chunked_sum */
     int32_t n_devices, n_blocks, n_layers, n_params;
+    int32_t n_packs, reserved;
     uint64_t table_offset;  /* int32 block_device[n_blocks], int32 layer_device[n_layers], then
-                             * uint64 {offset, numel}[n_params] at the next 8-byte boundary */
+                             * uint64 {offset, numel}[n_params] at the next 8-byte boundary, then
+                             * uint64 [n_packs][EXE_PACK_FIELDS] */
     uint64_t payload_offset;
     uint64_t header_checksum; /* of the header with this field 0 */
 } entry_header;
@@ -44,15 +52,192 @@ static uint64_t param_table_at(const entry_header *h) {
     return round_up(h->table_offset + 4 * (uint64_t)(h->n_blocks + h->n_layers), 8);
 }
 
+static uint64_t pack_table_at(const entry_header *h) { return param_table_at(h) + 16 * (uint64_t)h->n_params; }
+
+static uint64_t table_end(const entry_header *h) {
+    return pack_table_at(h) + 8 * EXE_PACK_FIELDS * (uint64_t)h->n_packs;
+}
+
+/* ---- the checksum ----
+ * The bytes after the header in chunks of CHUNK, each summed on its own (seeded by its index),
+ * and the chunk sums hashed in order: a start checks a GPT-2 small entry (1 GB with its packed
+ * weights) on several threads. A chunk's sum is built for speed (a start reads every byte of the
+ * entry): per 64-byte stripe s, each of 8 64-bit lanes d[i] adds lo32(x) * hi32(x) + d[i ^ 1]
+ * to its accumulator, x = d[i] ^ (key[i] + s * PRIME), a 32 x 32 -> 64 bit multiply that vector
+ * units do 8 at a time; the stripe index in the key makes the order count; a short last stripe
+ * is zero-padded, the byte count goes into the finish. It detects damage, not tampering. */
+#define CHUNK ((uint64_t)32 << 20)
+#define SUM_SEED 0x454e5452u
+#define MAX_SUM_THREADS 4
+#define STRIPE 64
+#define SUM_PRIME 0x9E3779B97F4A7C15ull
+
+typedef struct stripe_sum {
+    uint64_t acc[8];
+    uint64_t stripes, bytes;
+} stripe_sum;
+
+static const uint64_t stripe_keys[8] = {0xb8fe6c3923a44bbeull, 0x7c01812cf721ad1cull, 0xded46de9839097dbull,
+                                        0x7240a4a4b7b3671full, 0xcb79e64eccc0e578ull, 0x825ad07dccff7149ull,
+                                        0xf8bdd0eb9d6a0e47ull, 0x3fb4a4297f4a9ad2ull};
+
+/* Whole stripes only. */
+static void stripes_plain(stripe_sum *restrict st, const char *restrict p, uint64_t n) {
+    for (uint64_t s = 0; s < n; s++) {
+        uint64_t d[8];
+        memcpy(d, p + s * STRIPE, STRIPE);
+        const uint64_t k = (st->stripes + s) * SUM_PRIME;
+        for (int i = 0; i < 8; i++) {
+            const uint64_t x = d[i] ^ (stripe_keys[i] + k);
+            st->acc[i] += (x & 0xffffffffu) * (x >> 32) + d[i ^ 1];
+        }
+    }
+    st->stripes += n;
+}
+
+/* The same arithmetic, four lanes a vector: the same sums. */
+__attribute__((target("avx2"))) static void stripes_avx2(stripe_sum *restrict st, const char *restrict p,
+                                                         uint64_t n) {
+    __m256i a0 = _mm256_loadu_si256((const __m256i *)st->acc);
+    __m256i a1 = _mm256_loadu_si256((const __m256i *)(st->acc + 4));
+    const __m256i k0 = _mm256_loadu_si256((const __m256i *)stripe_keys);
+    const __m256i k1 = _mm256_loadu_si256((const __m256i *)(stripe_keys + 4));
+    for (uint64_t s = 0; s < n; s++) {
+        const __m256i k = _mm256_set1_epi64x((long long)((st->stripes + s) * SUM_PRIME));
+        const __m256i d0 = _mm256_loadu_si256((const __m256i *)(p + s * STRIPE));
+        const __m256i d1 = _mm256_loadu_si256((const __m256i *)(p + s * STRIPE + 32));
+        const __m256i x0 = _mm256_xor_si256(d0, _mm256_add_epi64(k0, k));
+        const __m256i x1 = _mm256_xor_si256(d1, _mm256_add_epi64(k1, k));
+        /* lo32(x) * hi32(x), plus the neighbouring lane (i ^ 1: pairs swapped) */
+        a0 = _mm256_add_epi64(a0, _mm256_add_epi64(_mm256_mul_epu32(x0, _mm256_srli_epi64(x0, 32)),
+                                                   _mm256_permute4x64_epi64(d0, 0xB1)));
+        a1 = _mm256_add_epi64(a1, _mm256_add_epi64(_mm256_mul_epu32(x1, _mm256_srli_epi64(x1, 32)),
+                                                   _mm256_permute4x64_epi64(d1, 0xB1)));
+    }
+    _mm256_storeu_si256((__m256i *)st->acc, a0);
+    _mm256_storeu_si256((__m256i *)(st->acc + 4), a1);
+    st->stripes += n;
+}
+
+static void stripe_add(stripe_sum *st, const void *data, uint64_t n) {
+    const char *p = data;
+    const uint64_t whole = n / STRIPE;
+    if (__builtin_cpu_supports("avx2")) stripes_avx2(st, p, whole);
+    else stripes_plain(st, p, whole);
+    st->bytes += n;
+    if (n % STRIPE) { /* only a last piece ends mid-stripe */
+        unsigned char last[STRIPE] = {0};
+        memcpy(last, p + whole * STRIPE, n % STRIPE);
+        stripes_plain(st, (const char *)last, 1);
+    }
+}
+
+static uint64_t stripe_end(const stripe_sum *st, uint64_t seed) {
+    return exe_hash_of(st, sizeof *st, seed);
+}
+
+typedef struct chunked_sum {
+    stripe_sum cur;
+    uint64_t in_chunk, n, cap;
+    uint64_t *hashes;
+    bool oom;
+} chunked_sum;
+
+static void sum_init(chunked_sum *c) { memset(c, 0, sizeof *c); }
+
+static void sum_close_chunk(chunked_sum *c) {
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        uint64_t *grown = realloc(c->hashes, c->cap * sizeof *grown);
+        if (!grown) {
+            c->oom = true;
+            return;
+        }
+        c->hashes = grown;
+    }
+    c->hashes[c->n] = stripe_end(&c->cur, SUM_SEED + c->n);
+    c->n++;
+    c->in_chunk = 0;
+    memset(&c->cur, 0, sizeof c->cur);
+}
+
+/* Pieces in file order, each a multiple of 64 bytes but the last (so stripes never straddle
+ * pieces; the chunk edges are multiples of 64 too). */
+static void sum_add(chunked_sum *c, const void *data, uint64_t n) {
+    const char *p = data;
+    while (n > 0 && !c->oom) {
+        const uint64_t take = n < CHUNK - c->in_chunk ? n : CHUNK - c->in_chunk;
+        stripe_add(&c->cur, p, take);
+        c->in_chunk += take, p += take, n -= take;
+        if (c->in_chunk == CHUNK) sum_close_chunk(c);
+    }
+}
+
+/* The checksum; 0 with *ok false when out of memory. */
+static uint64_t sum_end(chunked_sum *c, bool *ok) {
+    if (c->in_chunk > 0 || c->n == 0) sum_close_chunk(c);
+    *ok = !c->oom;
+    const uint64_t sum = c->oom ? 0 : exe_hash_of(c->hashes, c->n * sizeof *c->hashes, SUM_SEED);
+    free(c->hashes);
+    return sum;
+}
+
+typedef struct sum_job {
+    const char *bytes;
+    uint64_t len, n_chunks;
+    uint64_t *hashes;
+    int stride, first;
+} sum_job;
+
+static void *sum_chunks(void *arg) {
+    const sum_job *j = arg;
+    for (uint64_t i = (uint64_t)j->first; i < j->n_chunks; i += (uint64_t)j->stride) {
+        const uint64_t at = i * CHUNK, n = j->len - at < CHUNK ? j->len - at : CHUNK;
+        stripe_sum st = {{0}, 0, 0};
+        stripe_add(&st, j->bytes + at, n);
+        j->hashes[i] = stripe_end(&st, SUM_SEED + i);
+    }
+    return NULL;
+}
+
+/* chunked_sum of bytes[0, len) in one call, its chunks spread over the cores; *ok false when out
+ * of memory. */
+static uint64_t sum_of(const char *bytes, uint64_t len, bool *ok) {
+    const uint64_t n = len ? (len + CHUNK - 1) / CHUNK : 1;
+    uint64_t *hashes = malloc(n * sizeof *hashes);
+    *ok = hashes != NULL;
+    if (!hashes) return 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cores < 1 ? 1 : cores > MAX_SUM_THREADS ? MAX_SUM_THREADS : (int)cores;
+    if ((uint64_t)threads > n) threads = (int)n;
+    sum_job jobs[MAX_SUM_THREADS];
+    pthread_t tid[MAX_SUM_THREADS];
+    bool started[MAX_SUM_THREADS] = {false};
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (sum_job){bytes, len, n, hashes, threads, t};
+        if (t > 0) started[t] = pthread_create(&tid[t], NULL, sum_chunks, &jobs[t]) == 0;
+    }
+    sum_chunks(&jobs[0]);
+    for (int t = 1; t < threads; t++) {
+        if (started[t]) pthread_join(tid[t], NULL);
+        else sum_chunks(&jobs[t]); /* no thread: this one does its share */
+    }
+    const uint64_t sum = exe_hash_of(hashes, n * sizeof *hashes, SUM_SEED);
+    free(hashes);
+    return sum;
+}
+
 /* ---- writing ---- */
 
 typedef struct layout {
     entry_header h;
     unsigned char *table; /* [payload_offset - table_offset] */
     uint64_t (*param)[2];
+    uint64_t (*pack)[EXE_PACK_FIELDS];
 } layout;
 
-static brg_status plan_layout(const exe_key *key, const brg_model *m, const brg_placement *pl, layout *lo) {
+static brg_status plan_layout(const exe_key *key, const brg_model *m, const brg_placement *pl,
+                              const packed_weight_record *packs, int n_packs, layout *lo) {
     entry_header *h = &lo->h;
     memset(lo, 0, sizeof *lo);
     memcpy(h->magic, ENTRY_MAGIC, 8);
@@ -63,15 +248,17 @@ static brg_status plan_layout(const exe_key *key, const brg_model *m, const brg_
     h->n_blocks = pl->n_blocks;
     h->n_layers = pl->n_layers;
     h->n_params = m->n_params;
+    h->n_packs = n_packs;
     h->table_offset = h->header_bytes;
     const uint64_t params_at = param_table_at(h);
-    h->payload_offset = round_up(params_at + 16 * (uint64_t)m->n_params, PAGE);
+    h->payload_offset = round_up(table_end(h), PAGE);
     lo->table = calloc(1, h->payload_offset - h->table_offset);
     if (!lo->table) return brg_error(BRG_ERR_OOM, "cannot lay out the executable cache entry");
     int32_t *ints = (int32_t *)lo->table;
     for (int b = 0; b < pl->n_blocks; b++) ints[b] = pl->block_device[b];
     for (int l = 0; l < pl->n_layers; l++) ints[pl->n_blocks + l] = pl->layer_device[l];
     lo->param = (uint64_t(*)[2])(lo->table + (params_at - h->table_offset));
+    lo->pack = (uint64_t(*)[EXE_PACK_FIELDS])(lo->table + (pack_table_at(h) - h->table_offset));
     uint64_t at = h->payload_offset;
     for (int p = 0; p < m->n_params; p++) {
         const uint64_t numel = (uint64_t)brg_tensor_numel(m->params[p].tensor);
@@ -79,37 +266,59 @@ static brg_status plan_layout(const exe_key *key, const brg_model *m, const brg_
         lo->param[p][1] = numel;
         at += round_up(numel * sizeof(float), ALIGN);
     }
+    for (int i = 0; i < n_packs; i++) {
+        const packed_weight_record *r = &packs[i];
+        const uint64_t row[EXE_PACK_FIELDS] = {(uint64_t)r->param, (uint64_t)r->layout, r->trans_b, (uint64_t)r->K,
+                                               (uint64_t)r->N, (uint64_t)r->ldb, at, r->bytes, r->devices};
+        memcpy(lo->pack[i], row, sizeof row);
+        at += round_up(r->bytes, ALIGN);
+    }
     h->total_bytes = at;
     return BRG_OK;
 }
 
-/* The payload as written: each parameter, then zeros up to the next 64-byte boundary. */
-static brg_status each_piece(const brg_model *m, brg_status (*fn)(void *ctx, const void *p, size_t n), void *ctx) {
-    for (int p = 0; p < m->n_params; p++) {
-        const size_t n = (size_t)brg_tensor_numel(m->params[p].tensor) * sizeof(float);
-        BRG_TRY(fn(ctx, m->params[p].tensor->data, n - n % ALIGN));
-        unsigned char tail[ALIGN] = {0};
-        memcpy(tail, (const char *)m->params[p].tensor->data + (n - n % ALIGN), n % ALIGN);
-        if (n % ALIGN) BRG_TRY(fn(ctx, tail, ALIGN));
-    }
+typedef brg_status (*piece_fn)(void *ctx, const void *p, size_t n);
+
+/* n bytes, then zeros up to the next 64-byte boundary. */
+static brg_status aligned_piece(piece_fn fn, void *ctx, const void *data, size_t n) {
+    BRG_TRY(fn(ctx, data, n - n % ALIGN));
+    unsigned char tail[ALIGN] = {0};
+    memcpy(tail, (const char *)data + (n - n % ALIGN), n % ALIGN);
+    if (n % ALIGN) BRG_TRY(fn(ctx, tail, ALIGN));
+    return BRG_OK;
+}
+
+/* The payload as written: each parameter, then each packed weight's panels. */
+static brg_status each_piece(const brg_model *m, const packed_weight_record *packs, int n_packs, piece_fn fn,
+                             void *ctx) {
+    for (int p = 0; p < m->n_params; p++)
+        BRG_TRY(aligned_piece(fn, ctx, m->params[p].tensor->data,
+                              (size_t)brg_tensor_numel(m->params[p].tensor) * sizeof(float)));
+    for (int i = 0; i < n_packs; i++) BRG_TRY(aligned_piece(fn, ctx, packs[i].panels, (size_t)packs[i].bytes));
     return BRG_OK;
 }
 
 static brg_status hash_piece(void *ctx, const void *p, size_t n) {
-    exe_hash_add(ctx, p, n);
+    sum_add(ctx, p, n);
     return BRG_OK;
 }
 
 static brg_status write_piece(void *ctx, const void *p, size_t n) { return brg_atomic_file_write(ctx, p, n); }
 
-brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model *m, const brg_placement *pl) {
+brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model *m, const brg_placement *pl,
+                           const packed_weight_record *packs, int n_packs) {
     layout lo;
-    BRG_TRY(plan_layout(key, m, pl, &lo));
-    exe_hash h;
-    exe_hash_init(&h, 0x454e5452);
-    exe_hash_add(&h, lo.table, lo.h.payload_offset - lo.h.table_offset);
-    (void)each_piece(m, hash_piece, &h); /* hashing cannot fail */
-    lo.h.checksum = exe_hash_end(&h);
+    BRG_TRY(plan_layout(key, m, pl, packs, n_packs, &lo));
+    chunked_sum sum;
+    sum_init(&sum);
+    sum_add(&sum, lo.table, lo.h.payload_offset - lo.h.table_offset);
+    (void)each_piece(m, packs, n_packs, hash_piece, &sum); /* hashing cannot fail */
+    bool ok;
+    lo.h.checksum = sum_end(&sum, &ok);
+    if (!ok) {
+        free(lo.table);
+        return brg_error(BRG_ERR_OOM, "cannot checksum the executable cache entry");
+    }
     lo.h.header_checksum = header_sum(lo.h);
     unsigned char head[PAGE] = {0};
     memcpy(head, &lo.h, sizeof lo.h);
@@ -117,7 +326,7 @@ brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model
     brg_status st = brg_atomic_file_open(path, &f);
     if (st == BRG_OK) st = brg_atomic_file_write(&f, head, lo.h.header_bytes);
     if (st == BRG_OK) st = brg_atomic_file_write(&f, lo.table, lo.h.payload_offset - lo.h.table_offset);
-    if (st == BRG_OK) st = each_piece(m, write_piece, &f);
+    if (st == BRG_OK) st = each_piece(m, packs, n_packs, write_piece, &f);
     if (st == BRG_OK) st = brg_atomic_file_commit(&f);
     free(lo.table);
     return st;
@@ -134,10 +343,10 @@ static exe_load_result invalid(exe_entry *e, char *why, size_t len, const char *
 /* The table's numbers stay inside the file and agree with each other. */
 static bool table_sane(const entry_header *h) {
     if (h->n_blocks < 1 || h->n_layers < 0 || h->n_params < 1 || h->n_devices < 1 || h->n_blocks > (1 << 20) ||
-        h->n_layers > (1 << 20) || h->n_params > (1 << 24) || h->table_offset != h->header_bytes)
+        h->n_layers > (1 << 20) || h->n_params > (1 << 24) || h->n_packs < 0 || h->n_packs > (1 << 24) ||
+        h->table_offset != h->header_bytes)
         return false;
-    return h->payload_offset == round_up(param_table_at(h) + 16 * (uint64_t)h->n_params, PAGE) &&
-           h->payload_offset <= h->total_bytes;
+    return h->payload_offset == round_up(table_end(h), PAGE) && h->payload_offset <= h->total_bytes;
 }
 
 static bool params_sane(const exe_entry *e, const entry_header *h) {
@@ -149,6 +358,22 @@ static bool params_sane(const exe_entry *e, const entry_header *h) {
         if (e->param[2 * p] != at || e->param[2 * p + 1] > (h->total_bytes - at) / sizeof(float)) return false;
         at += round_up(e->param[2 * p + 1] * sizeof(float), ALIGN);
     }
+    for (int i = 0; i < h->n_packs; i++) {
+        const uint64_t *r = e->pack + (size_t)i * EXE_PACK_FIELDS;
+        const uint64_t layout = r[EXE_PACK_LAYOUT], K = r[EXE_PACK_K], N = r[EXE_PACK_N];
+        const bool kinds = layout > BRG_GEMM_PACK_NONE && layout <= BRG_GEMM_PACK_AVX2 && r[EXE_PACK_TRANS_B] <= 1;
+        const bool sizes = K >= 1 && N >= 1 && K <= (1u << 30) && N <= (1u << 30) && r[EXE_PACK_LDB] <= (1u << 30);
+        /* Its panels are where the table says, as long as the layout makes them, and its op(B)
+         * lies inside the parameter it was packed from. */
+        if (r[EXE_PACK_PARAM] >= (uint64_t)h->n_params || !kinds || !sizes || r[EXE_PACK_OFFSET] != at ||
+            r[EXE_PACK_BYTES] != brg_gemm_pack_bytes((brg_gemm_pack_layout)layout, (int64_t)K, (int64_t)N))
+            return false;
+        const uint64_t rows = r[EXE_PACK_TRANS_B] ? N : K, cols = r[EXE_PACK_TRANS_B] ? K : N;
+        if (r[EXE_PACK_LDB] < cols || (rows - 1) * r[EXE_PACK_LDB] + cols > e->param[2 * r[EXE_PACK_PARAM] + 1] ||
+            r[EXE_PACK_BYTES] > h->total_bytes - at)
+            return false;
+        at += round_up(r[EXE_PACK_BYTES], ALIGN);
+    }
     return at == h->total_bytes;
 }
 
@@ -157,6 +382,7 @@ static void fill(exe_entry *e, const entry_header *h) {
     e->placement = (brg_placement){BRG_IPU_MODE_INFERENCE, h->n_devices, h->n_blocks, ints, h->n_layers,
                                    ints + h->n_blocks};
     e->n_params = h->n_params;
+    e->n_packs = h->n_packs;
 }
 
 exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *e, char *why, size_t len) {
@@ -198,11 +424,12 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
     if (h.total_bytes != e->bytes)
         return invalid(e, why, len, "%s", h.total_bytes > e->bytes ? "truncated" : "corrupt (longer than it says)");
     if (!table_sane(&h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
-    exe_hash sum;
-    exe_hash_init(&sum, 0x454e5452);
-    exe_hash_add(&sum, (const char *)e->map + h.header_bytes, e->bytes - h.header_bytes);
-    if (exe_hash_end(&sum) != h.checksum) return invalid(e, why, len, "%s", "corrupt (checksum mismatch)");
+    bool summed;
+    const uint64_t sum = sum_of((const char *)e->map + h.header_bytes, e->bytes - h.header_bytes, &summed);
+    if (!summed) return invalid(e, why, len, "%s", "unreadable (no memory to check it)");
+    if (sum != h.checksum) return invalid(e, why, len, "%s", "corrupt (checksum mismatch)");
     e->param = (const uint64_t *)((const char *)e->map + param_table_at(&h));
+    e->pack = (const uint64_t *)((const char *)e->map + pack_table_at(&h));
     if (!params_sane(e, &h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
     fill(e, &h);
     return EXE_LOAD_HIT;

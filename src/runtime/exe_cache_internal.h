@@ -50,7 +50,16 @@ typedef struct exe_entry {
     brg_placement placement; /* points into the mapping: not freed */
     int n_params;
     const uint64_t *param; /* [n_params][2]: offset in the file, element count */
+    int n_packs;
+    const uint64_t *pack; /* [n_packs][EXE_PACK_FIELDS] (enum exe_pack_field) */
 } exe_entry;
+
+/* A packed weight's row in the entry's table (packed_weights.h: the panels of one parameter
+ * as op(B) in one layout); the panels lie after the parameters, each 64-byte aligned. */
+enum exe_pack_field {
+    EXE_PACK_PARAM, EXE_PACK_LAYOUT, EXE_PACK_TRANS_B, EXE_PACK_K, EXE_PACK_N, EXE_PACK_LDB, EXE_PACK_OFFSET,
+    EXE_PACK_BYTES, EXE_PACK_DEVICES, EXE_PACK_FIELDS
+};
 
 typedef enum exe_load_result { EXE_LOAD_HIT, EXE_LOAD_ABSENT, EXE_LOAD_INVALID } exe_load_result;
 
@@ -58,7 +67,9 @@ typedef enum exe_load_result { EXE_LOAD_HIT, EXE_LOAD_ABSENT, EXE_LOAD_INVALID }
  * changed", ...) for any entry that must not be used. */
 exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *out, char *why, size_t why_len);
 void exe_entry_unmap(exe_entry *e);
-/* Writes the model's F32 parameters and the placement as an entry, atomically. */
-brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model *m, const brg_placement *pl);
+/* Writes the model's F32 parameters, the placement and the packed weights as an entry, atomically. */
+struct packed_weight_record;
+brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model *m, const brg_placement *pl,
+                           const struct packed_weight_record *packs, int n_packs);
 
 #endif

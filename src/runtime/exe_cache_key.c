@@ -177,6 +177,7 @@ static void hash_cpu(exe_hash *h) {
     add_str(h, brg_isa_name(brg_isa_detected()));
     add_str(h, brg_isa_name(brg_simd_isa()));
     add_str(h, brg_gemm_backend());
+    add_str(h, brg_gemm_pack_layout_name(brg_gemm_pack_layout_now())); /* the stored panels' layout */
 }
 
 brg_status exe_key_compute(const brg_cached_inference_request *rq, const char *dir, exe_key *out) {

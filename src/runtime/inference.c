@@ -7,6 +7,7 @@
 
 #include "brigade/pipeline.h"
 #include "brigade/registry.h"
+#include "packed_weights.h"
 
 /* The counts the runtime takes as int: an IPUConfig holds them as int64. */
 static brg_status as_int(brg_ipu_mode mode, const char *attr, int64_t v, int *out) {
@@ -122,6 +123,7 @@ void brg_inference_destroy(brg_inference *inf) {
 }
 
 const brg_placement *brg_inference_placement(const brg_inference *inf) { return &inf->placement; }
+brg_runtime *inference_runtime(const brg_inference *inf) { return inf->rt; }
 
 int64_t brg_inference_batch_multiple(const brg_inference *inf) {
     return (int64_t)inf->opts.replicas * inf->opts.micro_batches;

@@ -8,6 +8,7 @@
 #include "brigade/precision.h"
 #include "brigade/trace.h"
 #include "kernels/kernels.h"
+#include "packed_weights.h"
 #include "ranks_internal.h"
 #include "runtime_internal.h"
 
@@ -136,6 +137,7 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     int blocks = dev->last_block - dev->first_block + 1;
     for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
     BRG_TRY(make_view(dev, rt->model));
+    if (!o->training) BRG_TRY(packed_weights_create(&dev->view, dev->holds, dev->arena, &dev->packed));
     dev->persistent_peak = brg_arena_used(dev->arena) + brg_arena_borrowed(dev->arena);
     return BRG_OK;
 }
@@ -165,6 +167,7 @@ static void *device_main(void *p) {
     brg_trace_set_device(dev->id, dev->replica, dev->stage); /* its events go on its track */
     brg_scratch_bind(dev->arena); /* kernel scratch counts against the device's budget */
     brg_gemm_team_bind(dev->team);
+    packed_weights_bind(dev->packed);
     brg_compute_dtype_set(rt->opts.compute_dtype);
     for (;;) {
         pthread_mutex_lock(&rt->lock);
@@ -288,6 +291,7 @@ static void free_device(brg_device *d) {
     free(d->slot_busy);
     free(d->view.params);
     free(d->holds);
+    packed_weights_destroy(d->packed);
     brg_arena_destroy(d->arena);
 }
 

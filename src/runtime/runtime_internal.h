@@ -40,6 +40,7 @@ struct brg_device {
     pthread_t thread;
     bool thread_started;
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
+    struct packed_weights *packed; /* forward-only: weights packed once (packed_weights.h), or NULL */
     double busy_seconds;
     size_t activation_peak;
     size_t remote_peak;    /* another rank's device: its arena's peak, as that rank last shared it */
