@@ -13,28 +13,12 @@ brigade=$1
 here=$(dirname "$0")
 source "$here/shell_util.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "skipped: no mpirun (scripts/deps.sh installs Open MPI)"
+source "$here/mpi_util.sh"
+if why=$(mpi_missing); then
+  echo "skipped: $why"
   exit 77
 fi
-if [[ $("$brigade" --version) == *"mpi: none"* ]]; then
-  echo "skipped: $brigade was built without MPI (pkg-config finds no ompi-c)"
-  exit 77
-fi
-# Root needs Open MPI's consent; more ranks than cores need --oversubscribe; the ranks run
-# several threads each (--bind-to none), and shared memory without cross-memory attach, which
-# containers often forbid.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-# In the sanitizer build, LeakSanitizer would report what Open MPI itself keeps at exit (from its
-# dlopen'ed components, which no suppression can name); brigade's own leaks are the one-process
-# tests' to find. UBSan and ASan's other checks stay on.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-mpi() {
-  local np=$1
-  shift
-  timeout 120 mpirun --oversubscribe --bind-to none -np "$np" "$brigade" "$@"
-}
+mpi_env
 
 # ---- three tiny models and their data ----
 "$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --seed 2 \

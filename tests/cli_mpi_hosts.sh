@@ -22,8 +22,8 @@ skip() {
 }
 ((EUID == 0)) || skip "network namespaces need root (ip netns add)"
 command -v ip >/dev/null 2>&1 || skip "no ip (scripts/deps.sh installs iproute2)"
-command -v mpirun >/dev/null 2>&1 || skip "no mpirun (scripts/deps.sh installs Open MPI)"
-[[ $("$brigade" --version) == *"mpi: none"* ]] && skip "$brigade was built without MPI (pkg-config finds no ompi-c)"
+source "$here/mpi_util.sh"
+why=$(mpi_missing) && skip "$why"
 
 # ---- the hosts ----
 prefix="brigade-host-"
@@ -99,8 +99,7 @@ EOF
 chmod +x "$tmp/agent" "$tmp/rank"
 printf '%s slots=2\n' "${addrs[@]}" >"$tmp/hostfile"
 
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # Open MPI's own, as in cli_mpi.sh
+mpi_env # (the hosts talk over TCP only: --mca btl tcp,self below)
 # Ranks by node: rank r on host r % 2. In the background, so that a signal reaches the trap at once.
 hosts_mpi() { # NP ARGS...
   local np=$1

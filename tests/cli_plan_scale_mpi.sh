@@ -19,17 +19,12 @@ goal=false
 here=$(dirname "$0")
 source "$here/shell_util.sh"
 
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "skipped: no mpirun (scripts/deps.sh installs Open MPI)"
+source "$here/mpi_util.sh"
+if why=$(mpi_missing); then
+  echo "skipped: $why"
   exit 77
 fi
-if [[ $("$brigade" --version) == *"mpi: none"* ]]; then
-  echo "skipped: $brigade was built without MPI (pkg-config finds no ompi-c)"
-  exit 77
-fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # Open MPI's own, as in cli_mpi.sh
+mpi_env
 
 "$brigade" init --arch gpt2 --layers 2 --hidden 64 --heads 2 --vocab 256 --positions 32 --seed 2 \
   --output "$tmp/gpt2" >/dev/null || bad "init gpt2"

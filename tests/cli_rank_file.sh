@@ -64,19 +64,13 @@ printf '# 2 replicas x 2 stages\n\nrank 1: 3 1   # the stage 1s\nrank 0: 2 0\n' 
 cmp -s "$tmp/threads/model.safetensors" "$tmp/one/model.safetensors" && ok || bad "one process: a rank file changed the weights"
 
 # ---- under mpirun ----
-if ! command -v mpirun >/dev/null 2>&1 || [[ $("$brigade" --version) == *"mpi: none"* ]]; then
-  echo "skipped the mpirun part: no mpirun, or $brigade was built without MPI (scripts/deps.sh installs Open MPI)"
+source "$here/mpi_util.sh"
+if why=$(mpi_missing); then
+  echo "skipped the mpirun part: $why"
   finish
   exit
 fi
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # Open MPI's own, as in cli_mpi.sh
-mpi() {
-  local np=$1
-  shift
-  timeout 120 mpirun --oversubscribe --bind-to none -np "$np" "$brigade" "$@"
-}
+mpi_env
 
 same_training() { # NAME OUT: the weights and the last checkpoint's state are the threads run's
   local f

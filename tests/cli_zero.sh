@@ -11,17 +11,10 @@ brigade=$1
 here=$(dirname "$0")
 source "$here/shell_util.sh"
 
+source "$here/mpi_util.sh"
 have_mpi=1
-command -v mpirun >/dev/null 2>&1 || have_mpi=0
-[[ $("$brigade" --version) == *"mpi: none"* ]] && have_mpi=0
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" # Open MPI's own allocations (cli_mpi.sh)
-mpi() {
-  local np=$1
-  shift
-  timeout 120 mpirun --oversubscribe --bind-to none -np "$np" "$brigade" "$@"
-}
+mpi_missing >/dev/null && have_mpi=0
+mpi_env
 
 "$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 16 --seed 2 \
   --output "$tmp/gpt2" >/dev/null || bad "init gpt2"
