@@ -1575,9 +1575,11 @@ static void gemm_half_kernel(opcase *c) {
 /* ---- the decode step's small-row linear: row by row the same bits as all rows at once ---- */
 static const shape linear_rows_shapes[] = {
     {{1, 1, 1}, 0}, {{1, 17, 33}, 0}, {{3, 33, 7}, V0}, {{4, 7, 65}, V1}, {{2, 65, 17}, V0 | V1},
-    {{5, 130, 70}, 0}, {{2, 17, 9}, S_SPECIAL},
+    {{5, 130, 70}, 0}, {{5, 17, 9}, S_SPECIAL},
     /* past one 256-column tile, and big enough for a team to split the columns */
     {{8, 40, 600}, V0}, {{8, 40, 600}, 0}, {{8, 700, 600}, V0 | S_BIG}, {{3, 700, 600}, S_BIG},
+    /* more rows than one register block of the AVX-512 bodies */
+    {{11, 33, 50}, V0}, {{11, 33, 50}, 0},
 };
 
 static void linear_rows_layout(opcase *c) {
@@ -1915,7 +1917,8 @@ static const entry entries[] = {
      .layout = half_layout, .kernel = half_kernel, .no_nan_out = true /* 16-bit outputs: checked element-wise */},
     {.name = "gemm_half", .axes = AX_GEMM | AX_TEAM, .tol = 3e-6, .shapes = SHAPES(gemm_half_shapes),
      .variants = "V0 trans_a, V1 trans_b, V2|V3 operand types", .layout = gemm_half_layout, .kernel = gemm_half_kernel},
-    {.name = "linear_rows", .axes = AX_TEAM, .tol = 0, .shapes = SHAPES(linear_rows_shapes), .variants = "V0 w [in,out], V1 no bias",
+    {.name = "linear_rows", .axes = AX_SIMD | AX_TEAM, .exact = EX_SIMD | EX_SCALAR, .tol = 0,
+     .shapes = SHAPES(linear_rows_shapes), .variants = "V0 w [in,out], V1 no bias",
      .layout = linear_rows_layout, .kernel = linear_rows_kernel},
     {.name = "sgd", .axes = AX_TEAM, .tol = 0, .shapes = SHAPES(optim_shapes),
      .variants = "V0 momentum, V1 nesterov, V2 weight decay, V3 dampening", .layout = optim_layout,

@@ -3,7 +3,9 @@
 #include <string.h>
 
 #include "brigade/status.h"
+#include "kernels/gemv_avx512.h"
 #include "kernels/kernels.h"
+#include "kernels/simd.h"
 
 /* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
  * 8 decode rows is compute-bound on SSE2). The file is built without floating-point contraction
@@ -25,6 +27,10 @@
  * bytes of y through the cache than W holds. Each element still adds its k terms in order, so
  * the tile changes no bit. */
 #define TILE 512
+
+/* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
+ * arithmetic, bounds the product, and the portable loops' fewer memory streams read it faster. */
+#define BLOCK_ROWS 4
 
 /* Inlined, so each clone of its caller vectorises it for that CPU. */
 static inline __attribute__((always_inline)) float dot(const float *a, const float *b, int64_t n) {
@@ -74,8 +80,13 @@ ROW_LOOP static void in_out_tile(float *restrict y, int64_t ldy, const float *re
     }
 }
 
-/* Columns [c0, c1) with W [in, out], a tile at a time. */
+/* Columns [c0, c1) with W [in, out], a tile at a time (or the AVX-512 body's register blocks,
+ * which give the same bits). */
 static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
+    if (brg_simd_avx512() && j->m >= BLOCK_ROWS) {
+        brg_gemv_in_out_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
+        return;
+    }
     for (int64_t t0 = c0; t0 < c1; t0 += TILE) {
         const int64_t n = c1 - t0 < TILE ? c1 - t0 : TILE;
         in_out_tile(j->y + t0, j->out, j->x, j->in, j->w + t0, j->out, j->b ? j->b + t0 : NULL, j->m, n);
@@ -97,6 +108,8 @@ static void columns_slice(void *ctx, int i, int n) {
     brg_team_slice(j->out, TILE, i, n, &first, &last);
     if (first >= last) return;
     if (j->w_in_out) in_out_columns(j, first, last);
+    else if (brg_simd_avx512() && j->m >= BLOCK_ROWS)
+        brg_gemv_out_in_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
     else out_in_columns(j, first, last);
 }
 

@@ -3,7 +3,8 @@
  * Every weight row is read once for all m rows and nothing is packed, which is what a GEMM
  * would spend most of its time on for so few rows. Each output element is computed the same
  * way whatever m is (row by row), so a sequence's results do not depend on what else is in the
- * batch. Plain C the compiler vectorises: the same results on every CPU. */
+ * batch. Plain C the compiler vectorises, and on AVX-512 register blocks over up to 8 rows
+ * (gemv_avx512.h): the same results on every CPU. */
 #ifndef BRIGADE_KERNELS_GEMV_H
 #define BRIGADE_KERNELS_GEMV_H
 

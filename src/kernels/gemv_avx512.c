@@ -1,0 +1,189 @@
+#include "kernels/gemv_avx512.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include "kernels/simd.h"
+
+/* Rows of one register block: 8 rows x 3 vectors of partial sums use 24 of the 32 registers. */
+enum { ROWS = 8, IO_VECS = 3, OI_COLS = 3 };
+
+/* Weight rows per pass over the columns (W [in, out]): the pass reads these rows side by side,
+ * each from c0 to c1 in order, so the memory streams are long and contiguous; the partial sums go
+ * back to y between passes (they are exact floats, so nothing changes). Each row is also
+ * prefetched W_AHEAD floats ahead of its loads: 16 streams are more than the hardware prefetcher
+ * follows on its own. */
+enum { K_PASS = 16, W_AHEAD = 384 };
+
+static inline __mmask16 first_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
+
+/* R rows x NV vectors of columns, weight rows [k0, k1); the last vector holds the lanes of
+ * `last`. The sums start from y (k0 > 0), else from b or +0, and each adds x * w one k at a
+ * time, as gemv.c's loop does. */
+BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t ldx, const float *w, int64_t ldw,
+                                const float *b, int64_t k0, int64_t k1, const int R, const int NV, __mmask16 last) {
+    __m512 acc[ROWS][IO_VECS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) {
+            const __mmask16 mk = v == NV - 1 ? last : (__mmask16)0xFFFF;
+            acc[r][v] = k0 > 0 ? _mm512_maskz_loadu_ps(mk, y + r * ldy + 16 * v)
+                        : b    ? _mm512_maskz_loadu_ps(mk, b + 16 * v)
+                               : _mm512_setzero_ps();
+        }
+    for (int64_t k = k0; k < k1; k++) {
+        __m512 wv[IO_VECS];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++) __builtin_prefetch(w + k * ldw + 16 * v + W_AHEAD, 0, 0);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            wv[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : (__mmask16)0xFFFF, w + k * ldw + 16 * v);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512 a = _mm512_set1_ps(x[r * ldx + k]);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; v++) acc[r][v] = _mm512_add_ps(acc[r][v], _mm512_mul_ps(a, wv[v]));
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; v++)
+            _mm512_mask_storeu_ps(y + r * ldy + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF, acc[r][v]);
+}
+
+#define IO_ROWS(R)                                                               \
+    case R:                                                                      \
+        if (nv == 3) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 3, last);    \
+        else if (nv == 2) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 2, last); \
+        else io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 1, last);           \
+        break;
+
+/* One block of R <= 8 rows and nv <= 3 vectors, the constants the loops unroll by. */
+BRG_AVX512 static void io_block_any(float *y, int64_t ldy, const float *x, int64_t ldx, const float *w, int64_t ldw,
+                                    const float *b, int64_t k0, int64_t k1, int R, int nv, __mmask16 last) {
+    switch (R) {
+        IO_ROWS(1)
+        IO_ROWS(2)
+        IO_ROWS(3)
+        IO_ROWS(4)
+        IO_ROWS(5)
+        IO_ROWS(6)
+        IO_ROWS(7)
+        IO_ROWS(8)
+    default: break;
+    }
+}
+
+void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                            int64_t out, int64_t c0, int64_t c1) {
+    const int64_t width = 16 * IO_VECS;
+    /* in == 0: one pass over no weight rows writes the bias (or zeros) */
+    for (int64_t k0 = 0; k0 < in || (k0 == 0 && in == 0); k0 += K_PASS) {
+        const int64_t k1 = k0 + K_PASS < in ? k0 + K_PASS : in;
+        for (int64_t c = c0; c < c1; c += width) {
+            const int64_t n = c1 - c < width ? c1 - c : width;
+            const int nv = (int)((n + 15) / 16);
+            const __mmask16 last = first_lanes(n - 16 * (nv - 1));
+            for (int64_t r0 = 0; r0 < m; r0 += ROWS)
+                io_block_any(y + r0 * out + c, out, x + r0 * in, in, w + c, out, b ? b + c : NULL, k0, k1,
+                             (int)(m - r0 < ROWS ? m - r0 : ROWS), nv, last);
+        }
+    }
+}
+
+/* R rows x NC columns of W [out, in] (rows of in floats from w): 16 partial sums per element,
+ * term i into sum i mod 16 (the tail into the first lanes, masked so the others stay as they
+ * are), then the sums added in lane order and the bias, as gemv.c's dot. The next block's
+ * weight rows are prefetched as these are read. */
+BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t in, const float *w, const float *b,
+                                const int R, const int NC) {
+    __m512 acc[ROWS][OI_COLS];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) acc[r][j] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= in; i += 16) {
+        __m512 wv[OI_COLS];
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) wv[j] = _mm512_loadu_ps(w + j * in + i);
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) __builtin_prefetch(w + (j + NC) * in + i, 0, 0);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512 xv = _mm512_loadu_ps(x + r * in + i);
+#pragma GCC unroll 3
+            for (int j = 0; j < NC; j++) acc[r][j] = _mm512_add_ps(acc[r][j], _mm512_mul_ps(xv, wv[j]));
+        }
+    }
+    if (i < in) {
+        const __mmask16 mk = first_lanes(in - i);
+        __m512 wv[OI_COLS];
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) wv[j] = _mm512_maskz_loadu_ps(mk, w + j * in + i);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; r++) {
+            const __m512 xv = _mm512_maskz_loadu_ps(mk, x + r * in + i);
+#pragma GCC unroll 3
+            for (int j = 0; j < NC; j++)
+                acc[r][j] = _mm512_mask_add_ps(acc[r][j], mk, acc[r][j], _mm512_mul_ps(xv, wv[j]));
+        }
+    }
+    float lane[ROWS][OI_COLS][16];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 3
+        for (int j = 0; j < NC; j++) _mm512_storeu_ps(lane[r][j], acc[r][j]);
+    for (int r = 0; r < R; r++)
+        for (int j = 0; j < NC; j++) {
+            float s = 0.0f;
+            for (int l = 0; l < 16; l++) s += lane[r][j][l];
+            y[r * ldy + j] = s + (b ? b[j] : 0.0f);
+        }
+}
+
+#define OI_ROWS(R)                                                \
+    case R:                                                       \
+        if (nc == 3) oi_block(y, ldy, x, in, w, b, R, 3);         \
+        else if (nc == 2) oi_block(y, ldy, x, in, w, b, R, 2);    \
+        else oi_block(y, ldy, x, in, w, b, R, 1);                 \
+        break;
+
+BRG_AVX512 static void oi_block_any(float *y, int64_t ldy, const float *x, int64_t in, const float *w,
+                                    const float *b, int R, int nc) {
+    switch (R) {
+        OI_ROWS(1)
+        OI_ROWS(2)
+        OI_ROWS(3)
+        OI_ROWS(4)
+        OI_ROWS(5)
+        OI_ROWS(6)
+        OI_ROWS(7)
+        OI_ROWS(8)
+    default: break;
+    }
+}
+
+void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                            int64_t out, int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; c += OI_COLS) {
+        const int nc = (int)(c1 - c < OI_COLS ? c1 - c : OI_COLS);
+        for (int64_t r0 = 0; r0 < m; r0 += ROWS)
+            oi_block_any(y + r0 * out + c, out, x + r0 * in, in, w + c * in, b ? b + c : NULL,
+                         (int)(m - r0 < ROWS ? m - r0 : ROWS), nc);
+    }
+}
+
+#else
+#include "brigade/status.h"
+void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                            int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+    BRG_ASSERT(0 && "no AVX-512 on this target");
+}
+void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                            int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+    BRG_ASSERT(0 && "no AVX-512 on this target");
+}
+#endif
