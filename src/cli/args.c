@@ -82,8 +82,10 @@ void args_usage(const char *command, const char *summary, const arg_spec *specs,
     for (int i = 0; i < n; i++) {
         const char *meta = specs[i].kind == ARG_INT ? " N" : specs[i].kind == ARG_DOUBLE ? " X"
                            : specs[i].kind == ARG_STRING ? " VALUE" : "";
-        printf("  --%s%s%*s%s%s\n", specs[i].name, meta, (int)(24 - strlen(specs[i].name) - strlen(meta)), "",
-               specs[i].help, specs[i].required ? " (required)" : "");
+        /* the help text in a column, or two spaces after a flag too long for it */
+        const int pad = 24 - (int)(strlen(specs[i].name) + strlen(meta));
+        printf("  --%s%s%*s%s%s\n", specs[i].name, meta, pad < 2 ? 2 : pad, "", specs[i].help,
+               specs[i].required ? " (required)" : "");
     }
 }
 

@@ -20,7 +20,7 @@ static const command commands[] = {
     {"config", cmd_config, "show or validate an ipu_config.json"},
     {"plan", cmd_plan, "show where a model's blocks go and what each device holds"},
     {"train", cmd_train, "train a model pipelined and replicated as an ipu_config.json says"},
-    {"generate", cmd_generate, "continue a prompt greedily"},
+    {"generate", cmd_generate, "continue prompts (greedy, sampling or beam search) with a KV cache"},
     {"tokenize", cmd_tokenize, "tokenize lines of text with a model folder's tokenizer (JSON lines)"},
     {"detokenize", cmd_detokenize, "decode lines of token ids back to text"},
     {"embed", cmd_embed, "sentence embeddings of lines of text (sentence-transformers folders)"},
