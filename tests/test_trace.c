@@ -9,32 +9,12 @@
 #include "brigade/trace.h"
 #include "brigade/trainer.h"
 #include "test_util.h"
+#include "trainer_util.h"
 
 enum { ROWS = 16, T = 8, VOCAB = 37, STAGES = 2, MICRO = 4, MAX_DEV = 8, MAX_EV = 4096 };
 
 /* embeddings, h.0, h.1, head: two blocks a stage */
 static const int BLOCK_STAGE[] = {0, 0, 1, 1};
-
-static brg_model *tiny_gpt2(void) {
-    brg_gpt2_config c;
-    brg_gpt2_config_default(&c);
-    c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.n_positions = 16, c.vocab_size = VOCAB;
-    c.embd_pdrop = c.attn_pdrop = c.resid_pdrop = 0;
-    brg_model *m = NULL;
-    CHECK_OK(brg_gpt2_create(&c, &m));
-    if (m) brg_model_init_weights(m, 5);
-    return m;
-}
-
-static brg_dataset *make_data(void) {
-    int32_t ids[ROWS * T];
-    brg_rng rng;
-    brg_rng_seed(&rng, 1);
-    for (int i = 0; i < ROWS * T; i++) ids[i] = (int32_t)(brg_rng_next(&rng) % VOCAB);
-    brg_dataset *d = NULL;
-    CHECK_OK(brg_dataset_from_rows(ids, NULL, NULL, ROWS, T, &d));
-    return d;
-}
 
 /* ---- reading a trace back ---- */
 
@@ -244,8 +224,8 @@ static void traced_step(brg_schedule_kind kind, bool recompute, int replicas, co
     char path[1100];
     snprintf(path, sizeof path, "%s/trace_%s.json", test_tmp_dir(), what);
     unlink(path);
-    brg_model *m = tiny_gpt2();
-    brg_dataset *d = make_data();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
+    brg_dataset *d = tu_token_rows(ROWS, T, VOCAB, false);
     if (!m || !d) return;
     brg_train_options o;
     brg_train_options_default(&o);

@@ -5,34 +5,10 @@
 #include "brigade/rng.h"
 #include "brigade/trainer.h"
 #include "test_util.h"
+#include "trainer_util.h"
 #include "train/checkpoint_dir.h"
 
 enum { ROWS = 16, T = 8, VOCAB = 37, STEPS = 10 };
-
-static brg_model *tiny_gpt2(void) {
-    brg_gpt2_config c;
-    brg_gpt2_config_default(&c);
-    c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.n_positions = 16, c.vocab_size = VOCAB;
-    c.embd_pdrop = c.attn_pdrop = c.resid_pdrop = 0;
-    brg_model *m = NULL;
-    CHECK_OK(brg_gpt2_create(&c, &m));
-    if (m) brg_model_init_weights(m, 5);
-    return m;
-}
-
-static brg_dataset *make_data(void) {
-    int32_t ids[ROWS * T];
-    float mask[ROWS * T];
-    brg_rng rng;
-    brg_rng_seed(&rng, 1);
-    for (int i = 0; i < ROWS * T; i++) {
-        ids[i] = (int32_t)(brg_rng_next(&rng) % VOCAB);
-        mask[i] = (i % T) < T - ((i / T) % 3) ? 1.0f : 0.0f;
-    }
-    brg_dataset *d = NULL;
-    CHECK_OK(brg_dataset_from_rows(ids, mask, NULL, ROWS, T, &d));
-    return d;
-}
 
 typedef struct run_out {
     double losses[STEPS];
@@ -64,7 +40,7 @@ static void base_options(brg_train_options *o, run_out *out) {
 }
 
 static void train(brg_train_options *o, const brg_dataset *d, run_out *out) {
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     if (!m) return;
     brg_train_result r;
     CHECK_OK(brg_train(m, d, o, &r));
@@ -82,7 +58,7 @@ static void free_out(run_out *o) {
 }
 
 static void compare(const run_out *ref, const run_out *got, const char *what, double tol) {
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     for (int s = 0; s < STEPS; s++)
         CHECK_MSG(fabs(ref->losses[s] - got->losses[s]) <= tol, "%s: step %d loss %.9f vs %.9f", what, s + 1,
                   got->losses[s], ref->losses[s]);
@@ -153,7 +129,7 @@ static void test_resume_is_exact(const brg_dataset *d) {
     o.output_dir = half;
     train(&o, d, &b);
     for (int p = 0; p < a.n_params; p++) {
-        brg_model *m = tiny_gpt2();
+        brg_model *m = tu_tiny_gpt2(VOCAB);
         size_t bytes = brg_tensor_nbytes(m->params[p].tensor);
         CHECK_MSG(memcmp(a.weights[p], b.weights[p], bytes) == 0, "resumed %s differs", m->params[p].name);
         brg_model_destroy(m);
@@ -210,7 +186,7 @@ static void test_checkpoint_folders(const brg_dataset *d) {
      * replaced whole, and what is left is complete. */
     base_options(&o, &a);
     o.micro_batch = 2, o.output_dir = out, o.resume_dir = out, o.save_total_limit = 2;
-    brg_model *again = tiny_gpt2();
+    brg_model *again = tu_tiny_gpt2(VOCAB);
     CHECK_OK(brg_train(again, d, &o, NULL));
     brg_model_destroy(again);
     CHECK_OK(brg_ckpt_dir_check(ckpt));
@@ -224,7 +200,7 @@ static void test_checkpoint_folders(const brg_dataset *d) {
     o.micro_batch = 2;
     o.steps = 12;
     o.resume_dir = out;
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_FORMAT, "optimizer state is at step 10 and its trainer state at step 9");
     brg_model_destroy(m);
     /* Told to resume from a folder with no checkpoint at all. */
@@ -232,7 +208,7 @@ static void test_checkpoint_folders(const brg_dataset *d) {
     snprintf(empty, sizeof empty, "%s/empty", out);
     CHECK(mkdir(empty, 0777) == 0);
     o.resume_dir = empty;
-    m = tiny_gpt2();
+    m = tu_tiny_gpt2(VOCAB);
     CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_NOT_FOUND, "holds no complete checkpoint");
     brg_model_destroy(m);
 }
@@ -262,7 +238,7 @@ static void test_resume_keeps_schedule(const brg_dataset *d) {
         o.on_step = record_lr;
         if (pass == 1) o.lr_schedule.total_steps = 8;
         memset(lrs, 0xff, sizeof lrs);
-        brg_model *m = tiny_gpt2();
+        brg_model *m = tu_tiny_gpt2(VOCAB);
         CHECK_OK(brg_train(m, d, &o, NULL));
         brg_model_destroy(m);
         for (int s = 4; s < 8; s++)
@@ -277,7 +253,7 @@ static void test_budget_too_small(const brg_dataset *d) {
     base_options(&o, &r);
     o.micro_batch = 8;
     o.device_memory = 4096;
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_OOM, "device 0 (stage 0 of every replica) needs about");
     brg_model_destroy(m);
 }
@@ -346,7 +322,7 @@ static void test_divergence_stops(const brg_dataset *d, poison_kind kind) {
     o.micro_batch = 8;
     o.lr_schedule.total_steps = STEPS;
     o.log_path = log;
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     if (!m) return;
     poison.inner = m->ops;
     poison.ops = *m->ops;
@@ -372,7 +348,7 @@ static void test_divergence_stops(const brg_dataset *d, poison_kind kind) {
 }
 
 int main(void) {
-    brg_dataset *d = make_data();
+    brg_dataset *d = tu_token_rows(ROWS, T, VOCAB, true);
     test_parallel_matches_single(d);
     test_resume_is_exact(d);
     test_checkpoint_folders(d);

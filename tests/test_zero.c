@@ -9,33 +9,9 @@
 #include "brigade/rng.h"
 #include "brigade/trainer.h"
 #include "test_util.h"
+#include "trainer_util.h"
 
 enum { ROWS = 16, T = 8, VOCAB = 37, STEPS = 6, MAX_PARAMS = 64 };
-
-static brg_model *tiny_gpt2(void) {
-    brg_gpt2_config c;
-    brg_gpt2_config_default(&c);
-    c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.n_positions = 16, c.vocab_size = VOCAB;
-    c.embd_pdrop = c.attn_pdrop = c.resid_pdrop = 0;
-    brg_model *m = NULL;
-    CHECK_OK(brg_gpt2_create(&c, &m));
-    if (m) brg_model_init_weights(m, 5);
-    return m;
-}
-
-static brg_dataset *make_data(void) {
-    int32_t ids[ROWS * T];
-    float mask[ROWS * T];
-    brg_rng rng;
-    brg_rng_seed(&rng, 1);
-    for (int i = 0; i < ROWS * T; i++) {
-        ids[i] = (int32_t)(brg_rng_next(&rng) % VOCAB);
-        mask[i] = (i % T) < T - ((i / T) % 3) ? 1.0f : 0.0f;
-    }
-    brg_dataset *d = NULL;
-    CHECK_OK(brg_dataset_from_rows(ids, mask, NULL, ROWS, T, &d));
-    return d;
-}
 
 /* A run's layout: replicas x stages (blocks split in two halves on 2 stages), micro-batches. */
 typedef struct layout {
@@ -72,7 +48,7 @@ typedef struct run_out {
 
 static void run(const brg_train_options *o, const brg_dataset *d, run_out *out) {
     memset(out, 0, sizeof *out);
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     if (!m) return;
     out->st = brg_train(m, d, o, &out->r);
     out->n_params = m->n_params < MAX_PARAMS ? m->n_params : MAX_PARAMS;
@@ -89,7 +65,7 @@ static void free_out(run_out *o) {
 }
 
 static void same_weights(const run_out *a, const run_out *b, const char *what) {
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     CHECK(a->n_params == b->n_params);
     for (int p = 0; m && p < a->n_params && p < b->n_params; p++)
         CHECK_MSG(memcmp(a->weights[p], b->weights[p], brg_tensor_nbytes(m->params[p].tensor)) == 0,
@@ -225,7 +201,7 @@ static void test_sharded_equals_unsharded(const brg_dataset *d, layout l, brg_pr
               plain.r.optimizer_state_bytes, sharded.r.optimizer_state_bytes, ratio);
     /* planned: the same fall */
     brg_device_plan p_plain[2], p_shard[2];
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     l.shard = false;
     options(&o, &l);
     CHECK_OK(brg_train_plan_memory(m, d, &o, p_plain));
@@ -248,7 +224,7 @@ static void test_lamb_refused(const brg_dataset *d) {
     brg_train_options o;
     options(&o, &l);
     o.optimizer = brg_optimizer_config_default(BRG_OPTIMIZER_LAMB);
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_INVALID_ARG, "replicated_tensor_sharding does not work with LAMB");
     brg_model_destroy(m);
 }
@@ -333,7 +309,7 @@ static void test_offchip(const brg_dataset *d) {
     layout l = {1, 2, 2, 2, false, false, "1 replica x 2 stages"};
     brg_train_options o;
     options(&o, &l);
-    brg_model *m = tiny_gpt2();
+    brg_model *m = tu_tiny_gpt2(VOCAB);
     brg_device_plan plan[2], off[2];
     CHECK_OK(brg_train_plan_memory(m, d, &o, plan));
     brg_model_destroy(m);
@@ -348,12 +324,12 @@ static void test_offchip(const brg_dataset *d) {
     }
     for (int s = 0; s < 2; s++) CHECK(budget < (size_t)plan[s].total_bytes || plan[s].optimizer_bytes == 0);
     o.device_memory = budget;
-    m = tiny_gpt2();
+    m = tu_tiny_gpt2(VOCAB);
     CHECK_ERR(brg_train(m, d, &o, NULL), BRG_ERR_OOM, "needs about");
     brg_model_destroy(m);
     l.offchip = true;
     options(&o, &l);
-    m = tiny_gpt2();
+    m = tu_tiny_gpt2(VOCAB);
     CHECK_OK(brg_train_plan_memory(m, d, &o, off));
     brg_model_destroy(m);
     for (int s = 0; s < 2; s++) {
@@ -375,7 +351,7 @@ static void test_offchip(const brg_dataset *d) {
 }
 
 int main(void) {
-    brg_dataset *d = make_data();
+    brg_dataset *d = tu_token_rows(ROWS, T, VOCAB, true);
     test_shard_slots();
     test_sharded_equals_unsharded(d, (layout){2, 1, 2, 1, false, false, "2 replicas"}, BRG_PRECISION_32_32);
     test_sharded_equals_unsharded(d, (layout){4, 1, 1, 1, false, false, "4 replicas"}, BRG_PRECISION_32_32);
