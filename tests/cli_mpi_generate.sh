@@ -14,11 +14,7 @@ here=$(dirname "$0")
 source "$here/shell_util.sh"
 
 source "$here/mpi_util.sh"
-if why=$(mpi_missing); then
-  echo "skipped: $why"
-  exit 77
-fi
-mpi_env
+mpi_require
 
 # ---- two tiny models, prompts and layouts ----
 "$brigade" init --arch gpt2 --layers 2 --hidden 32 --heads 2 --vocab 256 --positions 64 --seed 2 \

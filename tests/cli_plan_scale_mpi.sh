@@ -20,11 +20,7 @@ here=$(dirname "$0")
 source "$here/shell_util.sh"
 
 source "$here/mpi_util.sh"
-if why=$(mpi_missing); then
-  echo "skipped: $why"
-  exit 77
-fi
-mpi_env
+mpi_require
 
 "$brigade" init --arch gpt2 --layers 2 --hidden 64 --heads 2 --vocab 256 --positions 32 --seed 2 \
   --output "$tmp/gpt2" >/dev/null || bad "init gpt2"

@@ -28,3 +28,13 @@ mpi() {
   shift
   timeout 120 mpirun --oversubscribe --bind-to none -np "$np" "$brigade" "$@"
 }
+
+# For a test that is all under mpirun: skipped (exit 77) where it cannot run, else mpi_env.
+mpi_require() {
+  local why
+  if why=$(mpi_missing); then
+    echo "skipped: $why"
+    exit 77
+  fi
+  mpi_env
+}
