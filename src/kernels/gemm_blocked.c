@@ -160,19 +160,26 @@ static void block_tiles(const brg_gemm_kernel *k, const char *a, const char *b, 
     }
 }
 
-bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
-                      float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
-                      int64_t ldb, float beta, float *C, int64_t ldc) {
+/* Where block (pc, jc) of a whole packed B starts (brg_gemm_blocked_pack_b's layout, below). */
+static int64_t packed_block_at(const brg_gemm_kernel *k, int64_t N, int64_t pc, int64_t jc, int64_t kc) {
+    return panel_bytes(k, round_up(N, k->NR), pc) + panel_bytes(k, jc, kc);
+}
+
+/* The blocked loops. B's block (pc, jc) is packed here from *b_op, or, with whole_b, read where
+ * brg_gemm_blocked_pack_b put it: the same bytes either way, so the same bits. */
+static bool blocked_loops(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                          float alpha, const operand *a_op, const operand *b_op, const char *whole_b, float beta,
+                          float *C, int64_t ldc) {
     if (M <= 0 || N <= 0) return true;
     if (K <= 0 || alpha == 0.0f) {
         brg_gemm_scale_c(M, N, beta, C, ldc);
         return true;
     }
-    const operand a_op = operand_of(k, a_type, A, lda), b_op = operand_of(k, b_type, B, ldb);
     const int64_t KC = k->KC, MC = k->MC, NC = k->NC;
     const int64_t kc_max = min64(KC, K);
-    pack_buffers *pb = buffers_get((size_t)panel_bytes(k, round_up(min64(MC, M), k->MR), kc_max) / sizeof(float),
-                                   (size_t)panel_bytes(k, round_up(min64(NC, N), k->NR), kc_max) / sizeof(float));
+    const size_t a_floats = (size_t)panel_bytes(k, round_up(min64(MC, M), k->MR), kc_max) / sizeof(float);
+    const size_t b_floats = whole_b ? 0 : (size_t)panel_bytes(k, round_up(min64(NC, N), k->NR), kc_max) / sizeof(float);
+    pack_buffers *pb = buffers_get(a_floats, b_floats);
     if (!pb) return false;
     for (int64_t ic = 0; ic < M; ic += MC) {
         const int64_t mc = min64(MC, M - ic);
@@ -180,16 +187,23 @@ bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int6
             const int64_t kc = min64(KC, K - pc);
             /* beta applies once, with the first slice of K; later slices accumulate. */
             const float beta_k = pc == 0 ? beta : 1.0f;
-            pack_a(k, (char *)pb->a, trans_a, &a_op, ic, pc, mc, kc);
+            pack_a(k, (char *)pb->a, trans_a, a_op, ic, pc, mc, kc);
             for (int64_t jc = 0; jc < N; jc += NC) {
                 const int64_t nc = min64(NC, N - jc);
-                pack_b(k, (char *)pb->b, trans_b, &b_op, jc, pc, nc, kc);
-                block_tiles(k, (const char *)pb->a, (const char *)pb->b, mc, nc, kc, alpha, beta_k, C + ic * ldc + jc,
-                            ldc);
+                const char *b = whole_b ? whole_b + packed_block_at(k, N, pc, jc, kc) : (const char *)pb->b;
+                if (!whole_b) pack_b(k, (char *)pb->b, trans_b, b_op, jc, pc, nc, kc);
+                block_tiles(k, (const char *)pb->a, b, mc, nc, kc, alpha, beta_k, C + ic * ldc + jc, ldc);
             }
         }
     }
     return true;
+}
+
+bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                      float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
+                      int64_t ldb, float beta, float *C, int64_t ldc) {
+    const operand a_op = operand_of(k, a_type, A, lda), b_op = operand_of(k, b_type, B, ldb);
+    return blocked_loops(k, trans_a, trans_b, M, N, K, alpha, &a_op, &b_op, NULL, beta, C, ldc);
 }
 
 /* ---- B packed once (brg_gemm_blocked_pack_b) ----
@@ -197,10 +211,6 @@ bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int6
  * each holding all of N as NR-column micro-panels (N rounded up to NR), so block (pc, jc) starts
  * panel_bytes(N_pad, pc) + panel_bytes(jc, kc) bytes in: every pc is a whole number of KC (and
  * KC a whole number of k_pack), and every jc a whole number of NC (of NR). */
-
-static int64_t packed_block_at(const brg_gemm_kernel *k, int64_t N, int64_t pc, int64_t jc, int64_t kc) {
-    return panel_bytes(k, round_up(N, k->NR), pc) + panel_bytes(k, jc, kc);
-}
 
 size_t brg_gemm_blocked_packed_bytes(const brg_gemm_kernel *k, int64_t K, int64_t N) {
     return K <= 0 || N <= 0 ? 0 : (size_t)panel_bytes(k, round_up(N, k->NR), K);
@@ -220,27 +230,6 @@ void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, 
 bool brg_gemm_blocked_packed(const brg_gemm_kernel *k, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha,
                              brg_dtype a_type, const void *A, int64_t lda, const void *packed_b, float beta, float *C,
                              int64_t ldc) {
-    if (M <= 0 || N <= 0) return true;
-    if (K <= 0 || alpha == 0.0f) {
-        brg_gemm_scale_c(M, N, beta, C, ldc);
-        return true;
-    }
     const operand a_op = operand_of(k, a_type, A, lda);
-    const int64_t KC = k->KC, MC = k->MC, NC = k->NC;
-    pack_buffers *pb =
-        buffers_get((size_t)panel_bytes(k, round_up(min64(MC, M), k->MR), min64(KC, K)) / sizeof(float), 0);
-    if (!pb) return false;
-    /* The loops of brg_gemm_blocked, B's blocks read where they lie instead of packed here. */
-    for (int64_t ic = 0; ic < M; ic += MC) {
-        const int64_t mc = min64(MC, M - ic);
-        for (int64_t pc = 0; pc < K; pc += KC) {
-            const int64_t kc = min64(KC, K - pc);
-            const float beta_k = pc == 0 ? beta : 1.0f;
-            pack_a(k, (char *)pb->a, trans_a, &a_op, ic, pc, mc, kc);
-            for (int64_t jc = 0; jc < N; jc += NC)
-                block_tiles(k, (const char *)pb->a, (const char *)packed_b + packed_block_at(k, N, pc, jc, kc),
-                            mc, min64(NC, N - jc), kc, alpha, beta_k, C + ic * ldc + jc, ldc);
-        }
-    }
-    return true;
+    return blocked_loops(k, trans_a, false, M, N, K, alpha, &a_op, NULL, packed_b, beta, C, ldc);
 }
