@@ -32,7 +32,7 @@ typedef struct tt_trained {
     uint64_t hash; /* FNV-1a over the weights' and losses' bits */
 } tt_trained;
 
-static void tt_perturb(brg_model *m, uint64_t seed) {
+static inline void tt_perturb(brg_model *m, uint64_t seed) {
     brg_rng rng;
     brg_rng_seed(&rng, seed);
     for (int p = 0; p < m->n_params; p++) {
@@ -71,7 +71,7 @@ typedef struct tt_data {
     float mask[TT_ROWS * TT_T];
 } tt_data;
 
-static void tt_make_data(tt_data *d, uint64_t seed) {
+static inline void tt_make_data(tt_data *d, uint64_t seed) {
     brg_rng rng;
     brg_rng_seed(&rng, seed);
     for (int i = 0; i < TT_ROWS * TT_T; i++) {
@@ -91,7 +91,7 @@ typedef struct tt_batch {
     brg_loss_items denom;
 } tt_batch;
 
-static void tt_split(const brg_model *m, const tt_layout *l, const tt_data *d, tt_batch *b) {
+static inline void tt_split(const brg_model *m, const tt_layout *l, const tt_data *d, tt_batch *b) {
     int n_mb = l->replicas * l->micro_batches, rows = TT_ROWS / n_mb, lt = l->arch == TT_GPT2 ? TT_T : TT_TD;
     const int32_t *labels = l->arch == TT_GPT2 ? d->labels : d->dec_labels;
     for (int r = 0; r < l->replicas; r++)
@@ -110,7 +110,7 @@ static void tt_split(const brg_model *m, const tt_layout *l, const tt_data *d, t
 }
 
 /* Plain SGD on each device's own copies. */
-static brg_status tt_sgd(brg_device *dev, void *arg) {
+static inline brg_status tt_sgd(brg_device *dev, void *arg) {
     float lr = *(const float *)arg;
     brg_device_info info;
     brg_device_get_info(dev, &info);
@@ -123,7 +123,7 @@ static brg_status tt_sgd(brg_device *dev, void *arg) {
     return BRG_OK;
 }
 
-static uint64_t tt_fnv(uint64_t h, const void *p, size_t n) {
+static inline uint64_t tt_fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *b = p;
     for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
     return h;
@@ -131,7 +131,7 @@ static uint64_t tt_fnv(uint64_t h, const void *p, size_t n) {
 
 /* TT_STEPS steps (each: run, clip to norm 1, SGD, zero), then the weights as the runtime hands
  * them back to the model. Every device's copy of a parameter must equal the model's. */
-static void tt_train(const tt_layout *l, tt_create_fn create, tt_trained *out) {
+static inline void tt_train(const tt_layout *l, tt_create_fn create, tt_trained *out) {
     memset(out, 0, sizeof *out);
     brg_model *m = tt_model(l->arch);
     if (!m) return;
@@ -180,7 +180,7 @@ static void tt_train(const tt_layout *l, tt_create_fn create, tt_trained *out) {
     brg_model_destroy(m);
 }
 
-static void tt_free(tt_trained *t) {
+static inline void tt_free(tt_trained *t) {
     for (int p = 0; p < t->n_params; p++) free(t->weights[p]);
 }
 

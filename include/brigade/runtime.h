@@ -42,6 +42,11 @@ typedef struct brg_runtime_options {
     /* The type every device's matrix products round their operands to (brg_compute_dtype_set):
      * F32 (the default) leaves them; F16 or BF16 for the reduced precision modes. */
     brg_dtype compute_dtype;
+    /* ZeRO-1 (replicated_tensor_sharding): a run reduce-scatters the gradients instead of
+     * all-reducing them. Each device then holds the sum over every copy only for its replica's
+     * shard of each parameter it holds (brg_shard_range), bit for bit the all-reduce's sum there;
+     * its other elements keep its own contribution. The norm reads the shards. */
+    bool shard_gradients;
 } brg_runtime_options;
 
 /* One micro-batch's inputs (host memory, read by every stage of its replica); the fields
@@ -113,12 +118,27 @@ typedef struct brg_device_info {
 void brg_device_get_info(const brg_device *dev, brg_device_info *info);
 brg_arena *brg_device_arena(brg_device *dev);
 
-/* ZeRO-1 (replicated_tensor_sharding): of a parameter of n elements, replica r of `replicas`
- * owns the optimizer state and the update of elements [first, first + count) =
+/* ZeRO-1 (replicated_tensor_sharding) cuts every parameter of n elements into BRG_SHARD_PARTS
+ * parts, part k being elements [n k / P, n (k + 1) / P), and replica r of `replicas` owns the
+ * optimizer state, the gradient sum and the update of parts [P r / replicas, P (r + 1) / replicas).
+ * The gradient norm is summed part by part (brg_runtime_grad_sq_norm), so it comes out the same
+ * whether one device holds a whole gradient or each replica its shard. P is divisible by every
+ * replica count up to 6 and by 8, 10, 12, 16, 32 and 64: for those the shards are exactly
  * [n r / replicas, n (r + 1) / replicas). */
+enum { BRG_SHARD_PARTS = 960 };
+static inline void brg_shard_part_range(int64_t n, int part, int64_t *first, int64_t *count) {
+    *first = n * part / BRG_SHARD_PARTS;
+    *count = n * (part + 1) / BRG_SHARD_PARTS - *first;
+}
+static inline void brg_shard_parts(int replica, int replicas, int *first_part, int *end_part) {
+    *first_part = (int)((int64_t)BRG_SHARD_PARTS * replica / replicas);
+    *end_part = (int)((int64_t)BRG_SHARD_PARTS * (replica + 1) / replicas);
+}
 static inline void brg_shard_range(int64_t n, int replica, int replicas, int64_t *first, int64_t *count) {
-    *first = n * replica / replicas;
-    *count = n * (replica + 1) / replicas - *first;
+    int k0, k1;
+    brg_shard_parts(replica, replicas, &k0, &k1);
+    *first = n * k0 / BRG_SHARD_PARTS;
+    *count = n * k1 / BRG_SHARD_PARTS - *first;
 }
 /* After every replica updated its shard of each parameter it holds (and nothing else), each
  * copy gets every other shard from the copy that updated it (that replica's device on the
@@ -126,8 +146,10 @@ static inline void brg_shard_range(int64_t n, int replica, int replicas, int64_t
  * on every device, from a brg_device_fn (the transport's all-gather). */
 brg_status brg_device_gather_shards(brg_device *dev);
 
-/* Sum of squared gradients over the distinct parameters (each counted once), computed on the
- * devices' threads and added in device order. */
+/* Sum of squared gradients over the distinct parameters (each counted once): each part of each
+ * parameter (brg_shard_part_range) summed on the device holding its reduced gradient (its first
+ * holder; with shard_gradients, its shard's replica), then the parts added on the host in
+ * (parameter, part) order, so the result depends on neither timing nor sharding. */
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out);
 /* Scales every device's gradients (clipping), on the devices' threads. */
 brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor);

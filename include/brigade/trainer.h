@@ -54,8 +54,9 @@ typedef struct brg_train_options {
     brg_lr_schedule lr_schedule;    /* total_steps 0: the run's total */
     float max_grad_norm;            /* 0: no clipping */
     /* ZeRO-1 (the IPUConfig's replicated_tensor_sharding; with replicas > 1): each replica keeps
-     * the optimizer state of its shard of every parameter only (brg_shard_range), updates that
-     * shard and sends it to the other copies: the same weights with 1/replicas of the state. */
+     * the optimizer state of its shard of every parameter only (brg_shard_range); the gradients
+     * are reduce-scattered so it sums that shard only, updates it and sends it to the other
+     * copies: the same weights with 1/replicas of the state. */
     bool shard_optimizer_state;
     /* optimizer_state_offchip: the state lives outside the device arenas (host memory), outside
      * the device budget and the plan's total. */

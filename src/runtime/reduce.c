@@ -1,7 +1,8 @@
 /* Gradients across devices: every copy of a parameter (its replicas, and a tied weight's
- * copies on different stages) ends up with the sum over all copies, added in device order by
- * the transport's all-reduce so the result never depends on thread timing; norms, scaling and
- * zeroing on each device's own copies; the run itself. */
+ * copies on different stages) ends up with the sum over all copies (with shard_gradients, each
+ * replica's copies over their shard only), added in device order by the transport so the result
+ * never depends on timing; norms, scaling and zeroing on each device's own copies; the run
+ * itself. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,10 +10,13 @@
 #include "kernels/simd.h"
 #include "runtime_internal.h"
 
+static bool scatters(const brg_runtime *rt) { return rt->opts.shard_gradients && rt->opts.replicas > 1; }
+
 /* One collective per device over its flat gradient span: the transport adds each parameter's
  * copies in device order. */
 static brg_status reduce_job(brg_device *dev, void *arg) {
     (void)arg;
+    if (scatters(dev->rt)) return runtime_reduce_scatter(dev);
     transport *t = dev->rt->transport;
     return t->all_reduce(t, dev->id, dev->grad_span, dev->segs, dev->n_segs);
 }
@@ -26,34 +30,58 @@ static int first_holder(const brg_runtime *rt, int p) {
     return -1;
 }
 
-/* Each device sums the squares of the parameters it stands for; the host adds the partial sums
- * in device order, so the norm does not depend on timing. */
-/* Device d's partial sum, for runtime_share. */
-static int partial_part(brg_runtime *rt, int d, void *ctx, host_part *parts, int cap) {
-    (void)rt;
-    if (cap > 0) parts[0] = (host_part){(double *)ctx + d, sizeof(double)};
-    return 1;
+/* The parts [*k0, *k1) of parameter p whose squares device d sums: those whose reduced gradient
+ * it holds and stands for (every part on p's first holder; with shard_gradients, its replica's
+ * shard on the copy that sums it). */
+static void norm_parts(const brg_runtime *rt, int d, int p, int *k0, int *k1) {
+    *k0 = *k1 = 0;
+    if (!scatters(rt)) {
+        if (first_holder(rt, p) == d) *k1 = BRG_SHARD_PARTS;
+        return;
+    }
+    const int r = rt->devices[d].replica;
+    if (runtime_shard_source(rt, p, r) == d) brg_shard_parts(r, rt->opts.replicas, k0, k1);
 }
 
+/* partial[p * BRG_SHARD_PARTS + k]: the sum of squares of part k of parameter p. */
 static brg_status sq_norm_job(brg_device *dev, void *arg) {
     double *partial = arg;
-    brg_runtime *rt = dev->rt;
-    double sum = 0;
+    const brg_runtime *rt = dev->rt;
     for (int p = 0; p < rt->model->n_params; p++) {
-        if (first_holder(rt, p) != dev->id) continue;
-        sum += brg_simd_sum_squares(dev->view.params[p].tensor->grad, brg_tensor_numel(dev->view.params[p].tensor));
+        int k0, k1;
+        norm_parts(rt, dev->id, p, &k0, &k1);
+        const brg_tensor *t = dev->view.params[p].tensor;
+        for (int k = k0; k < k1; k++) {
+            int64_t first, count;
+            brg_shard_part_range(brg_tensor_numel(t), k, &first, &count);
+            partial[(size_t)p * BRG_SHARD_PARTS + (size_t)k] = brg_simd_sum_squares(t->grad + first, count);
+        }
     }
-    partial[dev->id] = sum;
     return BRG_OK;
 }
 
+/* Device d's partial sums, for runtime_share. */
+static int partial_parts(brg_runtime *rt, int d, void *ctx, host_part *parts, int cap) {
+    double *partial = ctx;
+    int n = 0;
+    for (int p = 0; p < rt->model->n_params; p++) {
+        int k0, k1;
+        norm_parts(rt, d, p, &k0, &k1);
+        if (k1 <= k0) continue;
+        if (n < cap) parts[n] = (host_part){partial + (size_t)p * BRG_SHARD_PARTS + (size_t)k0, (size_t)(k1 - k0) * sizeof *partial};
+        n++;
+    }
+    return n;
+}
+
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out) {
-    double *partial = calloc((size_t)rt->n_devices, sizeof *partial);
+    const size_t n = (size_t)rt->model->n_params * BRG_SHARD_PARTS;
+    double *partial = calloc(n ? n : 1, sizeof *partial);
     if (!partial) return brg_error(BRG_ERR_OOM, "cannot allocate the norm's partial sums");
     brg_status st = brg_runtime_each_device(rt, sq_norm_job, partial);
-    if (st == BRG_OK) st = runtime_share(rt, partial_part, partial); /* other ranks' devices' */
+    if (st == BRG_OK) st = runtime_share(rt, partial_parts, partial); /* other ranks' devices' */
     *out = 0;
-    for (int d = 0; d < rt->n_devices; d++) *out += partial[d];
+    for (size_t i = 0; i < n; i++) *out += partial[i];
     free(partial);
     return st;
 }

@@ -84,8 +84,15 @@ struct brg_runtime {
 
 /* executor.c: one device's part of a run (a brg_device_fn). */
 brg_status executor_run_device(brg_device *dev, void *arg);
-/* reduce.c: sums each parameter's gradient over every device holding a copy. */
+/* reduce.c: sums each parameter's gradient over every device holding a copy (with
+ * shard_gradients, over each replica's shard only: runtime_reduce_scatter). */
 brg_status reduce_gradients(brg_runtime *rt);
+
+/* shards.c (ZeRO-1): the device whose copy of replica r's shard of parameter p is summed and
+ * updated (replica r's device on the stage of p's owning block; -1: none holds it), and one
+ * device's part of the gradients' reduce-scatter. */
+int runtime_shard_source(const brg_runtime *rt, int p, int r);
+brg_status runtime_reduce_scatter(brg_device *dev);
 
 double runtime_now(void);
 

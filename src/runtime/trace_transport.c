@@ -23,7 +23,9 @@ static void describe_tag(int tag, int *micro_batch, const char **what) {
         return;
     }
     *micro_batch = -1;
-    *what = tag == TRANSPORT_TAG_GATHER ? "gather" : tag == TRANSPORT_TAG_PIECES ? "shards" : "message";
+    *what = tag == TRANSPORT_TAG_GATHER ? "gather" : tag == TRANSPORT_TAG_PIECES ? "shards"
+            : tag == TRANSPORT_TAG_SUMS ? "gradient shards"
+                                        : "message";
 }
 
 static int64_t bundle_bytes(const brg_named_tensor *items, int n) {

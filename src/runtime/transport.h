@@ -40,7 +40,8 @@ enum {
     TRANSPORT_TAG_GATHER = 0, /* tensors collected on device 0 (checkpoints, sync_to_model) */
     TRANSPORT_TAG_SHARE = 1,  /* host values between processes (ranks.c) */
     TRANSPORT_TAG_PIECES = 2, /* transport_all_gather's pieces (sharded optimizer updates) */
-    TRANSPORT_TAG_FIRST = 3,
+    TRANSPORT_TAG_SUMS = 3,   /* transport_reduce_scatter's pieces (sharded gradients) */
+    TRANSPORT_TAG_FIRST = 4,
 };
 typedef enum { TRANSPORT_FORWARD = 0, TRANSPORT_BACKWARD = 1 } transport_direction;
 static inline int transport_tag(int micro_batch, transport_direction dir) {
@@ -111,7 +112,7 @@ typedef brg_status (*wire_open_fn)(void *arg, void (*deliver)(void *ctx, void *b
 brg_status transport_ranks_create(int n_devices, const int *device_rank, int rank, int n_ranks, double timeout,
                                   wire_open_fn open_wire, void *wire_arg, transport **out);
 
-/* All-gather (transport_gather.c): copies of pieces of float memory, each copy made equal to
+/* All-gather (transport_pieces.c): copies of pieces of float memory, each copy made equal to
  * its source's, bit for bit (-0.0 and NaN payloads included). A piece is a key (the same on
  * every device), the device whose values count (source) and one device holding a copy
  * (device). Each device passes, sorted by key, the rows it takes part in: its own copies
@@ -125,6 +126,17 @@ typedef struct transport_piece {
     size_t count;
 } transport_piece;
 brg_status transport_all_gather(transport *t, int device, const transport_piece *rows, int n);
+
+/* Reduce-scatter (transport_pieces.c): sums of pieces of float memory, each made only on the
+ * devices that want it. A row is a key (the same on every device), a contributor (source), a
+ * device that wants the key's sum (device) and count floats at data. Each device passes, sorted
+ * by key: for each key it wants, one row per contributor, itself included when it contributes
+ * (data its own memory, where the sum goes); for each key it contributes to and another device
+ * wants, one row per such device (data its values to send). Afterwards each wanted piece holds
+ * the sum over its contributors added in device order (x0 + x1 + x2 + ...): the bits the
+ * all-reduce gives there. Built on send and recv (tag TRANSPORT_TAG_SUMS), one bundle from each
+ * contributor to each device it feeds, so it runs on every transport. */
+brg_status transport_reduce_scatter(transport *t, int device, const transport_piece *rows, int n);
 
 /* The byte form of a bundle (transport_serial.c): its size, the bytes (fails on a tensor that is
  * not contiguous or whose name is too long), and the bundle rebuilt from them, every field

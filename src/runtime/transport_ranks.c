@@ -153,6 +153,7 @@ static const char *tag_name(int tag, char *buf, size_t len) {
     else if (tag == TRANSPORT_TAG_GATHER) snprintf(buf, len, "a gather onto device 0");
     else if (tag == TRANSPORT_TAG_SHARE) snprintf(buf, len, "host values");
     else if (tag == TRANSPORT_TAG_PIECES) snprintf(buf, len, "the optimizer shards' all-gather");
+    else if (tag == TRANSPORT_TAG_SUMS) snprintf(buf, len, "the gradients' reduce-scatter");
     else if (tag == TAG_ANNOUNCE || tag == TAG_REDUCE_IN || tag == TAG_REDUCE_OUT) snprintf(buf, len, "the all-reduce");
     else if (tag == TAG_BCAST_WANT || tag == TAG_BCAST) snprintf(buf, len, "a broadcast");
     else snprintf(buf, len, "a barrier");

@@ -187,7 +187,8 @@ static brg_status setup(trainer *t) {
                               .device_memory = o->device_memory, .training = true, .recompute = o->recompute,
                               .pin_threads = o->pin_threads, .intra_threads = o->intra_threads,
                               .params_in_model = true, /* the trainer owns the model: weights held once */
-                              .compute_dtype = brg_precision_compute_dtype(o->precision)};
+                              .compute_dtype = brg_precision_compute_dtype(o->precision),
+                              .shard_gradients = sharded(t)};
     BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
     int devices = brg_runtime_device_count(t->rt);
     t->optimizers = calloc((size_t)devices, sizeof *t->optimizers);
