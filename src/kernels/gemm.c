@@ -9,7 +9,8 @@
  *   avx2      the packed AVX2 + FMA kernel in gemm_avx2.c; the default on CPUs with AVX2 but
  *             not AVX-512 (bench/README.md has the measurement against OpenBLAS's Haswell
  *             kernel, the one OpenBLAS runs on such CPUs).
- *   openblas  cblas_sgemm; the default on CPUs without AVX2.
+ *   openblas  OpenBLAS's cblas_sgemm, loaded when first needed (openblas.c); the default on CPUs
+ *             without AVX2.
  *   ref       brg_gemm_ref, the double-accumulating scalar loop (slow; for debugging).
  * The environment variable BRIGADE_GEMM=openblas|avx512|avx2|ref overrides the default (and
  * avx512bf16, which half-precision products read, gives avx512 here: gemm_half.c); asking
@@ -39,9 +40,7 @@
 #include "kernels/half.h"
 #include "kernels/kernels.h"
 
-/* Last: OpenBLAS's header pulls in <complex.h>, whose macro I would break any prototype with a
- * parameter of that name in the headers above. */
-#include <cblas.h>
+#include "kernels/openblas.h"
 
 typedef enum backend { BACKEND_OPENBLAS = 0, BACKEND_AVX512, BACKEND_AVX2, BACKEND_REF } backend;
 
@@ -112,9 +111,6 @@ static void check_args(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
     BRG_ASSERT(ldc >= N);
 }
 
-/* BLAS rejects ld < 1 even for empty operands, so pass at least 1. */
-static int blas_ld(int64_t ld) { return ld < 1 ? 1 : (int)ld; }
-
 /* ---- products in a reduced compute type (brg_compute_dtype_set) ---- */
 
 /* A [rows, cols] block of X (row stride ld) rounded to `type` into this thread's scratch slot,
@@ -166,11 +162,7 @@ void brg_gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     if (be == BACKEND_AVX512 && brg_gemm_avx512(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
         return;
     if (be == BACKEND_AVX2 && brg_gemm_avx2(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
-    /* The BLAS interface takes int sizes; larger problems must be split by the caller. */
-    BRG_ASSERT(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX);
-    BRG_ASSERT(lda <= INT_MAX && ldb <= INT_MAX && ldc <= INT_MAX);
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, (int)M,
-                (int)N, (int)K, alpha, A, blas_ld(lda), B, blas_ld(ldb), beta, C, blas_ld(ldc));
+    brg_openblas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void brg_gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
@@ -196,4 +188,4 @@ const char *brg_gemm_backend(void) { return backend_names[current_backend()]; }
 /* Devices compute single-threaded by default: parallelism comes from devices, and OpenBLAS
  * serialises concurrent callers when it runs its own thread pool. Our kernels always run on the
  * calling thread alone, whatever this is set to. */
-void brg_gemm_set_threads(int threads) { openblas_set_num_threads(threads > 0 ? threads : 1); }
+void brg_gemm_set_threads(int threads) { brg_openblas_set_threads(threads); }

@@ -9,7 +9,8 @@
  *               the bits of brg_gemm's avx512 kernel on the widened operands. The default on
  *               AVX-512 CPUs without AVX512_BF16, and for fp16 (or mixed) operands.
  *   avx2        the same with the fp32 AVX2 microkernel; the default on AVX2 CPUs.
- *   openblas    operands widened into fp32 buffers, then cblas_sgemm; the default below AVX2.
+ *   openblas    operands widened into fp32 buffers, then OpenBLAS's sgemm (openblas.c); the default
+ *               below AVX2.
  *   ref         brg_gemm_half_ref, double accumulation (slow; the yardstick of the tests).
  * BRIGADE_GEMM=avx512bf16 is the default; avx512, avx2 ask for a widening kernel (capped by the
  * CPU as for brg_gemm), so an AVX512_BF16 machine can run exactly what an AVX-512 or AVX2 one
@@ -30,9 +31,7 @@
 #include "kernels/gemm_blocked.h"
 #include "kernels/half.h"
 #include "kernels/kernels.h"
-
-/* Last: OpenBLAS's header pulls in <complex.h>, whose macro I would break prototypes above. */
-#include <cblas.h>
+#include "kernels/openblas.h"
 
 static const char *const kernel_names[] = {"openblas", "avx512", "avx2", "ref", "avx512bf16"};
 
@@ -151,9 +150,6 @@ static float *widened(brg_dtype t, const void *X, int64_t rows, int64_t cols, in
     return w;
 }
 
-/* BLAS rejects ld < 1 even for empty operands, so pass at least 1. */
-static int blas_ld(int64_t ld) { return ld < 1 ? 1 : (int)ld; }
-
 static bool openblas_widened(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
                              const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta,
                              float *C, int64_t ldc) {
@@ -166,10 +162,7 @@ static bool openblas_widened(bool ta, bool tb, int64_t M, int64_t N, int64_t K, 
     }
     const float *fa = wa ? wa : A, *fb = wb ? wb : B;
     const int64_t la = wa ? a_cols : lda, lb = wb ? b_cols : ldb;
-    /* The BLAS interface takes int sizes; larger problems must be split by the caller. */
-    BRG_ASSERT(M <= INT_MAX && N <= INT_MAX && K <= INT_MAX && la <= INT_MAX && lb <= INT_MAX && ldc <= INT_MAX);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                alpha, fa, blas_ld(la), fb, blas_ld(lb), beta, C, blas_ld(ldc));
+    brg_openblas_sgemm(ta, tb, M, N, K, alpha, fa, la, fb, lb, beta, C, ldc);
     free(wa), free(wb);
     return true;
 }
