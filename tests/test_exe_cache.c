@@ -1,7 +1,10 @@
 /* The executable cache as a library call (brigade/exe_cache.h): a first start prepares and stores,
  * a second maps the entry (the model's weights live in it, bit for bit those a plain load gives,
  * and the pipeline gives the same logits bits); a damaged entry is not used, and is rewritten;
- * "disabled" never touches the folder. */
+ * "disabled" never touches the folder. With confirm_later the payload is checked while the
+ * pipeline runs: an intact entry is confirmed a hit, a damaged one runs first (a provisional hit)
+ * and is then caught by brg_cached_inference_confirm, which prepares afresh for a second run whose
+ * logits are the uncached ones. */
 #include <sys/stat.h>
 
 #include "test_util.h"
@@ -37,12 +40,23 @@ static void load_config(const char *cache, brg_ipu_config *cfg) {
 }
 
 typedef struct run {
-    bool hit;
+    bool hit, provisional, again;
     float logits[ROWS * T * VOCAB];
 } run;
 
-/* One start: open, run the batch, store, close. */
-static void start(const char *cache, run *r) {
+/* The batch through the start's pipeline; its logits into r. */
+static void run_batch(brg_cached_inference *c, brg_tensor *ids, run *r) {
+    brg_arena *arena = NULL;
+    CHECK_OK(brg_arena_create("host", 0, &arena));
+    brg_bundle b = {.input_ids = ids};
+    brg_inference_outputs out;
+    CHECK_OK(brg_inference_run(brg_cached_inference_pipeline(c), &b, arena, &out));
+    if (out.logits) memcpy(r->logits, out.logits->data, sizeof r->logits);
+    brg_arena_destroy(arena);
+}
+
+/* One start: open, run the batch (with `later`: confirm, and run again if told to), store, close. */
+static void start_with(const char *cache, bool later, run *r) {
     brg_ipu_config cfg;
     load_config(cache, &cfg);
     int32_t ids[ROWS * T];
@@ -50,11 +64,20 @@ static void start(const char *cache, run *r) {
     for (int i = 0; i < ROWS * T; i++) ids[i] = (7 * i + 3) % VOCAB;
     brg_tensor t = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, ids);
     brg_named_tensor in = {"input_ids", &t};
-    brg_cached_inference_request rq = {model_dir, &cfg, NULL, &in, 1, "test"};
+    brg_cached_inference_request rq = {model_dir, &cfg, NULL, &in, 1, "test", later};
     brg_cached_inference *c = NULL;
     CHECK_OK(brg_cached_inference_open(&rq, &c));
     if (!c) return;
-    r->hit = brg_cached_inference_hit(c);
+    r->hit = r->provisional = brg_cached_inference_hit(c);
+    if (later) {
+        run_batch(c, &t, r);
+        CHECK_OK(brg_cached_inference_confirm(c, &r->again));
+        r->hit = brg_cached_inference_hit(c);
+        CHECK(r->again == (r->provisional && !r->hit));
+        bool twice = false;
+        CHECK_OK(brg_cached_inference_confirm(c, &twice)); /* once only */
+        CHECK(!twice);
+    }
     brg_model *plain = NULL;
     CHECK_OK(brg_model_load(model_dir, &plain));
     brg_model *m = brg_cached_inference_model(c);
@@ -64,16 +87,12 @@ static void start(const char *cache, run *r) {
                       (size_t)brg_tensor_nbytes(plain->params[p].tensor)) == 0;
     CHECK_MSG(same, "the %s start's weights differ from a plain load's", r->hit ? "cached" : "uncached");
     brg_model_destroy(plain);
-    brg_arena *arena = NULL;
-    CHECK_OK(brg_arena_create("host", 0, &arena));
-    brg_bundle b = {.input_ids = &t};
-    brg_inference_outputs out;
-    CHECK_OK(brg_inference_run(brg_cached_inference_pipeline(c), &b, arena, &out));
-    if (out.logits) memcpy(r->logits, out.logits->data, sizeof r->logits);
+    if (!later || r->again) run_batch(c, &t, r);
     brg_cached_inference_store(c);
-    brg_arena_destroy(arena);
     brg_cached_inference_close(c);
 }
+
+static void start(const char *cache, run *r) { start_with(cache, false, r); }
 
 static int entries(void) {
     char cmd[1300];
@@ -108,5 +127,18 @@ int main(void) {
     start(cache_dir, &again);
     CHECK_MSG(again.hit && entries() == 1, "the damaged entry was not rewritten");
     CHECK(memcmp(again.logits, off.logits, sizeof off.logits) == 0);
+    /* checked in the background */
+    static run later, later_damaged, later_again;
+    start_with(cache_dir, true, &later);
+    CHECK_MSG(later.provisional && later.hit && !later.again, "an intact entry was not confirmed");
+    CHECK(memcmp(later.logits, off.logits, sizeof off.logits) == 0);
+    damage();
+    start_with(cache_dir, true, &later_damaged);
+    CHECK_MSG(later_damaged.provisional, "a damaged payload was caught before the run: nothing was checked later");
+    CHECK_MSG(!later_damaged.hit && later_damaged.again, "a damaged entry was confirmed");
+    CHECK_MSG(memcmp(later_damaged.logits, off.logits, sizeof off.logits) == 0, "the second run's logits differ");
+    start(cache_dir, &later_again);
+    CHECK_MSG(later_again.hit && entries() == 1, "the entry damaged under a later check was not rewritten");
+    CHECK(memcmp(later_again.logits, off.logits, sizeof off.logits) == 0);
     return test_finish();
 }

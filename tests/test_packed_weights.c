@@ -130,7 +130,7 @@ static void start(start_result *r) {
     brg_ipu_config cfg;
     load_config(cache_dir, &cfg);
     brg_named_tensor in = {"input_ids", &t_ids};
-    brg_cached_inference_request rq = {model_dir, &cfg, NULL, &in, 1, "test"};
+    brg_cached_inference_request rq = {model_dir, &cfg, NULL, &in, 1, "test", false};
     brg_cached_inference *c = NULL;
     CHECK_OK(brg_cached_inference_open(&rq, &c));
     if (!c) return;

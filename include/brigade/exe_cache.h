@@ -40,6 +40,12 @@ typedef struct brg_cached_inference_request {
     const brg_named_tensor *inputs;    /* the batch's inputs (names, dtypes and shapes are keyed) */
     int n_inputs;
     const char *tool; /* names the entry and leads the messages: "forward" */
+    /* The caller runs the pipeline before it uses any output and calls
+     * brg_cached_inference_confirm in between: an entry's weights and packed panels are then
+     * checked against their checksum in the background, on the cores the pipeline leaves idle,
+     * instead of before the start (the header and the table are checked at once either way).
+     * The request's pointers must then stay valid until the confirmation. */
+    bool confirm_later;
 } brg_cached_inference_request;
 
 typedef struct brg_cached_inference brg_cached_inference;
@@ -49,8 +55,16 @@ typedef struct brg_cached_inference brg_cached_inference;
 brg_status brg_cached_inference_open(const brg_cached_inference_request *rq, brg_cached_inference **out);
 brg_model *brg_cached_inference_model(const brg_cached_inference *c);
 brg_inference *brg_cached_inference_pipeline(const brg_cached_inference *c);
-/* True when this start came from a cache entry. */
+/* True when this start came from a cache entry (with confirm_later: until
+ * brg_cached_inference_confirm, an entry not yet checked whole). */
 bool brg_cached_inference_hit(const brg_cached_inference *c);
+/* With confirm_later, after running the pipeline and before using any output: waits for the
+ * entry's check. When the entry turns out damaged, it says so (one warning on stderr), drops it
+ * and prepares the model and pipeline afresh as an uncached start does; *again is then true and
+ * the caller must take brg_cached_inference_model / _pipeline anew and run again (the entry is
+ * rewritten by brg_cached_inference_store). Otherwise (and for uncached starts) *again is false.
+ * Errors are the fresh preparation's. */
+brg_status brg_cached_inference_confirm(brg_cached_inference *c, bool *again);
 /* After the first output: writes the entry when the cache is on and this start prepared afresh.
  * A failure is one warning line on stderr (the run stays good), never an error. */
 void brg_cached_inference_store(brg_cached_inference *c);

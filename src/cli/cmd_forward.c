@@ -57,28 +57,39 @@ static brg_status list_inputs(const brg_safetensors *in, brg_named_tensor *named
     return BRG_OK;
 }
 
+/* The batch through `c`'s pipeline: the inputs loaded for its model, then brg_inference_run. */
+static brg_status run_batch(brg_cached_inference *c, const brg_ipu_config *cfg, const brg_safetensors *file,
+                            brg_arena *arena, bool print, brg_inference_outputs *out) {
+    brg_model *m = brg_cached_inference_model(c);
+    brg_inference *inf = brg_cached_inference_pipeline(c);
+    brg_bundle in;
+    BRG_TRY(brg_inputs_load(m, arena, file, &in));
+    int64_t micro = 0;
+    BRG_TRY(brg_inference_micro_batch(cfg, (in.input_ids ? in.input_ids : in.pixel_values)->shape[0], &micro));
+    if (print) brg_placement_print(stdout, m, brg_inference_placement(inf));
+    return brg_inference_run(inf, &in, arena, out);
+}
+
 /* The batch through the inference pipeline the IPUConfig describes (brg_inference_run), after the
  * device-allocation table; the model and the pipeline come from the executable cache when the
- * IPUConfig names one (brigade/exe_cache.h), which is written after the outputs. */
+ * IPUConfig names one (brigade/exe_cache.h), whose entry is checked while the pipeline runs
+ * (a damaged one is rebuilt and the batch run again before anything is written) and written
+ * after the outputs. */
 static brg_status run_pipeline(const char *model, const brg_ipu_config *cfg, const brg_safetensors *file,
                                const char *output, brg_arena *arena) {
     brg_named_tensor named[16];
     brg_tensor views[16];
     int n_named = 0;
     BRG_TRY(list_inputs(file, named, views, 16, &n_named));
-    brg_cached_inference_request rq = {model, cfg, NULL, named, n_named, "forward"};
+    brg_cached_inference_request rq = {model, cfg, NULL, named, n_named, "forward", .confirm_later = true};
     brg_cached_inference *c;
     BRG_TRY(brg_cached_inference_open(&rq, &c));
-    brg_model *m = brg_cached_inference_model(c);
-    brg_inference *inf = brg_cached_inference_pipeline(c);
-    brg_bundle in;
-    brg_status st = brg_inputs_load(m, arena, file, &in);
-    const brg_tensor *lead = st == BRG_OK ? (in.input_ids ? in.input_ids : in.pixel_values) : NULL;
-    int64_t micro = 0;
-    if (st == BRG_OK) st = brg_inference_micro_batch(cfg, lead->shape[0], &micro);
-    if (st == BRG_OK) brg_placement_print(stdout, m, brg_inference_placement(inf));
     brg_inference_outputs out;
-    if (st == BRG_OK) st = brg_inference_run(inf, &in, arena, &out);
+    brg_status st = run_batch(c, cfg, file, arena, true, &out);
+    bool again = false;
+    const brg_status checked = brg_cached_inference_confirm(c, &again);
+    if (checked != BRG_OK) st = checked;
+    else if (again) st = run_batch(c, cfg, file, arena, false, &out);
     if (st == BRG_OK) st = write_outputs(output, out.named, out.n_named, out.loss);
     if (st == BRG_OK) fflush(stdout), brg_cached_inference_store(c);
     brg_cached_inference_close(c);

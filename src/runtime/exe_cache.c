@@ -20,6 +20,8 @@ struct brg_cached_inference {
     brg_model *model;
     brg_inference *inf;
     bool enabled, hit;
+    bool unconfirmed; /* a hit whose payload is still being checked (confirm_later) */
+    brg_cached_inference_request rq;
     exe_entry entry;
     exe_key key;
     const char *tool;
@@ -99,27 +101,47 @@ static brg_status adopt_entry(brg_cached_inference *c, const brg_cached_inferenc
     return BRG_OK;
 }
 
+static void say_hit(const brg_cached_inference *c) {
+    fprintf(stderr, "brigade %s: executable cache hit: %s (weights, placement, per-device copies and "
+                    "packed weights prepared already)\n", c->tool, c->path);
+}
+
+static void drop_entry(brg_cached_inference *c) {
+    brg_inference_destroy(c->inf);
+    brg_model_destroy(c->model); /* before the mapping its parameters point into goes */
+    c->inf = NULL;
+    c->model = NULL;
+    exe_entry_unmap(&c->entry);
+}
+
 /* A valid entry's start; false (with the reason said) when there is none to use. */
 static bool start_from_entry(brg_cached_inference *c, const brg_cached_inference_request *rq) {
     char why[256];
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
-    exe_load_result r = exe_entry_load(c->path, &c->key, &c->entry, why, sizeof why);
+    exe_load_result r = exe_entry_load(c->path, &c->key, &c->entry, rq->confirm_later, why, sizeof why);
     if (r == EXE_LOAD_INVALID) warn(c, "executable cache entry %s is %s: rebuilding it", c->path, why);
     if (r != EXE_LOAD_HIT) return false;
     brg_status st = adopt_entry(c, rq);
     if (st != BRG_OK) {
         warn(c, "executable cache entry %s cannot be used (%s): rebuilding it", c->path, brg_last_error());
-        brg_inference_destroy(c->inf);
-        brg_model_destroy(c->model);
-        c->inf = NULL;
-        c->model = NULL;
-        exe_entry_unmap(&c->entry);
+        drop_entry(c);
         return false;
     }
     if (t0) brg_trace_named("executable cache load", t0, -1);
-    fprintf(stderr, "brigade %s: executable cache hit: %s (weights, placement, per-device copies and "
-                    "packed weights prepared already)\n", c->tool, c->path);
+    c->unconfirmed = rq->confirm_later;
+    if (!c->unconfirmed) say_hit(c);
     return true;
+}
+
+/* The model loaded and its pipeline prepared as without the cache. The model is this start's alone
+ * and never written: the devices compute on its weights (counted in each budget as their own)
+ * instead of copying them, as a cached start does; what they need besides is their packed
+ * weights. */
+static brg_status start_fresh(brg_cached_inference *c, const brg_cached_inference_request *rq) {
+    brg_inference_options o = rq->opts ? *rq->opts : (brg_inference_options){0};
+    o.share_params = true;
+    BRG_TRY(brg_model_load(rq->model_ref, &c->model));
+    return brg_inference_create(c->model, rq->cfg, &o, &c->inf);
 }
 
 static void prepare_key(brg_cached_inference *c, const brg_cached_inference_request *rq) {
@@ -148,17 +170,12 @@ brg_status brg_cached_inference_open(const brg_cached_inference_request *rq, brg
     brg_cached_inference *c = calloc(1, sizeof *c);
     if (!c) return brg_error(BRG_ERR_OOM, "cannot allocate the inference start");
     c->tool = rq->tool ? rq->tool : "inference";
+    c->rq = *rq;
     prepare_key(c, rq);
     c->hit = c->enabled && start_from_entry(c, rq);
     brg_status st = BRG_OK;
     if (!c->hit) {
-        /* The model is this start's alone and never written: the devices compute on its weights
-         * (counted in each budget as their own) instead of copying them, as a cached start does;
-         * what they need besides is their packed weights. */
-        brg_inference_options o = rq->opts ? *rq->opts : (brg_inference_options){0};
-        o.share_params = true;
-        st = brg_model_load(rq->model_ref, &c->model);
-        if (st == BRG_OK) st = brg_inference_create(c->model, rq->cfg, &o, &c->inf);
+        st = start_fresh(c, rq);
         if (st == BRG_OK && c->unkeyed[0])
             warn(c, "cannot key the executable cache (%s): running uncached%s", c->unkeyed, "");
     }
@@ -173,6 +190,22 @@ brg_status brg_cached_inference_open(const brg_cached_inference_request *rq, brg
 brg_model *brg_cached_inference_model(const brg_cached_inference *c) { return c->model; }
 brg_inference *brg_cached_inference_pipeline(const brg_cached_inference *c) { return c->inf; }
 bool brg_cached_inference_hit(const brg_cached_inference *c) { return c->hit; }
+
+brg_status brg_cached_inference_confirm(brg_cached_inference *c, bool *again) {
+    *again = false;
+    if (!c->unconfirmed) return BRG_OK;
+    c->unconfirmed = false;
+    char why[256];
+    if (exe_entry_confirm(&c->entry, why, sizeof why)) {
+        say_hit(c);
+        return BRG_OK;
+    }
+    warn(c, "executable cache entry %s is %s: rebuilding it", c->path, why);
+    drop_entry(c);
+    c->hit = false;
+    *again = true;
+    return start_fresh(c, &c->rq);
+}
 
 void brg_cached_inference_store(brg_cached_inference *c) {
     if (!c->enabled || c->hit) return;
@@ -190,8 +223,6 @@ void brg_cached_inference_store(brg_cached_inference *c) {
 
 void brg_cached_inference_close(brg_cached_inference *c) {
     if (!c) return;
-    brg_inference_destroy(c->inf);
-    brg_model_destroy(c->model); /* before the mapping its parameters point into goes */
-    exe_entry_unmap(&c->entry);
+    drop_entry(c);
     free(c);
 }

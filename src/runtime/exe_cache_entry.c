@@ -21,7 +21,8 @@
 #include "packed_weights.h"
 
 #define ENTRY_MAGIC "BRGEXEC\0"
-#define ENTRY_VERSION 2u /* 2: packed weights */
+#define ENTRY_VERSION 3u /* 2: packed weights; 3: the table's own checksum */
+#define TABLE_SEED 0x5441424cu
 #define PAGE 4096u
 #define ALIGN 64u
 
@@ -38,6 +39,7 @@ typedef struct entry_header {
                              * uint64 {offset, numel}[n_params] at the next 8-byte boundary, then
                              * uint64 [n_packs][EXE_PACK_FIELDS] */
     uint64_t payload_offset;
+    uint64_t table_checksum;  /* of bytes [table_offset, payload_offset) */
     uint64_t header_checksum; /* of the header with this field 0 */
 } entry_header;
 
@@ -315,6 +317,7 @@ brg_status exe_entry_write(const char *path, const exe_key *key, const brg_model
     (void)each_piece(m, packs, n_packs, hash_piece, &sum); /* hashing cannot fail */
     bool ok;
     lo.h.checksum = sum_end(&sum, &ok);
+    lo.h.table_checksum = exe_hash_of(lo.table, lo.h.payload_offset - lo.h.table_offset, TABLE_SEED);
     if (!ok) {
         free(lo.table);
         return brg_error(BRG_ERR_OOM, "cannot checksum the executable cache entry");
@@ -385,7 +388,40 @@ static void fill(exe_entry *e, const entry_header *h) {
     e->n_packs = h->n_packs;
 }
 
-exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *e, char *why, size_t len) {
+/* ---- the payload's check in the background ----
+ * A start that can use its outputs late (exe_entry_load's `later`) checks the header and the table
+ * at once, and the payload (the weights and panels: numbers only, which cannot make a start go
+ * wrong other than numerically) on threads of the lowest priority (SCHED_IDLE) while the pipeline
+ * runs: they take the cores the devices leave idle (the pipeline's fill and drain), and
+ * exe_entry_confirm waits for their verdict before any output is used. */
+
+static void check_payload_now(exe_entry *e) {
+    e->check_sum = sum_of((const char *)e->map + e->check_from, e->bytes - e->check_from, &e->check_summed);
+}
+
+static void *check_payload(void *arg) {
+    exe_entry *e = arg;
+    const struct sched_param lowest = {0};
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest); /* its helpers inherit it */
+    check_payload_now(e);
+    return NULL;
+}
+
+static bool payload_matches(exe_entry *e, char *why, size_t len) {
+    if (!e->check_summed) return snprintf(why, len, "unreadable (no memory to check it)"), false;
+    if (e->check_sum != e->check_want) return snprintf(why, len, "corrupt (checksum mismatch)"), false;
+    return true;
+}
+
+bool exe_entry_confirm(exe_entry *e, char *why, size_t len) {
+    if (!e->checking) return true;
+    pthread_join(e->checker, NULL);
+    e->checking = false;
+    return payload_matches(e, why, len);
+}
+
+exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *e, bool later, char *why,
+                               size_t len) {
     memset(e, 0, sizeof *e);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -405,8 +441,9 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
     }
     /* Mapped read-only first, so populating shares the page cache's pages instead of copying
      * each (a writable private mapping populates by copy-on-write); then private and writable:
-     * a later write copies its page and never reaches the file. */
-    e->map = mmap(NULL, e->bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+     * a later write copies its page and never reaches the file. A check in the background does
+     * not populate here: its threads fault the pages in as they read them, in parallel. */
+    e->map = mmap(NULL, e->bytes, PROT_READ, MAP_PRIVATE | (later ? 0 : MAP_POPULATE), fd, 0);
     close(fd);
     if (e->map == MAP_FAILED) {
         e->map = NULL;
@@ -424,18 +461,26 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
     if (h.total_bytes != e->bytes)
         return invalid(e, why, len, "%s", h.total_bytes > e->bytes ? "truncated" : "corrupt (longer than it says)");
     if (!table_sane(&h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
-    bool summed;
-    const uint64_t sum = sum_of((const char *)e->map + h.header_bytes, e->bytes - h.header_bytes, &summed);
-    if (!summed) return invalid(e, why, len, "%s", "unreadable (no memory to check it)");
-    if (sum != h.checksum) return invalid(e, why, len, "%s", "corrupt (checksum mismatch)");
+    if (exe_hash_of((const char *)e->map + h.table_offset, h.payload_offset - h.table_offset, TABLE_SEED) !=
+        h.table_checksum)
+        return invalid(e, why, len, "%s", "corrupt (table checksum mismatch)");
     e->param = (const uint64_t *)((const char *)e->map + param_table_at(&h));
     e->pack = (const uint64_t *)((const char *)e->map + pack_table_at(&h));
     if (!params_sane(e, &h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
+    e->check_from = h.header_bytes;
+    e->check_want = h.checksum;
+    e->checking = later && pthread_create(&e->checker, NULL, check_payload, e) == 0;
+    if (!e->checking) { /* now, on this thread (and its helpers) */
+        check_payload_now(e);
+        char reason[64];
+        if (!payload_matches(e, reason, sizeof reason)) return invalid(e, why, len, "%s", reason);
+    }
     fill(e, &h);
     return EXE_LOAD_HIT;
 }
 
 void exe_entry_unmap(exe_entry *e) {
+    if (e->checking) pthread_join(e->checker, NULL); /* it reads the mapping */
     if (e->map) munmap(e->map, e->bytes);
     memset(e, 0, sizeof *e);
 }

@@ -3,6 +3,8 @@
 #ifndef BRIGADE_EXE_CACHE_INTERNAL_H
 #define BRIGADE_EXE_CACHE_INTERNAL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +54,11 @@ typedef struct exe_entry {
     const uint64_t *param; /* [n_params][2]: offset in the file, element count */
     int n_packs;
     const uint64_t *pack; /* [n_packs][EXE_PACK_FIELDS] (enum exe_pack_field) */
+    /* the payload's checksum: bytes [check_from, bytes) should sum to check_want; with a check in
+     * the background, `checker` computes check_sum until exe_entry_confirm joins it */
+    uint64_t check_from, check_want, check_sum;
+    bool check_summed, checking;
+    pthread_t checker;
 } exe_entry;
 
 /* A packed weight's row in the entry's table (packed_weights.h: the panels of one parameter
@@ -64,8 +71,13 @@ enum exe_pack_field {
 typedef enum exe_load_result { EXE_LOAD_HIT, EXE_LOAD_ABSENT, EXE_LOAD_INVALID } exe_load_result;
 
 /* Maps and checks `path` against `key`; INVALID with `why` ("truncated", "stale: the IPUConfig
- * changed", ...) for any entry that must not be used. */
-exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *out, char *why, size_t why_len);
+ * changed", ...) for any entry that must not be used. With `later`, the payload's checksum is
+ * checked in the background (exe_cache_entry.c) and a HIT is provisional until exe_entry_confirm. */
+exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *out, bool later, char *why,
+                               size_t why_len);
+/* Waits for a background check: false (with `why`) when the payload does not match its checksum.
+ * True at once when nothing is pending. */
+bool exe_entry_confirm(exe_entry *e, char *why, size_t why_len);
 void exe_entry_unmap(exe_entry *e);
 /* Writes the model's F32 parameters, the placement and the packed weights as an entry, atomically. */
 struct packed_weight_record;
