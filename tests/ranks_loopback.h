@@ -189,7 +189,7 @@ static brg_status lb_create(int n_devices, int n_ranks, double timeout, transpor
         return brg_error(BRG_ERR_INVALID_ARG, "loopback of %d devices over %d ranks", n_devices, n_ranks);
     }
     f->base = (transport){n_devices, lbf_send, lbf_recv, lbf_release, lbf_all_reduce, lbf_broadcast, lbf_barrier,
-                          lbf_abort, lbf_failure, lbf_reset, lbf_destroy, 0, 1, NULL};
+                          lbf_abort, lbf_failure, lbf_reset, lbf_destroy, 0, 1, NULL, NULL};
     f->hub.n_ranks = n_ranks;
     f->hub.tail = &f->hub.head;
     pthread_mutex_init(&f->hub.lock, NULL);

@@ -1,9 +1,10 @@
 /* The gradients under ZeRO-1 (shard_gradients): a run reduce-scatters instead of all-reducing.
  * Each device's replica shard of every parameter it holds equals the all-reduced gradient bit
- * for bit, the norm equals the all-reduced run's norm bit for bit, no all-reduce runs, and each
- * device sends exactly its values of the shards other devices sum (a reduce-scatter's traffic,
- * not an all-reduce's) — GPT-2 with its tied weight on two stages and T5, over the threads
- * transport, the serialising one and the ranks transport. */
+ * for bit, the norm equals the all-reduced run's norm bit for bit and no all-reduce runs. Over
+ * send and recv, each device sends exactly its values of the shards other devices sum (a
+ * reduce-scatter's traffic, not an all-reduce's); the threads transport's own reduce-scatter
+ * sends nothing (it sums in place). GPT-2 with its tied weight on two stages and T5, over the
+ * threads transport (both ways), the serialising one and the ranks transport. */
 #include <math.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@ typedef struct counting {
 
 static counting *last_counting; /* the one the last runtime was made over */
 static transport_factory counted_inner;
+static bool counted_own_scatter; /* the inner transport's own reduce-scatter, else over send and recv */
 
 static transport *in(transport *t) { return ((counting *)t)->inner; }
 
@@ -53,6 +55,9 @@ static brg_status c_failure(const transport *t, int *device, const char **messag
     return inner->failure(inner, device, message);
 }
 static void c_reset(transport *t) { in(t)->reset(in(t)); }
+static brg_status c_reduce_scatter(transport *t, int device, const transport_piece *rows, int n) {
+    return in(t)->reduce_scatter(in(t), device, rows, n);
+}
 static void c_destroy(transport *t) {
     in(t)->destroy(in(t));
     free(t);
@@ -67,7 +72,8 @@ static brg_status make_counting(int n_devices, transport **out) {
         return brg_error(BRG_ERR_OOM, "cannot allocate the counting transport");
     }
     c->base = (transport){inner->n_devices, c_send, c_recv, c_release, c_all_reduce, c_broadcast, c_barrier,
-                          c_abort, c_failure, c_reset, c_destroy, inner->rank, inner->n_ranks, inner->device_rank};
+                          c_abort, c_failure, c_reset, c_destroy, inner->rank, inner->n_ranks, inner->device_rank,
+                          counted_own_scatter && inner->reduce_scatter ? c_reduce_scatter : NULL};
     c->inner = inner;
     last_counting = c;
     *out = &c->base;
@@ -83,6 +89,7 @@ typedef struct run_result {
     float *grads[MAX_DEVICES][TT_MAX_PARAMS]; /* each device's gradient copies after the run */
     double sq_norm;
     int all_reduces;
+    bool in_place; /* the transport's own reduce-scatter ran, not the one over send and recv */
     long long sum_floats[MAX_DEVICES];
 } run_result;
 
@@ -121,6 +128,7 @@ static void run_once(const tt_layout *l, bool shard, transport_factory inner, ru
         }
     }
     out->all_reduces = last_counting->all_reduces;
+    out->in_place = last_counting->base.reduce_scatter != NULL;
     for (int dv = 0; dv < out->n_devices; dv++) out->sum_floats[dv] = last_counting->sum_floats[dv];
     brg_runtime_destroy(rt);
     brg_model_destroy(m);
@@ -149,8 +157,9 @@ static long long expected_sends(const tt_layout *l, const run_result *r, const b
     return n;
 }
 
-static void check_layout(const tt_layout *l, transport_factory inner, const char *name) {
+static void check_layout(const tt_layout *l, transport_factory inner, bool own_scatter, const char *name) {
     run_result plain, sharded;
+    counted_own_scatter = own_scatter;
     run_once(l, false, inner, &plain);
     run_once(l, true, inner, &sharded);
     brg_model *m = tt_model(l->arch);
@@ -161,12 +170,15 @@ static void check_layout(const tt_layout *l, transport_factory inner, const char
     }
     CHECK_MSG(plain.all_reduces == plain.n_devices, "%s, %s: %d all-reduces unsharded", l->what, name, plain.all_reduces);
     CHECK_MSG(sharded.all_reduces == 0, "%s, %s: %d all-reduces sharded", l->what, name, sharded.all_reduces);
+    CHECK_MSG(sharded.in_place == (own_scatter && inner == transport_threads_create),
+              "%s, %s: the in-place reduce-scatter %s", l->what, name, sharded.in_place ? "ran" : "did not run");
     int bad = 0, shards = 0;
     for (int d = 0; d < plain.n_devices; d++) {
         CHECK(plain.sum_floats[d] == 0);
-        const long long want = expected_sends(l, &sharded, m, d);
-        CHECK_MSG(want > 0 && sharded.sum_floats[d] == want, "%s, %s: device %d sent %lld floats, a reduce-scatter %lld",
-                  l->what, name, d, sharded.sum_floats[d], want);
+        const long long want = sharded.in_place ? 0 : expected_sends(l, &sharded, m, d);
+        CHECK_MSG((sharded.in_place || want > 0) && sharded.sum_floats[d] == want,
+                  "%s, %s: device %d sent %lld floats, a reduce-scatter %lld", l->what, name, d, sharded.sum_floats[d],
+                  want);
         for (int p = 0; p < m->n_params; p++) {
             if (!plain.grads[d][p]) continue;
             int64_t first, count;
@@ -203,9 +215,10 @@ int main(void) {
         TT_LAYOUTS[4], /* T5, 2 replicas x 2 stages */
     };
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
-        check_layout(&layouts[i], transport_threads_create, "threads");
-        check_layout(&layouts[i], transport_serial_threads_create, "serialised");
-        check_layout(&layouts[i], make_ranks2, "ranks transport, two ranks");
+        check_layout(&layouts[i], transport_threads_create, true, "threads, in place");
+        check_layout(&layouts[i], transport_threads_create, false, "threads, over send and recv");
+        check_layout(&layouts[i], transport_serial_threads_create, true, "serialised");
+        check_layout(&layouts[i], make_ranks2, true, "ranks transport, two ranks");
     }
     return test_finish();
 }

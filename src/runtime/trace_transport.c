@@ -65,6 +65,13 @@ static brg_status tr_all_reduce(transport *t, int device, float *span, const tra
     return st;
 }
 
+static brg_status tr_reduce_scatter(transport *t, int device, const transport_piece *rows, int n) {
+    const uint64_t t0 = brg_trace_now();
+    brg_status st = inner_of(t)->reduce_scatter(inner_of(t), device, rows, n);
+    brg_trace_named("reduce-scatter", t0, -1);
+    return st;
+}
+
 static brg_status tr_broadcast(transport *t, int device, int root, brg_tensor *const *tensors, int n) {
     const uint64_t t0 = brg_trace_now();
     brg_status st = inner_of(t)->broadcast(inner_of(t), device, root, tensors, n);
@@ -115,6 +122,8 @@ brg_status transport_traced_wrap(transport **t) {
     w->base.failure = tr_failure;
     w->base.reset = tr_reset;
     w->base.destroy = tr_destroy;
+    /* over send and recv (traced there) unless the inner transport has its own */
+    w->base.reduce_scatter = (*t)->reduce_scatter ? tr_reduce_scatter : NULL;
     *t = &w->base;
     return BRG_OK;
 }

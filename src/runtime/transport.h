@@ -62,6 +62,15 @@ typedef struct transport_segment {
     size_t count;
 } transport_segment;
 
+/* A piece of float memory in a collective over pieces (transport_all_gather,
+ * transport_reduce_scatter below): a key (the same on every device), the device whose values
+ * count (source) and one device taking part (device), count floats at data. */
+typedef struct transport_piece {
+    int key, source, device;
+    float *data;
+    size_t count;
+} transport_piece;
+
 typedef struct transport transport;
 struct transport {
     int n_devices;
@@ -84,6 +93,9 @@ struct transport {
      * devices call the operations above. */
     int rank, n_ranks;
     const int *device_rank;
+    /* transport_reduce_scatter done another way than over send and recv (the threads transport:
+     * in place, reading the other devices' memory); NULL: over send and recv. */
+    brg_status (*reduce_scatter)(transport *t, int device, const transport_piece *rows, int n);
 };
 
 static inline bool transport_is_local(const transport *t, int device) {
@@ -113,29 +125,24 @@ brg_status transport_ranks_create(int n_devices, const int *device_rank, int ran
                                   wire_open_fn open_wire, void *wire_arg, transport **out);
 
 /* All-gather (transport_pieces.c): copies of pieces of float memory, each copy made equal to
- * its source's, bit for bit (-0.0 and NaN payloads included). A piece is a key (the same on
- * every device), the device whose values count (source) and one device holding a copy
- * (device). Each device passes, sorted by key, the rows it takes part in: its own copies
+ * its source's, bit for bit (-0.0 and NaN payloads included). A piece's device holds a copy.
+ * Each device passes, sorted by key, the rows it takes part in: its own copies
  * (device == this one, data its memory, receiving when it is not the source) and the copies it
  * is the source of (device another one, data its own values to send). Built on send and recv
  * (tag TRANSPORT_TAG_PIECES), one bundle from each source to each device it feeds, so it runs
  * on every transport, threads and ranks alike, with their timeouts and aborts. */
-typedef struct transport_piece {
-    int key, source, device;
-    float *data;
-    size_t count;
-} transport_piece;
 brg_status transport_all_gather(transport *t, int device, const transport_piece *rows, int n);
 
 /* Reduce-scatter (transport_pieces.c): sums of pieces of float memory, each made only on the
- * devices that want it. A row is a key (the same on every device), a contributor (source), a
- * device that wants the key's sum (device) and count floats at data. Each device passes, sorted
- * by key: for each key it wants, one row per contributor, itself included when it contributes
- * (data its own memory, where the sum goes); for each key it contributes to and another device
- * wants, one row per such device (data its values to send). Afterwards each wanted piece holds
- * the sum over its contributors added in device order (x0 + x1 + x2 + ...): the bits the
- * all-reduce gives there. Built on send and recv (tag TRANSPORT_TAG_SUMS), one bundle from each
- * contributor to each device it feeds, so it runs on every transport. */
+ * devices that want it. A row's source contributes, its device wants the key's sum. Each device
+ * passes, sorted by key: for each key it wants, one row per contributor, itself included when it
+ * contributes (data its own memory, where the sum goes); for each key it contributes to and
+ * another device wants, one row per such device (data its values to send). A device's pieces of
+ * different keys do not overlap. Afterwards each wanted piece holds the sum over its
+ * contributors added in device order (x0 + x1 + x2 + ...): the bits the all-reduce gives there.
+ * t->reduce_scatter when the transport has one, else over send and recv (tag
+ * TRANSPORT_TAG_SUMS: one bundle from each contributor to each device it feeds), so it runs on
+ * every transport. */
 brg_status transport_reduce_scatter(transport *t, int device, const transport_piece *rows, int n);
 
 /* The byte form of a bundle (transport_serial.c): its size, the bytes (fails on a tensor that is

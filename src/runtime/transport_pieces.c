@@ -2,9 +2,10 @@
  * - the all-gather: every source sends each device it feeds one bundle of that device's pieces,
  *   in key order, then every device receives one bundle from each source that feeds it and
  *   copies each piece in;
- * - the reduce-scatter: every contributor sends each device that wants its values one bundle of
- *   them, then every device takes the bundles in device order, so each wanted piece is built as
- *   x0, then + x1, + x2, ...: the all-reduce's order.
+ * - the reduce-scatter (unless the transport does it its own way): every contributor sends each
+ *   device that wants its values one bundle of them, then every device takes the bundles in
+ *   device order, so each wanted piece is built as x0, then + x1, + x2, ...: the all-reduce's
+ *   order.
  * Sending never waits on any transport, so sending all first cannot deadlock. Empty pieces are
  * not sent. */
 #include <stdlib.h>
@@ -177,6 +178,7 @@ static void add_own(const transport_piece *rows, int n, int device, sum_plan *p)
 
 brg_status transport_reduce_scatter(transport *t, int device, const transport_piece *rows, int n) {
     BRG_TRY(check_sorted(device, rows, n));
+    if (t->reduce_scatter) return t->reduce_scatter(t, device, rows, n);
     bundle_room b;
     sum_plan p = {NULL, NULL};
     brg_status st = room_init(&b, device, n);

@@ -536,7 +536,7 @@ brg_status transport_ranks_create(int n_devices, const int *device_rank, int ran
     ranks_transport *rt = calloc(1, sizeof *rt);
     if (!rt) return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
     rt->base = (transport){n_devices, rk_send, rk_recv, rk_release, rk_all_reduce, rk_broadcast, rk_barrier,
-                           rk_abort, rk_failure, rk_reset, rk_destroy, rank, n_ranks, NULL};
+                           rk_abort, rk_failure, rk_reset, rk_destroy, rank, n_ranks, NULL, NULL};
     pthread_mutex_init(&rt->lock, NULL);
     transport_failure_clear(&rt->fail);
     rt->timeout = timeout;

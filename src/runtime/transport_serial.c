@@ -192,7 +192,7 @@ brg_status transport_serial_create(transport *inner, transport **out) {
         return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
     }
     s->base = (transport){inner->n_devices, se_send, se_recv, se_release, se_all_reduce, se_broadcast,
-                          se_barrier, se_abort, se_failure, se_reset, se_destroy, 0, 1, NULL};
+                          se_barrier, se_abort, se_failure, se_reset, se_destroy, 0, 1, NULL, NULL};
     s->base.rank = inner->rank, s->base.n_ranks = inner->n_ranks, s->base.device_rank = inner->device_rank;
     s->inner = inner;
     *out = &s->base;

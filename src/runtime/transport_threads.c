@@ -39,6 +39,9 @@ typedef struct threads_transport {
     int *n_segs;
     brg_tensor *const *bcast;
     int bcast_n;
+    const transport_piece **rows; /* each device's reduce-scatter rows, while it runs */
+    int *n_rows;
+    const float **sources; /* [n_devices][n_devices]: each device's contributors to one sum */
     transport_failure fail;
 } threads_transport;
 
@@ -221,6 +224,98 @@ static brg_status th_all_reduce(transport *t, int device, float *span, const tra
     return rendezvous(tt); /* nobody reads or changes a span before every share is done */
 }
 
+/* ---- reduce-scatter in place ----
+ * Every device publishes its rows; for each key, the lowest device that wants it adds the
+ * contributors' pieces (read where they lie) into its own in device order, the other devices that
+ * want it copy that sum, and nobody goes on before every copy is made. No piece is copied into a
+ * message, so the gradients are never held twice. */
+
+/* The first of device d's rows with `key` (rows sorted by key), or n. */
+static int first_row(const transport_piece *rows, int n, int key) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (rows[mid].key < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Device d's piece of `key`: the data of any of its rows with that key where it is the source
+ * or the device (all point at its one piece of the key). */
+static float *piece_of(const threads_transport *tt, int d, int key, bool wanting) {
+    const transport_piece *rows = tt->rows[d];
+    for (int i = first_row(rows, tt->n_rows[d], key); i < tt->n_rows[d] && rows[i].key == key; i++)
+        if (rows[i].count > 0 && (wanting ? rows[i].device == d : rows[i].source == d)) return rows[i].data;
+    return NULL;
+}
+
+/* The lowest device that wants `key`. */
+static int first_wanter(const threads_transport *tt, int key) {
+    for (int d = 0; d < tt->base.n_devices; d++)
+        if (piece_of(tt, d, key, true)) return d;
+    return -1;
+}
+
+enum { SUM_BLOCK = 1024 };
+
+/* rows[a..b): this device's rows wanting one key, sources in any order: their sum in device order
+ * into its piece, block by block (each block read whole before it is written). */
+static void sum_key(const threads_transport *tt, int device, const transport_piece *rows, int a, int b) {
+    const float **from = tt->sources + (size_t)device * (size_t)tt->base.n_devices;
+    int n = 0;
+    for (int d = 0; d < tt->base.n_devices; d++)
+        for (int i = a; i < b; i++)
+            if (rows[i].source == d && rows[i].device == device) {
+                from[n++] = piece_of(tt, d, rows[i].key, false);
+                break;
+            }
+    if (n == 0) return;
+    float *sum = rows[a].data, acc[SUM_BLOCK];
+    for (size_t at = 0; at < rows[a].count; at += SUM_BLOCK) {
+        const size_t len = rows[a].count - at < SUM_BLOCK ? rows[a].count - at : SUM_BLOCK;
+        memcpy(acc, from[0] + at, len * sizeof *acc);
+        for (int c = 1; c < n; c++)
+            for (size_t j = 0; j < len; j++) acc[j] += from[c][at + j];
+        memcpy(sum + at, acc, len * sizeof *acc);
+    }
+}
+
+/* Calls fn on each group of this device's rows that want one key: [a, b). */
+static void each_wanted_key(threads_transport *tt, int device, const transport_piece *rows, int n,
+                            void (*fn)(threads_transport *, int, const transport_piece *, int, int)) {
+    for (int a = 0, b; a < n; a = b) {
+        int w = -1, w_end = -1;
+        for (b = a; b < n && rows[b].key == rows[a].key; b++)
+            if (rows[b].device == device && rows[b].count > 0) {
+                if (w < 0) w = b;
+                w_end = b + 1;
+            }
+        if (w >= 0) fn(tt, device, rows, w, w_end);
+    }
+}
+
+static void sum_if_first(threads_transport *tt, int device, const transport_piece *rows, int a, int b) {
+    if (first_wanter(tt, rows[a].key) == device) sum_key(tt, device, rows, a, b);
+}
+
+static void copy_if_not_first(threads_transport *tt, int device, const transport_piece *rows, int a, int b) {
+    (void)b;
+    const int first = first_wanter(tt, rows[a].key);
+    if (first != device) memcpy(rows[a].data, piece_of(tt, first, rows[a].key, true), rows[a].count * sizeof(float));
+}
+
+static brg_status th_reduce_scatter(transport *t, int device, const transport_piece *rows, int n) {
+    threads_transport *tt = impl(t);
+    tt->rows[device] = rows;
+    tt->n_rows[device] = n;
+    BRG_TRY(rendezvous(tt));
+    each_wanted_key(tt, device, rows, n, sum_if_first);
+    BRG_TRY(rendezvous(tt)); /* every sum made before it is copied */
+    each_wanted_key(tt, device, rows, n, copy_if_not_first);
+    return rendezvous(tt); /* nobody changes a piece before every copy is made */
+}
+
 static brg_status th_broadcast(transport *t, int device, int root, brg_tensor *const *tensors, int n) {
     threads_transport *tt = impl(t);
     if (device == root) tt->bcast = tensors, tt->bcast_n = n;
@@ -289,6 +384,9 @@ static void th_destroy(transport *t) {
     free(tt->spans);
     free(tt->segs);
     free(tt->n_segs);
+    free(tt->rows);
+    free(tt->n_rows);
+    free(tt->sources);
     free(tt);
 }
 
@@ -296,7 +394,7 @@ brg_status transport_threads_create(int n_devices, transport **out) {
     threads_transport *tt = calloc(1, sizeof *tt);
     if (!tt) return brg_error(BRG_ERR_OOM, "cannot allocate the transport");
     tt->base = (transport){n_devices, th_send, th_recv, th_release, th_all_reduce, th_broadcast,
-                           th_barrier, th_abort, th_failure, th_reset, th_destroy, 0, 1, NULL};
+                           th_barrier, th_abort, th_failure, th_reset, th_destroy, 0, 1, NULL, th_reduce_scatter};
     pthread_mutex_init(&tt->lock, NULL);
     pthread_cond_init(&tt->met, NULL);
     transport_failure_clear(&tt->fail);
@@ -304,7 +402,10 @@ brg_status transport_threads_create(int n_devices, transport **out) {
     tt->spans = calloc((size_t)n_devices, sizeof *tt->spans);
     tt->segs = calloc((size_t)n_devices, sizeof *tt->segs);
     tt->n_segs = calloc((size_t)n_devices, sizeof *tt->n_segs);
-    brg_status st = tt->mail && tt->spans && tt->segs && tt->n_segs
+    tt->rows = calloc((size_t)n_devices, sizeof *tt->rows);
+    tt->n_rows = calloc((size_t)n_devices, sizeof *tt->n_rows);
+    tt->sources = calloc((size_t)n_devices * (size_t)n_devices, sizeof *tt->sources);
+    brg_status st = tt->mail && tt->spans && tt->segs && tt->n_segs && tt->rows && tt->n_rows && tt->sources
                         ? BRG_OK
                         : brg_error(BRG_ERR_OOM, "cannot allocate the transport of %d devices", n_devices);
     for (int d = 0; st == BRG_OK && d < n_devices; d++) st = channel_init(&tt->mail[d], 16, &tt->fail.aborted);
