@@ -55,6 +55,13 @@ for layout in replicas replicas4 both; do
   same_output "$layout sharded" "$tmp/$layout-plain" "$tmp/$layout-shard" 3
 done
 
+# Traced: the same bytes, and each device's reduce-scatter on the trace (4 devices x 3 steps).
+train both "$tmp/both-traced" "$SHARD" 3 "" --trace "$tmp/both.trace.json" >/dev/null 2>"$tmp/err" ||
+  bad "both sharded, traced: $(cat "$tmp/err")"
+same_output "both sharded, traced" "$tmp/both-plain" "$tmp/both-traced" 3
+n=$(grep -o '"name": *"reduce-scatter"' "$tmp/both.trace.json" | wc -l)
+((n == 12)) && ok || bad "the trace has $n reduce-scatter events, wanted 12"
+
 # The summary says what each device held.
 "$brigade" train --model "$tmp/gpt2" --ipu-config "$tmp/replicas4.json" --ipu-config-overrides "$SHARD" \
   --data builtin:reverse --rows 16 --micro-batch-size 2 --steps 1 --output "$tmp/summary" >"$tmp/out.txt" 2>&1 || bad "summary run: $(cat "$tmp/out.txt")"
