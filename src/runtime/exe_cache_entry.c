@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,14 +192,18 @@ typedef struct sum_job {
     int stride, first;
 } sum_job;
 
+/* Chunk i's sum of bytes[0, len). */
+static uint64_t chunk_sum(const char *bytes, uint64_t len, uint64_t i) {
+    const uint64_t at = i * CHUNK, n = len - at < CHUNK ? len - at : CHUNK;
+    stripe_sum st = {{0}, 0, 0};
+    stripe_add(&st, bytes + at, n);
+    return stripe_end(&st, SUM_SEED + i);
+}
+
 static void *sum_chunks(void *arg) {
     const sum_job *j = arg;
-    for (uint64_t i = (uint64_t)j->first; i < j->n_chunks; i += (uint64_t)j->stride) {
-        const uint64_t at = i * CHUNK, n = j->len - at < CHUNK ? j->len - at : CHUNK;
-        stripe_sum st = {{0}, 0, 0};
-        stripe_add(&st, j->bytes + at, n);
-        j->hashes[i] = stripe_end(&st, SUM_SEED + i);
-    }
+    for (uint64_t i = (uint64_t)j->first; i < j->n_chunks; i += (uint64_t)j->stride)
+        j->hashes[i] = chunk_sum(j->bytes, j->len, i);
     return NULL;
 }
 
@@ -391,20 +396,36 @@ static void fill(exe_entry *e, const entry_header *h) {
 /* ---- the payload's check in the background ----
  * A start that can use its outputs late (exe_entry_load's `later`) checks the header and the table
  * at once, and the payload (the weights and panels: numbers only, which cannot make a start go
- * wrong other than numerically) on threads of the lowest priority (SCHED_IDLE) while the pipeline
- * runs: they take the cores the devices leave idle (the pipeline's fill and drain), and
- * exe_entry_confirm waits for their verdict before any output is used. */
+ * wrong other than numerically) while the pipeline runs: a thread of the lowest priority
+ * (SCHED_IDLE) takes its chunks one by one on the cores the devices leave idle (the pipeline's
+ * fill and drain). exe_entry_confirm, before any output is used, takes whatever chunks are left
+ * itself, at the caller's priority (so a machine busy with other work cannot starve the check),
+ * waits for the chunk the background thread is on and compares. */
 
-static void check_payload_now(exe_entry *e) {
-    e->check_sum = sum_of((const char *)e->map + e->check_from, e->bytes - e->check_from, &e->check_summed);
+static void take_chunks(exe_entry *e) {
+    const char *bytes = (const char *)e->map + e->check_from;
+    const uint64_t len = e->bytes - e->check_from;
+    for (uint64_t i; (i = atomic_fetch_add(&e->check_next, 1)) < e->check_chunks;)
+        e->check_hashes[i] = chunk_sum(bytes, len, i);
 }
 
 static void *check_payload(void *arg) {
     exe_entry *e = arg;
     const struct sched_param lowest = {0};
-    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest); /* its helpers inherit it */
-    check_payload_now(e);
+    (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest);
+    take_chunks(e);
     return NULL;
+}
+
+/* Starts the background check; false when it cannot (then the caller checks now). */
+static bool start_check(exe_entry *e) {
+    const uint64_t len = e->bytes - e->check_from;
+    e->check_chunks = len ? (len + CHUNK - 1) / CHUNK : 1;
+    e->check_hashes = malloc(e->check_chunks * sizeof *e->check_hashes);
+    atomic_store(&e->check_next, 0);
+    e->checking = e->check_hashes && pthread_create(&e->checker, NULL, check_payload, e) == 0;
+    if (!e->checking) free(e->check_hashes), e->check_hashes = NULL;
+    return e->checking;
 }
 
 static bool payload_matches(exe_entry *e, char *why, size_t len) {
@@ -413,10 +434,20 @@ static bool payload_matches(exe_entry *e, char *why, size_t len) {
     return true;
 }
 
-bool exe_entry_confirm(exe_entry *e, char *why, size_t len) {
-    if (!e->checking) return true;
+/* Ends a background check: the rest of its chunks here, then its thread joined. */
+static void finish_check(exe_entry *e) {
+    take_chunks(e);
     pthread_join(e->checker, NULL);
     e->checking = false;
+    e->check_sum = exe_hash_of(e->check_hashes, e->check_chunks * sizeof *e->check_hashes, SUM_SEED);
+    e->check_summed = true;
+    free(e->check_hashes);
+    e->check_hashes = NULL;
+}
+
+bool exe_entry_confirm(exe_entry *e, char *why, size_t len) {
+    if (!e->checking) return true;
+    finish_check(e);
     return payload_matches(e, why, len);
 }
 
@@ -469,9 +500,8 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
     if (!params_sane(e, &h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
     e->check_from = h.header_bytes;
     e->check_want = h.checksum;
-    e->checking = later && pthread_create(&e->checker, NULL, check_payload, e) == 0;
-    if (!e->checking) { /* now, on this thread (and its helpers) */
-        check_payload_now(e);
+    if (!later || !start_check(e)) { /* now, on this thread and its helpers */
+        e->check_sum = sum_of((const char *)e->map + e->check_from, e->bytes - e->check_from, &e->check_summed);
         char reason[64];
         if (!payload_matches(e, reason, sizeof reason)) return invalid(e, why, len, "%s", reason);
     }
@@ -480,7 +510,11 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
 }
 
 void exe_entry_unmap(exe_entry *e) {
-    if (e->checking) pthread_join(e->checker, NULL); /* it reads the mapping */
+    if (e->checking) { /* it reads the mapping: no more chunks for it, then it ends */
+        atomic_store(&e->check_next, e->check_chunks);
+        pthread_join(e->checker, NULL);
+        free(e->check_hashes);
+    }
     if (e->map) munmap(e->map, e->bytes);
     memset(e, 0, sizeof *e);
 }

@@ -4,6 +4,7 @@
 #define BRIGADE_EXE_CACHE_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,10 +56,13 @@ typedef struct exe_entry {
     int n_packs;
     const uint64_t *pack; /* [n_packs][EXE_PACK_FIELDS] (enum exe_pack_field) */
     /* the payload's checksum: bytes [check_from, bytes) should sum to check_want; with a check in
-     * the background, `checker` computes check_sum until exe_entry_confirm joins it */
+     * the background, `checker` and then exe_entry_confirm take chunks (check_next) and fill
+     * check_hashes until check_sum can be made */
     uint64_t check_from, check_want, check_sum;
     bool check_summed, checking;
     pthread_t checker;
+    uint64_t check_chunks, *check_hashes;
+    atomic_uint_fast64_t check_next;
 } exe_entry;
 
 /* A packed weight's row in the entry's table (packed_weights.h: the panels of one parameter

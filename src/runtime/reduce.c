@@ -68,7 +68,9 @@ static int partial_parts(brg_runtime *rt, int d, void *ctx, host_part *parts, in
         int k0, k1;
         norm_parts(rt, d, p, &k0, &k1);
         if (k1 <= k0) continue;
-        if (n < cap) parts[n] = (host_part){partial + (size_t)p * BRG_SHARD_PARTS + (size_t)k0, (size_t)(k1 - k0) * sizeof *partial};
+        if (n < cap)
+            parts[n] = (host_part){partial + (size_t)p * BRG_SHARD_PARTS + (size_t)k0,
+                                   (size_t)(k1 - k0) * sizeof *partial};
         n++;
     }
     return n;

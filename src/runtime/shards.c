@@ -74,7 +74,8 @@ static int add_sum_rows(const brg_device *me, int p, transport_piece *rows, int 
 
 brg_status runtime_reduce_scatter(brg_device *dev) {
     const brg_runtime *rt = dev->rt;
-    const size_t cap = (size_t)rt->model->n_params * (size_t)rt->opts.replicas * (size_t)(rt->n_devices + rt->opts.stages);
+    const size_t cap =
+        (size_t)rt->model->n_params * (size_t)rt->opts.replicas * (size_t)(rt->n_devices + rt->opts.stages);
     transport_piece *rows = malloc((cap ? cap : 1) * sizeof *rows);
     if (!rows) return brg_error(BRG_ERR_OOM, "device %d: cannot list the gradient shards", dev->id);
     int n = 0;
