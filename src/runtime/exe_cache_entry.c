@@ -185,13 +185,6 @@ static uint64_t sum_end(chunked_sum *c, bool *ok) {
     return sum;
 }
 
-typedef struct sum_job {
-    const char *bytes;
-    uint64_t len, n_chunks;
-    uint64_t *hashes;
-    int stride, first;
-} sum_job;
-
 /* Chunk i's sum of bytes[0, len). */
 static uint64_t chunk_sum(const char *bytes, uint64_t len, uint64_t i) {
     const uint64_t at = i * CHUNK, n = len - at < CHUNK ? len - at : CHUNK;
@@ -200,38 +193,58 @@ static uint64_t chunk_sum(const char *bytes, uint64_t len, uint64_t i) {
     return stripe_end(&st, SUM_SEED + i);
 }
 
-static void *sum_chunks(void *arg) {
-    const sum_job *j = arg;
-    for (uint64_t i = (uint64_t)j->first; i < j->n_chunks; i += (uint64_t)j->stride)
-        j->hashes[i] = chunk_sum(j->bytes, j->len, i);
+/* A chunked_sum of bytes[0, len) computed by whichever threads take its chunks: each takes the
+ * next untaken one until none is left, and the sum is made once all are in. */
+struct chunk_queue {
+    const char *bytes;
+    uint64_t len, n;
+    uint64_t *hashes;
+    atomic_uint_fast64_t next;
+};
+
+static chunk_queue *queue_new(const char *bytes, uint64_t len) {
+    chunk_queue *q = malloc(sizeof *q);
+    if (!q) return NULL;
+    *q = (chunk_queue){bytes, len, len ? (len + CHUNK - 1) / CHUNK : 1, NULL, 0};
+    q->hashes = malloc(q->n * sizeof *q->hashes);
+    if (!q->hashes) free(q), q = NULL;
+    return q;
+}
+
+static void queue_take(chunk_queue *q) {
+    for (uint64_t i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) q->hashes[i] = chunk_sum(q->bytes, q->len, i);
+}
+
+static void *queue_take_thread(void *q) {
+    queue_take(q);
     return NULL;
 }
 
-/* chunked_sum of bytes[0, len) in one call, its chunks spread over the cores; *ok false when out
- * of memory. */
-static uint64_t sum_of(const char *bytes, uint64_t len, bool *ok) {
-    const uint64_t n = len ? (len + CHUNK - 1) / CHUNK : 1;
-    uint64_t *hashes = malloc(n * sizeof *hashes);
-    *ok = hashes != NULL;
-    if (!hashes) return 0;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = cores < 1 ? 1 : cores > MAX_SUM_THREADS ? MAX_SUM_THREADS : (int)cores;
-    if ((uint64_t)threads > n) threads = (int)n;
-    sum_job jobs[MAX_SUM_THREADS];
-    pthread_t tid[MAX_SUM_THREADS];
-    bool started[MAX_SUM_THREADS] = {false};
-    for (int t = 0; t < threads; t++) {
-        jobs[t] = (sum_job){bytes, len, n, hashes, threads, t};
-        if (t > 0) started[t] = pthread_create(&tid[t], NULL, sum_chunks, &jobs[t]) == 0;
-    }
-    sum_chunks(&jobs[0]);
-    for (int t = 1; t < threads; t++) {
-        if (started[t]) pthread_join(tid[t], NULL);
-        else sum_chunks(&jobs[t]); /* no thread: this one does its share */
-    }
-    const uint64_t sum = exe_hash_of(hashes, n * sizeof *hashes, SUM_SEED);
-    free(hashes);
+/* No chunk is handed out after this (a taker ends with the chunk it is on). */
+static void queue_close(chunk_queue *q) { atomic_store(&q->next, q->n); }
+
+/* The sum, once every chunk is in; frees q. */
+static uint64_t queue_sum(chunk_queue *q) {
+    const uint64_t sum = exe_hash_of(q->hashes, q->n * sizeof *q->hashes, SUM_SEED);
+    free(q->hashes);
+    free(q);
     return sum;
+}
+
+/* chunked_sum of bytes[0, len) in one call, its chunks taken by up to MAX_SUM_THREADS threads (as
+ * many as the cores); *ok false when out of memory. */
+static uint64_t sum_of(const char *bytes, uint64_t len, bool *ok) {
+    chunk_queue *q = queue_new(bytes, len);
+    *ok = q != NULL;
+    if (!q) return 0;
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    const int helpers = cores < 2 ? 0 : cores > MAX_SUM_THREADS ? MAX_SUM_THREADS - 1 : (int)cores - 1;
+    pthread_t tid[MAX_SUM_THREADS];
+    int started = 0;
+    while (started < helpers && pthread_create(&tid[started], NULL, queue_take_thread, q) == 0) started++;
+    queue_take(q); /* with the helpers, or alone if none could start */
+    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    return queue_sum(q);
 }
 
 /* ---- writing ---- */
@@ -402,53 +415,34 @@ static void fill(exe_entry *e, const entry_header *h) {
  * itself, at the caller's priority (so a machine busy with other work cannot starve the check),
  * waits for the chunk the background thread is on and compares. */
 
-static void take_chunks(exe_entry *e) {
-    const char *bytes = (const char *)e->map + e->check_from;
-    const uint64_t len = e->bytes - e->check_from;
-    for (uint64_t i; (i = atomic_fetch_add(&e->check_next, 1)) < e->check_chunks;)
-        e->check_hashes[i] = chunk_sum(bytes, len, i);
-}
-
-static void *check_payload(void *arg) {
-    exe_entry *e = arg;
+static void *check_payload(void *q) {
     const struct sched_param lowest = {0};
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest);
-    take_chunks(e);
-    return NULL;
+    return queue_take_thread(q);
 }
 
-/* Starts the background check; false when it cannot (then the caller checks now). */
-static bool start_check(exe_entry *e) {
-    const uint64_t len = e->bytes - e->check_from;
-    e->check_chunks = len ? (len + CHUNK - 1) / CHUNK : 1;
-    e->check_hashes = malloc(e->check_chunks * sizeof *e->check_hashes);
-    atomic_store(&e->check_next, 0);
-    e->checking = e->check_hashes && pthread_create(&e->checker, NULL, check_payload, e) == 0;
-    if (!e->checking) free(e->check_hashes), e->check_hashes = NULL;
-    return e->checking;
+/* Starts the background check of bytes [from, e->bytes); false when it cannot. */
+static bool start_check(exe_entry *e, uint64_t from) {
+    e->check = queue_new((const char *)e->map + from, e->bytes - from);
+    if (e->check && pthread_create(&e->checker, NULL, check_payload, e->check) == 0) return true;
+    if (e->check) free(e->check->hashes), free(e->check);
+    e->check = NULL;
+    return false;
 }
 
-static bool payload_matches(exe_entry *e, char *why, size_t len) {
-    if (!e->check_summed) return snprintf(why, len, "unreadable (no memory to check it)"), false;
-    if (e->check_sum != e->check_want) return snprintf(why, len, "corrupt (checksum mismatch)"), false;
+static bool payload_matches(bool summed, uint64_t sum, uint64_t want, char *why, size_t len) {
+    if (!summed) return snprintf(why, len, "unreadable (no memory to check it)"), false;
+    if (sum != want) return snprintf(why, len, "corrupt (checksum mismatch)"), false;
     return true;
 }
 
-/* Ends a background check: the rest of its chunks here, then its thread joined. */
-static void finish_check(exe_entry *e) {
-    take_chunks(e);
-    pthread_join(e->checker, NULL);
-    e->checking = false;
-    e->check_sum = exe_hash_of(e->check_hashes, e->check_chunks * sizeof *e->check_hashes, SUM_SEED);
-    e->check_summed = true;
-    free(e->check_hashes);
-    e->check_hashes = NULL;
-}
-
 bool exe_entry_confirm(exe_entry *e, char *why, size_t len) {
-    if (!e->checking) return true;
-    finish_check(e);
-    return payload_matches(e, why, len);
+    if (!e->check) return true;
+    queue_take(e->check); /* the chunks the background thread has not reached */
+    pthread_join(e->checker, NULL);
+    const uint64_t sum = queue_sum(e->check);
+    e->check = NULL;
+    return payload_matches(true, sum, e->check_want, why, len);
 }
 
 exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *e, bool later, char *why,
@@ -498,22 +492,24 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
     e->param = (const uint64_t *)((const char *)e->map + param_table_at(&h));
     e->pack = (const uint64_t *)((const char *)e->map + pack_table_at(&h));
     if (!params_sane(e, &h)) return invalid(e, why, len, "%s", "corrupt (inconsistent table)");
-    e->check_from = h.header_bytes;
     e->check_want = h.checksum;
-    if (!later || !start_check(e)) { /* now, on this thread and its helpers */
-        e->check_sum = sum_of((const char *)e->map + e->check_from, e->bytes - e->check_from, &e->check_summed);
+    if (!later || !start_check(e, h.header_bytes)) { /* now, on this thread and its helpers */
+        bool summed;
+        const uint64_t sum = sum_of((const char *)e->map + h.header_bytes, e->bytes - h.header_bytes, &summed);
         char reason[64];
-        if (!payload_matches(e, reason, sizeof reason)) return invalid(e, why, len, "%s", reason);
+        if (!payload_matches(summed, sum, h.checksum, reason, sizeof reason))
+            return invalid(e, why, len, "%s", reason);
     }
     fill(e, &h);
     return EXE_LOAD_HIT;
 }
 
 void exe_entry_unmap(exe_entry *e) {
-    if (e->checking) { /* it reads the mapping: no more chunks for it, then it ends */
-        atomic_store(&e->check_next, e->check_chunks);
+    if (e->check) { /* it reads the mapping: no more chunks for it, then it ends */
+        queue_close(e->check);
         pthread_join(e->checker, NULL);
-        free(e->check_hashes);
+        free(e->check->hashes);
+        free(e->check);
     }
     if (e->map) munmap(e->map, e->bytes);
     memset(e, 0, sizeof *e);

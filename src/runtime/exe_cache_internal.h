@@ -4,7 +4,6 @@
 #define BRIGADE_EXE_CACHE_INTERNAL_H
 
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +45,8 @@ brg_status exe_key_compute(const brg_cached_inference_request *rq, const char *d
 
 /* ---- the entry file ---- */
 
+typedef struct chunk_queue chunk_queue; /* exe_cache_entry.c */
+
 /* A mapped, checked entry. */
 typedef struct exe_entry {
     void *map;
@@ -55,14 +56,11 @@ typedef struct exe_entry {
     const uint64_t *param; /* [n_params][2]: offset in the file, element count */
     int n_packs;
     const uint64_t *pack; /* [n_packs][EXE_PACK_FIELDS] (enum exe_pack_field) */
-    /* the payload's checksum: bytes [check_from, bytes) should sum to check_want; with a check in
-     * the background, `checker` and then exe_entry_confirm take chunks (check_next) and fill
-     * check_hashes until check_sum can be made */
-    uint64_t check_from, check_want, check_sum;
-    bool check_summed, checking;
+    /* A check of the payload in the background (NULL: none pending): `checker` and then
+     * exe_entry_confirm take its chunks; the payload should sum to check_want. */
+    struct chunk_queue *check;
     pthread_t checker;
-    uint64_t check_chunks, *check_hashes;
-    atomic_uint_fast64_t check_next;
+    uint64_t check_want;
 } exe_entry;
 
 /* A packed weight's row in the entry's table (packed_weights.h: the panels of one parameter
