@@ -78,13 +78,14 @@ static int partial_parts(brg_runtime *rt, int d, void *ctx, host_part *parts, in
 
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out) {
     const size_t n = (size_t)rt->model->n_params * BRG_SHARD_PARTS;
-    double *partial = calloc(n ? n : 1, sizeof *partial);
-    if (!partial) return brg_error(BRG_ERR_OOM, "cannot allocate the norm's partial sums");
+    if (!rt->norm_parts && !(rt->norm_parts = malloc((n ? n : 1) * sizeof *rt->norm_parts)))
+        return brg_error(BRG_ERR_OOM, "cannot allocate the norm's partial sums");
+    double *partial = rt->norm_parts;
+    memset(partial, 0, n * sizeof *partial);
     brg_status st = brg_runtime_each_device(rt, sq_norm_job, partial);
     if (st == BRG_OK) st = runtime_share(rt, partial_parts, partial); /* other ranks' devices' */
     *out = 0;
     for (size_t i = 0; i < n; i++) *out += partial[i];
-    free(partial);
     return st;
 }
 

@@ -309,6 +309,7 @@ void brg_runtime_destroy(brg_runtime *rt) {
     if (rt->transport) rt->transport->destroy(rt->transport);
     free(rt->devices);
     free(rt->block_stage);
+    free(rt->norm_parts);
     brg_schedule_free(&rt->schedule);
     pthread_mutex_destroy(&rt->lock);
     pthread_cond_destroy(&rt->go);

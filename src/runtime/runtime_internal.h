@@ -70,6 +70,7 @@ struct brg_runtime {
     brg_loss_items denominators; /* zeros: each micro-batch's own */
     uint64_t seed;
     float loss_scale; /* backward's starting gradient at the loss (brg_runtime_set_loss_scale) */
+    double *norm_parts; /* brg_runtime_grad_sq_norm's [n_params][BRG_SHARD_PARTS], made at its first call */
     float *losses;
     float **logits; /* inference: where the last stage copies each micro-batch's logits */
     /* inference collecting the logits whole (brg_runtime_infer_collect): each micro-batch's
