@@ -70,7 +70,12 @@ static void run_devices(transport *t, device_mem *mem, void *(*thread)(void *), 
     for (int d = 0; d < N; d++) CHECK_MSG(jobs[d].st == BRG_OK, "%s: device %d: %s", name, d, jobs[d].error);
 }
 
-static void check_gather(transport_factory make, const char *name) {
+/* A collective's case: the bits device d's piece of key k starts with, and holds afterwards. */
+typedef uint32_t (*bits_fn)(int d, int k, int i);
+
+/* Two rounds of the collective over `make`'s transport, every element's bits checked. */
+static void check_collective(transport_factory make, const char *name, void *(*thread)(void *), bits_fn before,
+                             bits_fn after) {
     transport *t = NULL;
     CHECK_OK(make(N, &t));
     if (!t) return;
@@ -79,23 +84,33 @@ static void check_gather(transport_factory make, const char *name) {
         for (int d = 0; d < N; d++)
             for (int k = 0; k < KEYS; k++)
                 for (int i = 0; i < COUNT; i++) {
-                    uint32_t b = d == source_of(k) ? source_bits(k, i) : 0x7f800000u; /* others: inf */
+                    const uint32_t b = before(d, k, i);
                     memcpy(&mem[d].v[k][i], &b, sizeof b);
                 }
-        run_devices(t, mem, gather_thread, name);
+        run_devices(t, mem, thread, name);
         for (int d = 0; d < N; d++)
             for (int k = 0; k < KEYS; k++)
                 for (int i = 0; i < COUNT; i++) {
                     uint32_t got;
                     memcpy(&got, &mem[d].v[k][i], sizeof got);
-                    const uint32_t want = holds(d, k) && count_of(k) ? source_bits(k, i)
-                                          : d == source_of(k)         ? source_bits(k, i)
-                                                                      : 0x7f800000u;
+                    const uint32_t want = after(d, k, i);
                     CHECK_MSG(got == want, "%s, round %d: device %d key %d [%d]: %08x, wanted %08x", name, round, d, k,
                               i, got, want);
                 }
     }
     t->destroy(t);
+}
+
+static uint32_t gather_before(int d, int k, int i) {
+    return d == source_of(k) ? source_bits(k, i) : 0x7f800000u; /* others: inf */
+}
+
+static uint32_t gather_after(int d, int k, int i) {
+    return (holds(d, k) && count_of(k)) || d == source_of(k) ? source_bits(k, i) : 0x7f800000u;
+}
+
+static void check_gather(transport_factory make, const char *name) {
+    check_collective(make, name, gather_thread, gather_before, gather_after);
 }
 
 /* ---- reduce-scatter ---- */
@@ -128,6 +143,14 @@ static void *scatter_thread(void *arg) {
     return NULL;
 }
 
+static uint32_t bits_of(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static uint32_t scatter_before(int d, int k, int i) { return bits_of(holds(d, k) ? contribution(d, k, i) : -7.0f); }
+
 /* What device d's piece of key k holds afterwards. */
 static float scattered(int d, int k, int i) {
     if (!wants(d, k) || !count_of(k)) return holds(d, k) ? contribution(d, k, i) : -7.0f;
@@ -141,31 +164,15 @@ static float scattered(int d, int k, int i) {
     return sum;
 }
 
+static uint32_t scatter_after(int d, int k, int i) { return bits_of(scattered(d, k, i)); }
+
 static void check_scatter(transport_factory make, const char *name) {
-    transport *t = NULL;
-    CHECK_OK(make(N, &t));
-    if (!t) return;
-    for (int round = 0; round < 2; round++) {
-        device_mem mem[N];
-        for (int d = 0; d < N; d++)
-            for (int k = 0; k < KEYS; k++)
-                for (int i = 0; i < COUNT; i++) mem[d].v[k][i] = holds(d, k) ? contribution(d, k, i) : -7.0f;
-        run_devices(t, mem, scatter_thread, name);
-        for (int d = 0; d < N; d++)
-            for (int k = 0; k < KEYS; k++)
-                for (int i = 0; i < COUNT; i++) {
-                    const float want = scattered(d, k, i);
-                    CHECK_MSG(memcmp(&mem[d].v[k][i], &want, sizeof want) == 0,
-                              "%s, round %d: device %d key %d [%d]: %.9g, wanted %.9g", name, round, d, k, i,
-                              (double)mem[d].v[k][i], (double)want);
-                }
-    }
+    check_collective(make, name, scatter_thread, scatter_before, scatter_after);
     /* the order matters for these values: key 0's contributors (0, 2, 3) added the other way
      * round give other bits */
     const float forward = (contribution(0, 0, 0) + contribution(2, 0, 0)) + contribution(3, 0, 0);
     const float backward = (contribution(3, 0, 0) + contribution(2, 0, 0)) + contribution(0, 0, 0);
     CHECK(forward != backward);
-    t->destroy(t);
 }
 
 static void check_unsorted(void) {
