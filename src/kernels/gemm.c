@@ -23,7 +23,6 @@
  * whole, and results stay the same for any number of threads.
  *
  * brg_gemm_ref is the slow, accurate yardstick the tests compare everything against. */
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>

@@ -17,7 +17,6 @@
  * runs. No kernel accumulates in fp16 (brg_gemm_half_partials_available). */
 #include "kernels/gemm_half.h"
 
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
