@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "brigade/trace.h"
+#include "core/thread_pool.h"
 
 enum { MESSAGE_CAPACITY = 1024 };
 
@@ -31,9 +32,7 @@ typedef struct slot {
 typedef struct worker {
     brg_data_loader *loader;
     brg_data_order order;
-    pthread_t thread;
     int index;
-    bool started;
 } worker;
 
 struct brg_data_loader {
@@ -43,6 +42,7 @@ struct brg_data_loader {
     int n_slots;
     slot *slots;
     worker *workers;
+    brg_pool *threads;    /* thread i runs workers[i] */
     brg_data_order order; /* the caller's, without workers */
     pthread_mutex_t lock;
     pthread_cond_t ready; /* a slot was filled */
@@ -68,8 +68,9 @@ static void fill(worker *w, slot *s) {
     if (t0) brg_trace_named("prepare step", t0, s->step + 1);
 }
 
-static void *work(void *arg) {
-    worker *w = arg;
+static void work(void *arg, int i, int n) {
+    (void)n;
+    worker *w = &((worker *)arg)[i];
     brg_data_loader *l = w->loader;
     char track[48];
     snprintf(track, sizeof track, "data loader %d", w->index);
@@ -89,7 +90,6 @@ static void *work(void *arg) {
         pthread_cond_broadcast(&l->ready);
     }
     pthread_mutex_unlock(&l->lock);
-    return NULL;
 }
 
 /* ---- lifetime ---- */
@@ -137,14 +137,9 @@ static brg_status start_workers(brg_data_loader *l) {
     if (!l->workers) return brg_error(BRG_ERR_OOM, "cannot allocate the data loader's workers");
     for (int i = 0; i < l->o.workers; i++)
         BRG_TRY(brg_data_order_init(&l->workers[i].order, l->data, rows_per_step, l->o.shuffle, l->o.seed));
-    for (int i = 0; i < l->o.workers; i++) {
-        worker *w = &l->workers[i];
-        w->loader = l;
-        w->index = i + 1;
-        if (pthread_create(&w->thread, NULL, work, w) != 0)
-            return brg_error(BRG_ERR_INTERNAL, "cannot start data loader worker %d of %d", i + 1, l->o.workers);
-        w->started = true;
-    }
+    for (int i = 0; i < l->o.workers; i++) l->workers[i].loader = l, l->workers[i].index = i + 1;
+    BRG_TRY(brg_pool_create(l->o.workers, "the data loader's workers", &l->threads));
+    brg_pool_launch(l->threads, work, l->workers);
     return BRG_OK;
 }
 
@@ -175,8 +170,7 @@ static void stop_workers(brg_data_loader *l) {
     l->stopping = true;
     pthread_cond_broadcast(&l->freed);
     pthread_mutex_unlock(&l->lock);
-    for (int i = 0; l->workers && i < l->o.workers; i++)
-        if (l->workers[i].started) pthread_join(l->workers[i].thread, NULL);
+    brg_pool_destroy(l->threads);
 }
 
 void brg_data_loader_destroy(brg_data_loader *l) {

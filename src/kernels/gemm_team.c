@@ -2,11 +2,11 @@
  * the device's thread, each large GEMM is split by rows of C, one slice per thread. Every
  * element of C is still computed by one thread with the same loop over K, so results do not
  * depend on the team size. Threads without a bound team (the default) compute alone. */
-#include <pthread.h>
 #include <stdlib.h>
 
 #include "brigade/precision.h"
 #include "brigade/status.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
 typedef struct gemm_job {
@@ -18,29 +18,20 @@ typedef struct gemm_job {
     int64_t lda, ldb, ldc;
 } gemm_job;
 
-/* What the team runs: slice i of n of fn(ctx, i, n). */
+/* What the team's helpers run: slice `index + 1` of n of fn(ctx, i, n) (the caller runs slice 0). */
 typedef struct team_job {
     brg_team_fn fn;
     void *ctx;
-    brg_arena *scratch_arena; /* the caller's: the workers' scratch counts against it too */
-    brg_dtype compute;        /* the caller's product precision, which the workers' products keep */
+    int n;
+    brg_arena *scratch_arena; /* the caller's: the helpers' scratch counts against it too */
+    brg_dtype compute;        /* the caller's product precision, which the helpers' products keep */
 } team_job;
 
+/* A team of n: the thread it is bound to and n - 1 helpers from a pool. */
 struct brg_gemm_team {
     int n;
-    pthread_t *workers;
-    pthread_mutex_t lock;
-    pthread_cond_t go, done;
-    uint64_t generation;
-    int pending;
-    bool quit;
-    team_job job;
+    brg_pool *helpers;
 };
-
-typedef struct worker_arg {
-    brg_gemm_team *team;
-    int index;
-} worker_arg;
 
 static _Thread_local brg_gemm_team *bound;
 
@@ -54,28 +45,12 @@ static void gemm_slice(void *ctx, int i, int n) {
              j->ldc);
 }
 
-static void *worker_main(void *p) {
-    worker_arg a = *(worker_arg *)p;
-    free(p);
-    brg_gemm_team *t = a.team;
-    uint64_t seen = 0;
-    for (;;) {
-        pthread_mutex_lock(&t->lock);
-        while (t->generation == seen && !t->quit) pthread_cond_wait(&t->go, &t->lock);
-        if (t->quit) {
-            pthread_mutex_unlock(&t->lock);
-            return NULL;
-        }
-        seen = t->generation;
-        team_job job = t->job;
-        pthread_mutex_unlock(&t->lock);
-        brg_scratch_bind(job.scratch_arena);
-        brg_compute_dtype_set(job.compute);
-        job.fn(job.ctx, a.index, t->n);
-        pthread_mutex_lock(&t->lock);
-        if (--t->pending == 0) pthread_cond_signal(&t->done);
-        pthread_mutex_unlock(&t->lock);
-    }
+static void helper_slice(void *p, int helper, int helpers) {
+    (void)helpers;
+    const team_job *job = p;
+    brg_scratch_bind(job->scratch_arena);
+    brg_compute_dtype_set(job->compute);
+    job->fn(job->ctx, helper + 1, job->n);
 }
 
 brg_status brg_gemm_team_create(int threads, brg_gemm_team **out) {
@@ -84,22 +59,12 @@ brg_status brg_gemm_team_create(int threads, brg_gemm_team **out) {
     brg_gemm_team *t = calloc(1, sizeof *t);
     if (!t) return brg_error(BRG_ERR_OOM, "cannot allocate a thread team");
     t->n = threads;
-    pthread_mutex_init(&t->lock, NULL);
-    pthread_cond_init(&t->go, NULL);
-    pthread_cond_init(&t->done, NULL);
-    t->workers = calloc((size_t)threads, sizeof *t->workers);
-    for (int i = 1; t->workers && i < threads; i++) {
-        worker_arg *a = malloc(sizeof *a);
-        if (!a || (*a = (worker_arg){t, i}, pthread_create(&t->workers[i], NULL, worker_main, a)) != 0) {
-            free(a);
-            t->n = i; /* the threads started so far are joined by destroy */
-            brg_gemm_team_destroy(t);
-            return brg_error(BRG_ERR_INTERNAL, "cannot start intra-op thread %d of %d", i, threads);
+    if (threads > 1) {
+        const brg_status st = brg_pool_create(threads - 1, "a device's intra-op team", &t->helpers);
+        if (st != BRG_OK) {
+            free(t);
+            return st;
         }
-    }
-    if (!t->workers) {
-        brg_gemm_team_destroy(t);
-        return brg_error(BRG_ERR_OOM, "cannot allocate a thread team");
     }
     *out = t;
     return BRG_OK;
@@ -107,15 +72,7 @@ brg_status brg_gemm_team_create(int threads, brg_gemm_team **out) {
 
 void brg_gemm_team_destroy(brg_gemm_team *t) {
     if (!t) return;
-    pthread_mutex_lock(&t->lock);
-    t->quit = true;
-    pthread_cond_broadcast(&t->go);
-    pthread_mutex_unlock(&t->lock);
-    for (int i = 1; t->workers && i < t->n; i++) pthread_join(t->workers[i], NULL);
-    free(t->workers);
-    pthread_mutex_destroy(&t->lock);
-    pthread_cond_destroy(&t->go);
-    pthread_cond_destroy(&t->done);
+    brg_pool_destroy(t->helpers);
     if (bound == t) bound = NULL;
     free(t);
 }
@@ -131,16 +88,10 @@ bool brg_team_run(brg_team_fn fn, void *ctx) {
     brg_gemm_team *t = bound;
     if (!t || t->n < 2) return false;
     bound = NULL; /* the slices below run alone on their threads */
-    pthread_mutex_lock(&t->lock);
-    t->job = (team_job){fn, ctx, brg_scratch_bound(), brg_compute_dtype()};
-    t->pending = t->n - 1;
-    t->generation++;
-    pthread_cond_broadcast(&t->go);
-    pthread_mutex_unlock(&t->lock);
+    team_job job = {fn, ctx, t->n, brg_scratch_bound(), brg_compute_dtype()};
+    brg_pool_launch(t->helpers, helper_slice, &job);
     fn(ctx, 0, t->n);
-    pthread_mutex_lock(&t->lock);
-    while (t->pending > 0) pthread_cond_wait(&t->done, &t->lock);
-    pthread_mutex_unlock(&t->lock);
+    brg_pool_wait(t->helpers);
     bound = t;
     return true;
 }

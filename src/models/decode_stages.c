@@ -1,10 +1,12 @@
-/* Stage threads of a pipelined decode: a FIFO of jobs each, a job waited for by its caller. */
+/* Stage threads of a pipelined decode (one pool, a thread per stage): a FIFO of jobs each, a job waited for by its caller. */
 #include "models/decode_stages.h"
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "core/thread_pool.h"
 
 typedef struct job {
     brg_status (*fn)(void *ctx);
@@ -17,8 +19,6 @@ typedef struct job {
 } job;
 
 typedef struct stage {
-    pthread_t thread;
-    bool started;
     pthread_mutex_t lock;
     pthread_cond_t work;
     job *head, *tail;
@@ -28,17 +28,20 @@ typedef struct stage {
 struct decode_stages {
     int n;
     stage *stages;
+    brg_pool *threads; /* thread i serves stage i */
 };
 
-static void *stage_main(void *p) {
-    stage *s = p;
+/* A stage's thread: its jobs in order until it is told to quit. */
+static void stage_main(void *p, int i, int n) {
+    (void)n;
+    stage *s = &((decode_stages *)p)->stages[i];
     for (;;) {
         pthread_mutex_lock(&s->lock);
         while (!s->head && !s->quit) pthread_cond_wait(&s->work, &s->lock);
         job *j = s->head;
         if (!j) { /* quit, and nothing left */
             pthread_mutex_unlock(&s->lock);
-            return NULL;
+            return;
         }
         s->head = j->next;
         if (!s->head) s->tail = NULL;
@@ -64,15 +67,15 @@ brg_status decode_stages_create(int stages, decode_stages **out) {
     }
     d->n = stages;
     for (int i = 0; i < stages; i++) {
-        stage *s = &d->stages[i];
-        pthread_mutex_init(&s->lock, NULL);
-        pthread_cond_init(&s->work, NULL);
-        if (pthread_create(&s->thread, NULL, stage_main, s) != 0) {
-            decode_stages_destroy(d);
-            return brg_error(BRG_ERR_INTERNAL, "cannot start the thread of decode stage %d", i);
-        }
-        s->started = true;
+        pthread_mutex_init(&d->stages[i].lock, NULL);
+        pthread_cond_init(&d->stages[i].work, NULL);
     }
+    const brg_status st = brg_pool_create(stages, "the decode stages", &d->threads);
+    if (st != BRG_OK) {
+        decode_stages_destroy(d);
+        return st;
+    }
+    brg_pool_launch(d->threads, stage_main, d);
     *out = d;
     return BRG_OK;
 }
@@ -85,9 +88,11 @@ void decode_stages_destroy(decode_stages *d) {
         s->quit = true;
         pthread_cond_broadcast(&s->work);
         pthread_mutex_unlock(&s->lock);
-        if (s->started) pthread_join(s->thread, NULL);
-        pthread_mutex_destroy(&s->lock);
-        pthread_cond_destroy(&s->work);
+    }
+    brg_pool_destroy(d->threads); /* each stage finishes its jobs, sees quit and returns */
+    for (int i = 0; i < d->n; i++) {
+        pthread_mutex_destroy(&d->stages[i].lock);
+        pthread_cond_destroy(&d->stages[i].work);
     }
     free(d->stages);
     free(d);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "brigade/generate.h"
+#include "core/thread_pool.h"
 #include "models/decode_ranks.h"
 #include "models/decode_stages.h"
 #include "models/generate_internal.h"
@@ -36,8 +37,6 @@ typedef struct worker {
     shared *s;
     int replica;
     atomic_llong *next; /* the replica's next request, counted in its own requests */
-    pthread_t thread;
-    bool started;
 } worker;
 
 static void record_failure(shared *s, int64_t i, brg_status st) {
@@ -50,13 +49,15 @@ static void record_failure(shared *s, int64_t i, brg_status st) {
     pthread_mutex_unlock(&s->lock);
 }
 
-static void *worker_main(void *p) {
-    worker *w = p;
+/* Request thread i of a pool: takes its replica's requests until none is left. */
+static void worker_main(void *p, int index, int n) {
+    (void)n;
+    worker *w = &((worker *)p)[index];
     shared *s = w->s;
     for (;;) {
         const int64_t k = atomic_fetch_add(w->next, 1);
         const int64_t i = k * s->replicas + w->replica; /* request i goes to replica i % replicas */
-        if (i >= s->n) return NULL;
+        if (i >= s->n) return;
         brg_clear_error();
         decode_route route = s->routes[w->replica];
         route.request = (int)i; /* its messages' tag across ranks */
@@ -87,19 +88,19 @@ static brg_status check_placement(const brg_model *m, const brg_generate_placeme
     return BRG_OK;
 }
 
-/* Starts the replicas' stages and request threads, waits for every request, stops them. */
+/* Runs the replicas' request threads until every request is done. */
 static void run_all(shared *s, const brg_generate_placement *pl, worker *workers, int per_replica,
                     atomic_llong *next) {
-    for (int r = 0; r < pl->replicas; r++) {
-        for (int k = 0; k < per_replica; k++) {
-            worker *w = &workers[r * per_replica + k];
-            *w = (worker){.s = s, .replica = r, .next = &next[r]};
-            w->started = pthread_create(&w->thread, NULL, worker_main, w) == 0;
-            if (!w->started) worker_main(w); /* no thread: this one works through them itself */
-        }
+    const int n = pl->replicas * per_replica;
+    for (int i = 0; i < n; i++) workers[i] = (worker){.s = s, .replica = i / per_replica, .next = &next[i / per_replica]};
+    brg_pool *threads = NULL;
+    if (brg_pool_create(n, "generate's request threads", &threads) == BRG_OK) {
+        brg_pool_run(threads, worker_main, workers);
+        brg_pool_destroy(threads);
+    } else { /* no threads: this one works through the requests itself */
+        brg_clear_error();
+        for (int i = 0; i < n; i++) worker_main(workers, i, n);
     }
-    for (int i = 0; i < pl->replicas * per_replica; i++)
-        if (workers[i].started) pthread_join(workers[i].thread, NULL);
 }
 
 brg_status brg_generate_requests(brg_model *model, const brg_generation_config *cfg, const brg_prompts *requests,

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/thread_pool.h"
 #include "exe_cache_internal.h"
 #include "io/atomic_file.h"
 #include "kernels/kernels.h"
@@ -215,9 +216,10 @@ static void queue_take(chunk_queue *q) {
     for (uint64_t i; (i = atomic_fetch_add(&q->next, 1)) < q->n;) q->hashes[i] = chunk_sum(q->bytes, q->len, i);
 }
 
-static void *queue_take_thread(void *q) {
+/* A pool's job: every thread takes chunks. */
+static void queue_take_job(void *q, int i, int n) {
+    (void)i, (void)n;
     queue_take(q);
-    return NULL;
 }
 
 /* No chunk is handed out after this (a taker ends with the chunk it is on). */
@@ -239,11 +241,11 @@ static uint64_t sum_of(const char *bytes, uint64_t len, bool *ok) {
     if (!q) return 0;
     const long cores = sysconf(_SC_NPROCESSORS_ONLN);
     const int helpers = cores < 2 ? 0 : cores > MAX_SUM_THREADS ? MAX_SUM_THREADS - 1 : (int)cores - 1;
-    pthread_t tid[MAX_SUM_THREADS];
-    int started = 0;
-    while (started < helpers && pthread_create(&tid[started], NULL, queue_take_thread, q) == 0) started++;
+    brg_pool *threads = NULL;
+    if (helpers > 0 && brg_pool_create(helpers, "the cache's checksum", &threads) != BRG_OK) brg_clear_error();
+    if (threads) brg_pool_launch(threads, queue_take_job, q);
     queue_take(q); /* with the helpers, or alone if none could start */
-    for (int t = 0; t < started; t++) pthread_join(tid[t], NULL);
+    brg_pool_destroy(threads);
     return queue_sum(q);
 }
 
@@ -415,16 +417,20 @@ static void fill(exe_entry *e, const entry_header *h) {
  * itself, at the caller's priority (so a machine busy with other work cannot starve the check),
  * waits for the chunk the background thread is on and compares. */
 
-static void *check_payload(void *q) {
-    const struct sched_param lowest = {0};
+static void check_payload(void *q, int i, int n) {
+    const struct sched_param lowest = {0}; /* the pool's one thread, ended with the check */
     (void)pthread_setschedparam(pthread_self(), SCHED_IDLE, &lowest);
-    return queue_take_thread(q);
+    queue_take_job(q, i, n);
 }
 
 /* Starts the background check of bytes [from, e->bytes); false when it cannot. */
 static bool start_check(exe_entry *e, uint64_t from) {
     e->check = queue_new((const char *)e->map + from, e->bytes - from);
-    if (e->check && pthread_create(&e->checker, NULL, check_payload, e->check) == 0) return true;
+    if (e->check && brg_pool_create(1, "the cache's background check", &e->checker) == BRG_OK) {
+        brg_pool_launch(e->checker, check_payload, e->check);
+        return true;
+    }
+    brg_clear_error();
     if (e->check) free(e->check->hashes), free(e->check);
     e->check = NULL;
     return false;
@@ -439,7 +445,8 @@ static bool payload_matches(bool summed, uint64_t sum, uint64_t want, char *why,
 bool exe_entry_confirm(exe_entry *e, char *why, size_t len) {
     if (!e->check) return true;
     queue_take(e->check); /* the chunks the background thread has not reached */
-    pthread_join(e->checker, NULL);
+    brg_pool_destroy(e->checker);
+    e->checker = NULL;
     const uint64_t sum = queue_sum(e->check);
     e->check = NULL;
     return payload_matches(true, sum, e->check_want, why, len);
@@ -507,7 +514,7 @@ exe_load_result exe_entry_load(const char *path, const exe_key *key, exe_entry *
 void exe_entry_unmap(exe_entry *e) {
     if (e->check) { /* it reads the mapping: no more chunks for it, then it ends */
         queue_close(e->check);
-        pthread_join(e->checker, NULL);
+        brg_pool_destroy(e->checker);
         free(e->check->hashes);
         free(e->check);
     }

@@ -3,7 +3,6 @@
 #ifndef BRIGADE_EXE_CACHE_INTERNAL_H
 #define BRIGADE_EXE_CACHE_INTERNAL_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,7 +58,7 @@ typedef struct exe_entry {
     /* A check of the payload in the background (NULL: none pending): `checker` and then
      * exe_entry_confirm take its chunks; the payload should sum to check_want. */
     struct chunk_queue *check;
-    pthread_t checker;
+    struct brg_pool *checker; /* its one thread (core/thread_pool.h) */
     uint64_t check_want;
 } exe_entry;
 

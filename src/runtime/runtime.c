@@ -1,4 +1,4 @@
-/* Devices as worker threads; parameter copies in each device's arena; fork-join dispatch. */
+/* Devices as the threads of a pool (core/thread_pool.h); parameter copies in each device's arena; fork-join dispatch. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 
 #include "brigade/precision.h"
 #include "brigade/trace.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "packed_weights.h"
 #include "ranks_internal.h"
@@ -159,38 +160,29 @@ static void pin_to_core(const brg_device *dev) {
     }
 }
 
-static void *device_main(void *p) {
-    brg_device *dev = p;
-    brg_runtime *rt = dev->rt;
-    uint64_t seen = 0;
+/* Once per thread, before any job: what stays with the device's thread for its whole life. */
+static void device_setup(void *p, int k, int n) {
+    (void)n;
+    brg_runtime *rt = p;
+    const brg_device *dev = &rt->devices[rt->local[k]];
     if (rt->opts.pin_threads) pin_to_core(dev);
     brg_trace_set_device(dev->id, dev->replica, dev->stage); /* its events go on its track */
     brg_scratch_bind(dev->arena); /* kernel scratch counts against the device's budget */
     brg_gemm_team_bind(dev->team);
     packed_weights_bind(dev->packed);
     brg_compute_dtype_set(rt->opts.compute_dtype);
-    for (;;) {
-        pthread_mutex_lock(&rt->lock);
-        while (rt->generation == seen && !rt->quit) pthread_cond_wait(&rt->go, &rt->lock);
-        if (rt->quit) {
-            pthread_mutex_unlock(&rt->lock);
-            return NULL;
-        }
-        seen = rt->generation;
-        brg_device_fn job = rt->job;
-        void *arg = rt->job_arg;
-        pthread_mutex_unlock(&rt->lock);
+}
 
-        brg_clear_error();
-        dev->status = job(dev, arg);
-        if (dev->status != BRG_OK) {
-            snprintf(dev->error, sizeof dev->error, "%s", brg_last_error());
-            /* Every device waiting on the transport gives up; the first to abort is the cause. */
-            rt->transport->abort(rt->transport, dev->id, dev->status, dev->error);
-        }
-        pthread_mutex_lock(&rt->lock);
-        if (--rt->pending == 0) pthread_cond_signal(&rt->done);
-        pthread_mutex_unlock(&rt->lock);
+static void device_job(void *p, int k, int n) {
+    (void)n;
+    brg_runtime *rt = p;
+    brg_device *dev = &rt->devices[rt->local[k]];
+    brg_clear_error();
+    dev->status = rt->job(dev, rt->job_arg);
+    if (dev->status != BRG_OK) {
+        snprintf(dev->error, sizeof dev->error, "%s", brg_last_error());
+        /* Every device waiting on the transport gives up; the first to abort is the cause. */
+        rt->transport->abort(rt->transport, dev->id, dev->status, dev->error);
     }
 }
 
@@ -210,26 +202,23 @@ static brg_status first_failure(brg_runtime *rt) {
 }
 
 brg_status brg_runtime_each_device(brg_runtime *rt, brg_device_fn fn, void *arg) {
-    pthread_mutex_lock(&rt->lock);
     rt->job = fn;
     rt->job_arg = arg;
-    rt->pending = runtime_local_devices(rt);
-    rt->generation++;
-    pthread_cond_broadcast(&rt->go);
-    while (rt->pending > 0) pthread_cond_wait(&rt->done, &rt->lock);
-    pthread_mutex_unlock(&rt->lock);
+    if (rt->threads) brg_pool_run(rt->threads, device_job, rt);
     return first_failure(rt);
 }
 
 static brg_status start_threads(brg_runtime *rt) {
     for (int i = 0; rt->opts.intra_threads > 1 && i < rt->n_devices; i++)
         if (transport_is_local(rt->transport, i)) BRG_TRY(brg_gemm_team_create(rt->opts.intra_threads, &rt->devices[i].team));
-    for (int i = 0; i < rt->n_devices; i++) {
-        if (!transport_is_local(rt->transport, i)) continue;
-        if (pthread_create(&rt->devices[i].thread, NULL, device_main, &rt->devices[i]) != 0)
-            return brg_error(BRG_ERR_INTERNAL, "cannot start the thread of device %d", i);
-        rt->devices[i].thread_started = true;
-    }
+    rt->local = malloc((size_t)rt->n_devices * sizeof *rt->local);
+    if (!rt->local) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
+    int n = 0;
+    for (int i = 0; i < rt->n_devices; i++)
+        if (transport_is_local(rt->transport, i)) rt->local[n++] = i;
+    if (n == 0) return BRG_OK; /* a rank whose devices all lie elsewhere */
+    BRG_TRY(brg_pool_create(n, "the devices", &rt->threads));
+    brg_pool_run(rt->threads, device_setup, rt);
     return BRG_OK;
 }
 
@@ -259,9 +248,6 @@ brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts
     rt->model = model;
     rt->opts = *opts;
     rt->loss_scale = 1.0f;
-    pthread_mutex_init(&rt->lock, NULL);
-    pthread_cond_init(&rt->go, NULL);
-    pthread_cond_init(&rt->done, NULL);
     pthread_mutex_init(&rt->collect_lock, NULL);
     brg_gemm_set_threads(1);
     brg_status st = create(rt, make_transport);
@@ -297,12 +283,9 @@ static void free_device(brg_device *d) {
 
 void brg_runtime_destroy(brg_runtime *rt) {
     if (!rt) return;
-    pthread_mutex_lock(&rt->lock);
-    rt->quit = true;
-    pthread_cond_broadcast(&rt->go);
-    pthread_mutex_unlock(&rt->lock);
+    brg_pool_destroy(rt->threads);
+    free(rt->local);
     for (int i = 0; rt->devices && i < rt->n_devices; i++) { /* none when the transport failed */
-        if (rt->devices[i].thread_started) pthread_join(rt->devices[i].thread, NULL);
         brg_gemm_team_destroy(rt->devices[i].team);
         free_device(&rt->devices[i]);
     }
@@ -311,9 +294,6 @@ void brg_runtime_destroy(brg_runtime *rt) {
     free(rt->block_stage);
     free(rt->norm_parts);
     brg_schedule_free(&rt->schedule);
-    pthread_mutex_destroy(&rt->lock);
-    pthread_cond_destroy(&rt->go);
-    pthread_cond_destroy(&rt->done);
     pthread_mutex_destroy(&rt->collect_lock);
     free(rt);
 }

@@ -37,8 +37,6 @@ struct brg_device {
     brg_bundle *bundles;   /* [micro_batches] */
     brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
     brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */
-    pthread_t thread;
-    bool thread_started;
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
     struct packed_weights *packed; /* forward-only: weights packed once (packed_weights.h), or NULL */
     double busy_seconds;
@@ -57,14 +55,11 @@ struct brg_runtime {
     transport *transport;
     brg_schedule schedule;
     double schedule_seconds;
-    /* job dispatch */
-    pthread_mutex_t lock;
-    pthread_cond_t go, done;
-    uint64_t generation;
-    int pending;
+    /* job dispatch: one pool thread per device of this process, local[k] the device of thread k */
+    struct brg_pool *threads;
+    int *local;
     brg_device_fn job;
     void *job_arg;
-    bool quit;
     /* the current run */
     const brg_micro_batch *mbs;
     brg_loss_items denominators; /* zeros: each micro-batch's own */

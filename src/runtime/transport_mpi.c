@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/thread_pool.h"
 #include "ranks_internal.h"
 #include "wire.h"
 
@@ -81,7 +82,7 @@ static struct link {
     int rank, size, tag_ub;
     size_t chunk;
     double timeout;
-    pthread_t thread;
+    brg_pool *thread; /* the link's one thread */
     bool running, stop;
     pthread_mutex_t lock; /* everything below */
     pthread_cond_t wake, sent;
@@ -246,8 +247,8 @@ static bool receive_from(int s) {
     return true;
 }
 
-static void *link_main(void *arg) {
-    (void)arg;
+static void link_main(void *arg, int i, int n) {
+    (void)arg, (void)i, (void)n;
     double idle = 1e-5, stop_at = 0;
     for (;;) {
         pthread_mutex_lock(&L.lock);
@@ -287,7 +288,6 @@ static void *link_main(void *arg) {
         pthread_mutex_unlock(&L.lock);
         idle = idle * 2 < most ? idle * 2 : most;
     }
-    return NULL;
 }
 
 /* ---- posting ---- */
@@ -409,8 +409,8 @@ brg_status ranks_mpi_start(int *rank, int *size) {
     if (!L.sources) return brg_error(BRG_ERR_OOM, "cannot start the MPI link");
     for (int s = 0; s < L.size; s++) L.sources[s].req = MPI_REQUEST_NULL;
     L.queue_end = &L.queue;
-    if (pthread_create(&L.thread, NULL, link_main, NULL) != 0)
-        return brg_error(BRG_ERR_INTERNAL, "cannot start the MPI link's thread");
+    BRG_TRY(brg_pool_create(1, "the MPI link", &L.thread));
+    brg_pool_launch(L.thread, link_main, NULL);
     L.running = true;
     *rank = L.rank;
     *size = L.size;
@@ -456,7 +456,8 @@ void ranks_mpi_stop(bool together, int exit_status) {
     L.stop = true;
     pthread_cond_signal(&L.wake);
     pthread_mutex_unlock(&L.lock);
-    pthread_join(L.thread, NULL);
+    brg_pool_destroy(L.thread);
+    L.thread = NULL;
     L.running = false;
     for (parked *p = L.parked, *next; p; p = next) next = p->next, free(p->buf), free(p);
     for (int s = 0; s < L.size; s++) free(L.sources[s].buf);
