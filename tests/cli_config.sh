@@ -83,6 +83,22 @@ expect_fail plan-layers 1 'layers_per_ipu does not define the correct number of 
   "$brigade" plan --model "$gpt2" --ipu-config "$fix/bert-large-ipu"
 expect_fail plan-seq 1 'exceeds the model' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --sequence-length 17
 expect_fail plan-missing 2 'missing required option --ipu-config' "$brigade" plan --model "$gpt2"
+# --precision: a 16-bit compute type adds the products' rounded operands to each device's
+# scratch. Device 0 (embeddings, h.0) at 2 x 8 tokens: the largest are the MLP's [32, 128]
+# weights (4096 elements) and its [16, 128] activations (2048), 2 bytes each: 12288 bytes.
+scratch0() { tr -d ' \t\n' <"$tmp/out.txt" | grep -oE '"scratch_bytes":[0-9]+' | head -1 | cut -d: -f2; }
+expect_out plan-fp32 '"scratch_bytes"' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --json \
+  --micro-batch-size 2 --sequence-length 8
+fp32=$(scratch0)
+for p in bf16.32 16.16; do
+  expect_out "plan-$p" '"scratch_bytes"' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --json \
+    --micro-batch-size 2 --sequence-length 8 --precision $p
+  (($(scratch0) - fp32 == 12288)) && ok || bad "plan --precision $p: scratch $(scratch0), fp32 $fp32"
+done
+expect_fail plan-precision-bad 1 "precision 'fp8' is not one of" \
+  "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --precision fp8
+expect_fail plan-precision-inference 1 '--precision plans training runs' \
+  "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --precision bf16.32 --mode inference
 expect_out top-help 'plan' "$brigade" --help
 
 finish

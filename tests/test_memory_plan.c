@@ -1,7 +1,8 @@
 /* The memory plan against what devices measure: for GPT-2, BERT, ViT and T5 at two micro-batch
  * shapes, one training step on one device and as a two-stage pipeline (1F1B with four
  * micro-batches, so the first stage holds two at once; GPipe, recomputation and two threads per
- * device once each; the other heads once each), and an inference pipeline, the plan's per-device peak (brg_train_plan_memory, which the budget
+ * device once each; the other heads once each; bf16.32 and 16.16, whose products round their
+ * operands into scratch), and an inference pipeline, the plan's per-device peak (brg_train_plan_memory, which the budget
  * check before step 1 uses, and brg_plan_devices_with as brigade plan calls it) is within 10% of
  * the device arena's measured peak (parameters, gradients, optimizer state, activations and the
  * kernels' scratch), and never below it. A budget 10% above the plan trains; one below the
@@ -141,6 +142,7 @@ typedef struct setup {
     bool recompute;
     const char *name;
     int threads; /* per device; 0: one */
+    brg_precision precision;
 } setup;
 
 static int steps_done;
@@ -155,6 +157,7 @@ static void options(const brg_model *m, const shape *s, const setup *u, int *blo
     o->steps = 1, o->micro_batch = s->B, o->stages = u->stages, o->accumulation = u->accumulation;
     o->schedule = u->schedule, o->recompute = u->recompute, o->block_stage = block_stage, o->shuffle = false;
     o->intra_threads = u->threads;
+    o->precision = u->precision;
     o->on_step = count_steps;
 }
 
@@ -233,7 +236,7 @@ static void inference(arch a, const shape *s) {
 /* --device-memory: 10% above the plan trains; below what the device needs is refused up front. */
 static void budgets(void) {
     const shape s = {4, 32, 0};
-    const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0};
+    const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0, BRG_PRECISION_32_32};
     brg_model *m = make_model(GPT2, 0);
     brg_dataset *d = make_data(GPT2, s.T, 0);
     if (!m || !d) return;
@@ -266,8 +269,8 @@ static void budgets(void) {
 int main(void) {
     const shape text[2] = {{2, 16, 0}, {4, 32, 0}}, images[2] = {{2, 0, 16}, {4, 0, 32}};
     const setup setups[] = {
-        {1, 1, BRG_SCHEDULE_1F1B, false, "1 device", 0},
-        {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 1F1B x 4 mb", 0},
+        {1, 1, BRG_SCHEDULE_1F1B, false, "1 device", 0, BRG_PRECISION_32_32},
+        {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 1F1B x 4 mb", 0, BRG_PRECISION_32_32},
     };
     printf("| model | micro-batch | run | stage | plan KiB | measured KiB | plan - measured |\n");
     printf("|---|---|---|---:|---:|---:|---:|\n");
@@ -277,14 +280,19 @@ int main(void) {
             for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++) training((arch)a, s, &setups[k]);
             inference((arch)a, s);
         }
-    const setup gpipe = {2, 4, BRG_SCHEDULE_GPIPE, false, "2 stages, GPipe x 4 mb", 0};
-    const setup recompute = {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 1F1B x 4 mb, recompute", 0};
-    const setup threads = {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads", 2};
+    const setup gpipe = {2, 4, BRG_SCHEDULE_GPIPE, false, "2 stages, GPipe x 4 mb", 0, BRG_PRECISION_32_32};
+    const setup recompute = {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 1F1B x 4 mb, recompute", 0, BRG_PRECISION_32_32};
+    const setup threads = {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads", 2, BRG_PRECISION_32_32};
     for (int a = 0; a < N_ARCHS; a++) {
         training((arch)a, a == VIT ? &images[1] : &text[1], &gpipe);
         training((arch)a, a == VIT ? &images[1] : &text[1], &recompute);
     }
     training(GPT2, &text[1], &threads);
+    const setup half[] = {{1, 1, BRG_SCHEDULE_1F1B, false, "1 device, bf16.32", 0, BRG_PRECISION_BF16_32},
+                          {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 16.16", 0, BRG_PRECISION_16_16},
+                          {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads, bf16.32", 2, BRG_PRECISION_BF16_32}};
+    for (int a = 0; a < N_ARCHS; a++)
+        for (size_t k = 0; k < sizeof half / sizeof half[0]; k++) training((arch)a, a == VIT ? &images[1] : &text[1], &half[k]);
     /* the other heads, once each */
     const struct {
         arch a;
@@ -304,8 +312,8 @@ int main(void) {
         char n1[96], n2[96];
         snprintf(n1, sizeof n1, "%s, 1 device", heads[h].name);
         snprintf(n2, sizeof n2, "%s, 2 stages, 1F1B x 4 mb", heads[h].name);
-        const setup one = {1, 1, BRG_SCHEDULE_1F1B, false, n1, 0};
-        const setup two = {2, 4, BRG_SCHEDULE_1F1B, false, n2, 0};
+        const setup one = {1, 1, BRG_SCHEDULE_1F1B, false, n1, 0, BRG_PRECISION_32_32};
+        const setup two = {2, 4, BRG_SCHEDULE_1F1B, false, n2, 0, BRG_PRECISION_32_32};
         training(heads[h].a, &text[1], &one);
         training(heads[h].a, &text[1], &two);
     }

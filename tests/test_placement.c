@@ -230,8 +230,12 @@ static void test_plan_devices(void) {
     for (int b = 0; b < 6; b++) {
         c[b].grad_bytes = 10;
         c[b].input_grad_bytes = 8;
-        c[b].scratch_bytes[0] = b == 5 ? 0 : 64;
+        c[b].scratch_bytes[0] = c[b].team_scratch_bytes[0] = b == 5 ? 0 : 64; /* on every team thread */
         c[b].scratch_bytes[3] = b == 5 ? 128 : 0;
+        /* operands rounded to 16 bits: counted only with half_products */
+        c[b].scratch_bytes[BRG_PLAN_SCRATCH_ROUNDED_A] = 32 * (b + 1);
+        c[b].scratch_bytes[BRG_PLAN_SCRATCH_ROUNDED_B] = 16;
+        c[b].team_scratch_bytes[BRG_PLAN_SCRATCH_ROUNDED_A] = 8;
         c[b].param_bytes = 4 * c[b].params + 24; /* rounded up */
         c[b].param_tensors = 2;
     }
@@ -247,6 +251,11 @@ static void test_plan_devices(void) {
     CHECK(p[1].weight_bytes == 440 + 72 + 448 + 7 * header && p[1].gradient_bytes == 440 + 72 + 448);
     CHECK(p[1].total_bytes == p[1].weight_bytes + p[1].gradient_bytes + p[1].optimizer_bytes + p[1].activation_bytes +
                                   p[1].scratch_bytes);
+    /* a 16-bit compute type: each device's largest rounded operands, on the team's threads too */
+    o.half_products = true;
+    CHECK_OK(brg_plan_devices_with(c, 6, dev, 2, &o, p));
+    CHECK(p[0].scratch_bytes == 64 + 2 * 64 + 32 * 3 + 16 + 2 * 8);
+    CHECK(p[1].scratch_bytes == 3 * 64 + 128 + 32 * 6 + 16 + 2 * 8);
 }
 
 static void test_plan_balance(void) {

@@ -60,9 +60,11 @@ void brg_placement_free(brg_placement *p);
 /* ---- per-device plan ---------------------------------------------------------------------- */
 
 /* Kernel scratch buffers a thread keeps (attention's score rows, ...): brg_scratch's slots. */
-/* The last two hold matrix products' operands rounded to a half compute type (the precision
- * modes), which the plan does not count yet: it plans fp32 runs. */
 #define BRG_PLAN_SCRATCH_SLOTS 6
+/* The slots where matrix products put their operands rounded to a 16-bit compute type (the
+ * precision modes other than 32.32; brg_plan_options half_products). */
+#define BRG_PLAN_SCRATCH_ROUNDED_A 4
+#define BRG_PLAN_SCRATCH_ROUNDED_B 5
 
 /* Estimated cost of one block for one micro-batch (filled by the model's architecture). Memory is
  * in bytes as a device's arena counts them: every tensor a header and its data, each rounded up
@@ -88,9 +90,14 @@ typedef struct brg_block_cost {
     int64_t released_grad_bytes;
     int64_t forward_bytes;   /* inference: all that its forward allocates */
     /* The largest request its ops make of each kernel scratch buffer (per thread, kept: a device
-     * needs the largest over its blocks of each), in training and in inference. */
+     * needs the largest over its blocks of each), in training and in inference. Slots 4 and 5
+     * are the operands matrix products round to a 16-bit compute type (brg_plan_options
+     * half_products); team_: what each of a device's other team threads asks for (the ops that
+     * split across the team, attention by heads). */
     int64_t scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
     int64_t forward_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
+    int64_t team_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
+    int64_t forward_team_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
     /* training with recompute_checkpoint_every_layer (layers only): what the layer keeps between
      * its forward and its backward (copies of its inputs, its output, their gradients) */
     int64_t recompute_bytes;
@@ -136,8 +143,11 @@ typedef struct brg_plan_options {
      * brg_optimizer_state_floats; < 0: AdamW's 2 */
     int optimizer_state;
     /* threads per device (--threads-per-device; <= 1: one): each keeps its own copy of the
-     * attention kernels' scratch (slot 0), which they split by heads */
+     * scratch of the ops split across them (brg_block_cost team_scratch_bytes) */
     int threads;
+    /* products in a 16-bit compute type (--precision other than 32.32): each rounds its operands
+     * into scratch first (slots 4 and 5) */
+    bool half_products;
     /* replicated_tensor_sharding: the replicas each keep 1/optimizer_shards of the state (<= 1:
      * all of it); optimizer_state_offchip: the state is outside the device budget */
     int optimizer_shards;

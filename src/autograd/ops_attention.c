@@ -152,6 +152,12 @@ void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, d
     c->fwd += ops_cost_align(B * H * Tq * sizeof(float)); /* the statistics */
     ops_cost_context(c, sizeof(attention_ctx));
     if (Tk <= 0) return;
-    /* score rows of one block (forward), with their gradients (backward) */
-    ops_cost_scratch(c, 0, (c->record ? 2 : 1) * BRG_ATTN_ROW_BLOCK * Tk);
+    /* score rows of one block (forward), with their gradients (backward), on every team thread */
+    ops_cost_team_scratch(c, 0, (c->record ? 2 : 1) * BRG_ATTN_ROW_BLOCK * Tk);
+    /* A block of nr query rows: scores Q K^T, then P V; backward dP = dO V^T, dQ = dS K,
+     * dK = dS^T Q, dV = P^T dO (P and dS [nr, Tk], Q and dO [nr, D], K and V [Tk, D]). */
+    const double nr = Tq < BRG_ATTN_ROW_BLOCK ? Tq : BRG_ATTN_ROW_BLOCK;
+    ops_cost_product(c, nr * D, Tk * D, true);
+    ops_cost_product(c, nr * Tk, Tk * D, true);
+    if (c->record) ops_cost_product(c, nr * Tk, nr * D, true);
 }

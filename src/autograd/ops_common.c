@@ -58,7 +58,24 @@ void ops_cost_context(ops_cost *c, size_t size) {
     if (c->record) c->fwd += ops_cost_align((double)size);
 }
 
-void ops_cost_scratch(ops_cost *c, int slot, double floats) {
+static void scratch_max(double *slots, int slot, double floats) {
     double bytes = (floats < 1 ? 1 : floats) * (double)sizeof(float);
-    if (bytes > c->scratch[slot]) c->scratch[slot] = bytes;
+    if (bytes > slots[slot]) slots[slot] = bytes;
+}
+
+void ops_cost_scratch(ops_cost *c, int slot, double floats) { scratch_max(c->scratch, slot, floats); }
+
+void ops_cost_team_scratch(ops_cost *c, int slot, double floats) {
+    scratch_max(c->scratch, slot, floats);
+    scratch_max(c->team, slot, floats);
+}
+
+void ops_cost_product(ops_cost *c, double a_elems, double b_elems, bool team) {
+    /* brg_gemm's rounded copies: 16-bit elements, in whole floats */
+    const double a = ceil(a_elems / 2), b = ceil(b_elems / 2);
+    scratch_max(c->scratch, BRG_SCRATCH_GEMM_A, a);
+    scratch_max(c->scratch, BRG_SCRATCH_GEMM_B, b);
+    if (!team) return;
+    scratch_max(c->team, BRG_SCRATCH_GEMM_A, a);
+    scratch_max(c->team, BRG_SCRATCH_GEMM_B, b);
 }

@@ -19,6 +19,9 @@ typedef struct ops_cost {
     double fwd;   /* bytes the forward allocates (kept until the micro-batch is released) */
     double grad;  /* bytes of the activation gradients backward allocates */
     double scratch[BRG_SCRATCH_SLOTS]; /* the largest request of each kernel scratch slot */
+    /* The same for each of a device's team threads, from the ops that split across the team and
+     * ask for scratch on every thread (attention, by heads) */
+    double team[BRG_SCRATCH_SLOTS];
     /* What the block carries, in elements: its inputs (in_used: those its ops read, which get
      * gradients) and the outputs it makes itself (0 for none, or for an input it hands on
      * unchanged), for stage inputs and recomputation. */
@@ -37,10 +40,17 @@ void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad);
  * request of `floats` floats from scratch slot `slot`. */
 void ops_cost_context(ops_cost *c, size_t size);
 void ops_cost_scratch(ops_cost *c, int slot, double floats);
+/* The same request made on each of a device's team threads (an op split across them). */
+void ops_cost_team_scratch(ops_cost *c, int slot, double floats);
+/* A matrix product (brg_gemm) on operands of a_elems and b_elems elements: with a 16-bit compute
+ * type it rounds them into scratch slots BRG_SCRATCH_GEMM_A and _B (the plan counts those only
+ * then). `team`: a product run on each of the team's threads (attention's), counted in c->team
+ * too. */
+void ops_cost_product(ops_cost *c, double a_elems, double b_elems, bool team);
 
-/* ops_linear.c: x [rows, in] -> [rows, out] */
-void ops_cost_linear(ops_cost *c, double rows, double out);
-void ops_cost_linear_act(ops_cost *c, double rows, double out, bool bias);
+/* ops_linear.c: x [rows, in] -> [rows, out], the weight [in, out] (w_in_out) or [out, in] */
+void ops_cost_linear(ops_cost *c, double rows, double in, double out, bool w_in_out);
+void ops_cost_linear_act(ops_cost *c, double rows, double in, double out, bool w_in_out, bool bias);
 void ops_cost_matmul(ops_cost *c, double out_elems);
 
 /* ops_nn.c */

@@ -150,15 +150,27 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
 
 /* ---- memory plans ---- */
 
-void ops_cost_linear(ops_cost *c, double rows, double out) {
-    ops_cost_tensor(c, rows * out, sizeof(float), true);
-    ops_cost_context(c, sizeof(linear_ctx));
+/* brg_k_linear_fwd's and _bwd's products: y = x W; dx = dy W^T; dW = x^T dy ([in, out]) or
+ * dy^T x ([out, in]). */
+static void linear_products(ops_cost *c, double n, double in, double out, bool w_in_out) {
+    ops_cost_product(c, n * in, in * out, false);
+    if (!c->record) return;
+    ops_cost_product(c, n * out, in * out, false);
+    if (w_in_out) ops_cost_product(c, n * in, n * out, false);
+    else ops_cost_product(c, n * out, n * in, false);
 }
 
-void ops_cost_linear_act(ops_cost *c, double rows, double out, bool bias) {
+void ops_cost_linear(ops_cost *c, double rows, double in, double out, bool w_in_out) {
+    ops_cost_tensor(c, rows * out, sizeof(float), true);
+    ops_cost_context(c, sizeof(linear_ctx));
+    linear_products(c, rows, in, out, w_in_out);
+}
+
+void ops_cost_linear_act(ops_cost *c, double rows, double in, double out, bool w_in_out, bool bias) {
     ops_cost_tensor(c, rows * out, sizeof(float), false); /* the pre-activation */
     ops_cost_tensor(c, rows * out, sizeof(float), true);
     ops_cost_context(c, sizeof(linear_act_ctx));
+    linear_products(c, rows, in, out, w_in_out);
     if (!c->record) return;
     ops_cost_scratch(c, 2, rows * out);       /* dh */
     if (bias) ops_cost_scratch(c, 1, 2 * out); /* the bias gradient's column sums, in double */

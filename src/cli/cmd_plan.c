@@ -12,7 +12,7 @@
 #include "plan_scale.h"
 
 typedef struct plan_args {
-    const char *model, *ipu_config, *mode_name, *overrides, *schedule, *balance_by;
+    const char *model, *ipu_config, *mode_name, *overrides, *schedule, *balance_by, *precision;
     int64_t batch, seq;
     bool json, balance;
     brg_balance_goal goal; /* parsed from balance_by */
@@ -26,6 +26,7 @@ typedef struct plan {
     brg_block_cost *costs;
     brg_placement place;
     brg_device_plan *devices;
+    bool half_products; /* --precision with a 16-bit compute type */
 } plan;
 
 /* Micro-batches each device holds at once: training, the schedule's most in flight on its stage
@@ -66,7 +67,7 @@ static brg_status compute(plan *p, const char *schedule) {
     if (st == BRG_OK) st = in_flight(p, schedule, flight);
     brg_plan_options o = {.mode = p->mode, .recompute = p->cfg->recompute_checkpoint_every_layer, .in_flight = flight,
                           .optimizer_state = 2, .optimizer_shards = optimizer_shards(p),
-                          .optimizer_offchip = p->cfg->optimizer_state_offchip};
+                          .optimizer_offchip = p->cfg->optimizer_state_offchip, .half_products = p->half_products};
     if (st == BRG_OK)
         st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
     free(flight);
@@ -210,6 +211,11 @@ static cJSON *plan_json(const plan *p, const plan_args *a) {
 
 static brg_status load(plan *p, plan_args *a) {
     BRG_TRY(brg_ipu_mode_parse(a->mode_name, &p->mode));
+    brg_precision precision = BRG_PRECISION_32_32;
+    if (a->precision) BRG_TRY(brg_precision_parse(a->precision, &precision));
+    if (precision != BRG_PRECISION_32_32 && p->mode != BRG_IPU_MODE_TRAINING)
+        return brg_error(BRG_ERR_INVALID_ARG, "--precision plans training runs (inference runs in fp32)");
+    p->half_products = brg_precision_compute_dtype(precision) != BRG_DTYPE_F32;
     p->cfg = malloc(sizeof *p->cfg);
     if (!p->cfg) return brg_error(BRG_ERR_OOM, "out of memory loading %s", a->ipu_config);
     BRG_TRY(brg_ipu_config_load(a->ipu_config, p->cfg));
@@ -344,6 +350,8 @@ int cmd_plan(int argc, char **argv) {
         {"mode", ARG_STRING, &a.mode_name, false, "training (default) or inference", false},
         {"ipu-config-overrides", ARG_STRING, &a.overrides, false, "\"k1=v1,k2=[1 2 3]\" applied to the config", false},
         {"micro-batch-size", ARG_INT, &a.batch, false, "sequences per micro-batch (default 1)", false},
+        {"precision", ARG_STRING, &a.precision, false,
+         "training precision as brigade train takes it (32.32 default, 16.32, 16.16, bf16.32, bf16.16)", false},
         {"sequence-length", ARG_INT, &a.seq, false, "tokens per sequence (default: the model's positions)", false},
         {"balance", ARG_FLAG, &a.balance, false, "propose a layers_per_ipu that evens compute and memory", false},
         {"balance-by", ARG_STRING, &a.balance_by, false,

@@ -79,7 +79,7 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
                         const brg_plan_options *o, int64_t *kept, int64_t *transient, int64_t *scratch) {
     const bool train = training(o->mode);
     *kept = *transient = *scratch = 0;
-    int64_t slot[BRG_PLAN_SCRATCH_SLOTS] = {0}, grads_before = 0;
+    int64_t slot[BRG_PLAN_SCRATCH_SLOTS] = {0}, team[BRG_PLAN_SCRATCH_SLOTS] = {0}, grads_before = 0;
     bool first = true;
     for (int b = 0; b < n_blocks; b++) {
         if (block_device[b] != dev) continue;
@@ -89,7 +89,9 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
         first = false;
         for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) {
             int64_t s = train ? c->scratch_bytes[k] : c->forward_scratch_bytes[k];
+            int64_t t = train ? c->team_scratch_bytes[k] : c->forward_team_scratch_bytes[k];
             if (s > slot[k]) slot[k] = s;
+            if (t > team[k]) team[k] = t;
         }
         if (!train) {
             *kept += c->forward_bytes;
@@ -108,8 +110,10 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
         *kept += c->recompute_bytes > 0 ? c->recompute_bytes : c->input_bytes;
         if (full - grads_before > *transient) *transient = full - grads_before;
     }
-    for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) *scratch += slot[k];
-    if (o->threads > 1) *scratch += (int64_t)(o->threads - 1) * slot[0];
+    for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) {
+        if (!o->half_products && (k == BRG_PLAN_SCRATCH_ROUNDED_A || k == BRG_PLAN_SCRATCH_ROUNDED_B)) continue;
+        *scratch += slot[k] + (o->threads > 1 ? (int64_t)(o->threads - 1) * team[k] : 0);
+    }
 }
 
 brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,

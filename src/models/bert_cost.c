@@ -31,12 +31,12 @@ static void layer(const brg_bert_config *c, double B, double T, ops_cost *o) {
     float p = c->hidden_dropout_prob;
     choice_views(c, o);
     model_cost_self_attention(o, B, T, C, (double)c->num_attention_heads);
-    ops_cost_linear(o, BT, C);
+    ops_cost_linear(o, BT, C, C, false);
     ops_cost_dropout(o, BT * C, p);
     ops_cost_add(o, BT * C);
     ops_cost_layer_norm(o, BT, C);
-    ops_cost_linear_act(o, BT, I, true);
-    ops_cost_linear(o, BT, C);
+    ops_cost_linear_act(o, BT, C, I, false, true);
+    ops_cost_linear(o, BT, I, C, false);
     ops_cost_dropout(o, BT * C, p);
     ops_cost_add(o, BT * C);
     ops_cost_layer_norm(o, BT, C);
@@ -46,16 +46,16 @@ static void layer(const brg_bert_config *c, double B, double T, ops_cost *o) {
 
 static void mlm_scores(const brg_bert_config *c, double BT, ops_cost *o) {
     double C = (double)c->hidden_size;
-    ops_cost_linear_act(o, BT, C, true);
+    ops_cost_linear_act(o, BT, C, C, false, true);
     ops_cost_layer_norm(o, BT, C);
-    ops_cost_linear(o, BT, (double)c->vocab_size);
+    ops_cost_linear(o, BT, C, (double)c->vocab_size, false);
 }
 
 /* select [CLS], dense, tanh */
 static void pooler(const brg_bert_config *c, double B, ops_cost *o) {
     double C = (double)c->hidden_size;
     ops_cost_select(o, B * C);
-    ops_cost_linear(o, B, C);
+    ops_cost_linear(o, B, C, C, false);
     ops_cost_tanh(o, B * C);
 }
 
@@ -72,11 +72,11 @@ static void head(const brg_bert_config *c, double B, double T, ops_cost *o) {
     case BRG_BERT_SEQUENCE_CLASSIFICATION:
         pooler(c, B, o);
         ops_cost_dropout(o, B * C, p);
-        ops_cost_linear(o, B, L);
+        ops_cost_linear(o, B, C, L, false);
         model_cost_sequence_loss(o, B, L, c->problem_type);
         break;
     case BRG_BERT_QUESTION_ANSWERING:
-        ops_cost_linear(o, BT, 2);
+        ops_cost_linear(o, BT, C, 2, false);
         ops_cost_select(o, BT);
         ops_cost_select(o, BT);
         for (int i = 0; i < 2; i++) {
@@ -92,20 +92,20 @@ static void head(const brg_bert_config *c, double B, double T, ops_cost *o) {
         break;
     case BRG_BERT_TOKEN_CLASSIFICATION:
         ops_cost_dropout(o, BT * C, p);
-        ops_cost_linear(o, BT, L);
+        ops_cost_linear(o, BT, C, L, false);
         ops_cost_cross_entropy(o, BT);
         break;
     case BRG_BERT_MULTIPLE_CHOICE: /* B here is examples x choices */
         pooler(c, B, o);
         ops_cost_dropout(o, B * C, p);
-        ops_cost_linear(o, B, 1);
+        ops_cost_linear(o, B, C, 1, false);
         ops_cost_reshape(o, B);
         ops_cost_cross_entropy(o, B);
         break;
     case BRG_BERT_PRETRAINING:
         mlm_scores(c, BT, o);
         pooler(c, B, o);
-        ops_cost_linear(o, B, 2);
+        ops_cost_linear(o, B, C, 2, false);
         ops_cost_concat_rows(o, B * (T * V + 2));
         /* the packed logits are only an output (the losses read the scores): no gradient */
         if (o->record) o->grad -= ops_cost_align(B * (T * V + 2) * sizeof(float));

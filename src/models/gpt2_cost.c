@@ -21,16 +21,16 @@ static void layer(const brg_gpt2_config *c, double B, double T, ops_cost *o) {
     double C = (double)c->n_embd, H = (double)c->n_head, F = (double)(c->n_inner ? c->n_inner : 4 * c->n_embd);
     double BT = B * T;
     ops_cost_layer_norm(o, BT, C);
-    ops_cost_linear(o, BT, 3 * C);
+    ops_cost_linear(o, BT, C, 3 * C, true);
     for (int i = 0; i < 3; i++) ops_cost_split_heads(o, BT * C);
     ops_cost_attention(o, B, H, T, T, C / H);
     ops_cost_merge_heads(o, BT * C);
-    ops_cost_linear(o, BT, C);
+    ops_cost_linear(o, BT, C, C, true);
     ops_cost_dropout_donated(o, BT * C, c->resid_pdrop);
     ops_cost_add_donated(o, BT * C);
     ops_cost_layer_norm(o, BT, C);
-    ops_cost_linear_act(o, BT, F, true);
-    ops_cost_linear(o, BT, C);
+    ops_cost_linear_act(o, BT, C, F, true, true);
+    ops_cost_linear(o, BT, F, C, true);
     ops_cost_dropout_donated(o, BT * C, c->resid_pdrop);
     ops_cost_add_donated(o, BT * C);
     o->in[0] = o->out[0] = BT * C;
@@ -44,7 +44,7 @@ static void head(const brg_gpt2_config *c, double B, double T, ops_cost *o) {
     ops_cost_layer_norm(o, BT, C);
     switch (c->task) {
     case BRG_GPT2_LM_HEAD:
-        ops_cost_linear(o, BT, (double)c->vocab_size);
+        ops_cost_linear(o, BT, C, (double)c->vocab_size, false);
         ops_cost_tensor(o, BT, sizeof(int32_t), false); /* shifted labels */
         ops_cost_cross_entropy(o, BT);
         break;
@@ -52,12 +52,12 @@ static void head(const brg_gpt2_config *c, double B, double T, ops_cost *o) {
     case BRG_GPT2_SEQUENCE_CLASSIFICATION:
         ops_cost_tensor(o, B, sizeof(int32_t), false); /* last non-pad positions */
         ops_cost_gather_positions(o, B * C);
-        ops_cost_linear(o, B, L);
+        ops_cost_linear(o, B, C, L, false);
         model_cost_sequence_loss(o, B, L, c->problem_type);
         break;
     case BRG_GPT2_TOKEN_CLASSIFICATION:
         ops_cost_dropout(o, BT * C, c->classifier_dropout >= 0 ? c->classifier_dropout : 0.1f);
-        ops_cost_linear(o, BT, L);
+        ops_cost_linear(o, BT, C, L, false);
         ops_cost_cross_entropy(o, BT);
         break;
     }

@@ -2,6 +2,8 @@
 #include "models/model_cost.h"
 
 _Static_assert(BRG_SCRATCH_SLOTS == BRG_PLAN_SCRATCH_SLOTS, "the plan counts every kernel scratch slot");
+_Static_assert(BRG_SCRATCH_GEMM_A == BRG_PLAN_SCRATCH_ROUNDED_A && BRG_SCRATCH_GEMM_B == BRG_PLAN_SCRATCH_ROUNDED_B,
+               "the plan knows which slots hold rounded operands");
 
 /* The gradients of what a block hands on, which the blocks after it (or the runtime) allocate
  * before its backward: its carried outputs', and a head's loss's (seeded with 1). Its backward
@@ -26,6 +28,8 @@ void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t 
     for (int i = 0; i < BRG_SCRATCH_SLOTS; i++) {
         out->scratch_bytes[i] = (int64_t)train.scratch[i];
         out->forward_scratch_bytes[i] = (int64_t)infer.scratch[i];
+        out->team_scratch_bytes[i] = (int64_t)train.team[i];
+        out->forward_team_scratch_bytes[i] = (int64_t)infer.team[i];
     }
     double in = 0, in_grad = 0, keep = 0;
     const double f32 = sizeof(float);
@@ -64,7 +68,7 @@ void model_cost_sequence_loss(ops_cost *c, double rows, double labels, brg_probl
 /* enc_self_attention: q, k, v, their heads, the fused attention, the merged heads. */
 void model_cost_self_attention(ops_cost *o, double B, double T, double C, double H) {
     double BT = B * T;
-    for (int i = 0; i < 3; i++) ops_cost_linear(o, BT, C);
+    for (int i = 0; i < 3; i++) ops_cost_linear(o, BT, C, C, false);
     for (int i = 0; i < 3; i++) ops_cost_split_heads(o, BT * C);
     ops_cost_attention(o, B, H, T, T, C / H);
     ops_cost_merge_heads(o, BT * C);

@@ -31,15 +31,15 @@ static void activation(const brg_t5_config *c, ops_cost *o, double n) {
 static void attention_sublayer(const brg_t5_config *c, ops_cost *o, double B, double Tq, double Tk) {
     double C = (double)c->d_model, H = (double)c->num_heads, D = (double)c->d_kv, I = H * D;
     ops_cost_rms_norm(o, B * Tq, C);
-    ops_cost_linear(o, B * Tq, I);
-    ops_cost_linear(o, B * Tk, I);
-    ops_cost_linear(o, B * Tk, I);
+    ops_cost_linear(o, B * Tq, C, I, false);
+    ops_cost_linear(o, B * Tk, C, I, false);
+    ops_cost_linear(o, B * Tk, C, I, false);
     ops_cost_split_heads(o, B * Tq * I);
     ops_cost_split_heads(o, B * Tk * I);
     ops_cost_split_heads(o, B * Tk * I);
     ops_cost_attention(o, B, H, Tq, Tk, D);
     ops_cost_merge_heads(o, B * Tq * I);
-    ops_cost_linear(o, B * Tq, C);
+    ops_cost_linear(o, B * Tq, I, C, false);
     ops_cost_dropout(o, B * Tq * C, c->dropout_rate);
     ops_cost_add(o, B * Tq * C);
 }
@@ -47,14 +47,14 @@ static void attention_sublayer(const brg_t5_config *c, ops_cost *o, double B, do
 static void feed_forward(const brg_t5_config *c, ops_cost *o, double BT) {
     double C = (double)c->d_model, F = (double)c->d_ff;
     ops_cost_rms_norm(o, BT, C);
-    ops_cost_linear(o, BT, F);
+    ops_cost_linear(o, BT, C, F, false);
     activation(c, o, BT * F);
     if (c->is_gated_act) {
-        ops_cost_linear(o, BT, F);
+        ops_cost_linear(o, BT, C, F, false);
         ops_cost_mul(o, BT * F);
     }
     ops_cost_dropout(o, BT * F, c->dropout_rate);
-    ops_cost_linear(o, BT, C);
+    ops_cost_linear(o, BT, F, C, false);
     ops_cost_dropout(o, BT * C, c->dropout_rate);
     ops_cost_add(o, BT * C);
 }
@@ -110,7 +110,7 @@ static void memory(const brg_model *m, int block, int64_t batch, int64_t seq, op
         ops_cost_rms_norm(o, BT, C);
         ops_cost_dropout(o, BT * C, c->dropout_rate);
         if (c->scale_decoder_outputs) ops_cost_scale(o, BT * C);
-        ops_cost_linear(o, BT, (double)c->vocab_size);
+        ops_cost_linear(o, BT, C, (double)c->vocab_size, false);
         ops_cost_cross_entropy(o, BT);
         break;
     }

@@ -13,7 +13,7 @@ static void embeddings(const brg_vit_config *c, double B, ops_cost *o) {
     double K = (double)(c->num_channels * c->patch_h * c->patch_w);
     ops_cost_patch_unfold(o, B * N * K);
     ops_cost_reshape(o, C * K); /* the projection weight as a matrix: its gradient is per micro-batch */
-    ops_cost_linear(o, B * N, C);
+    ops_cost_linear(o, B * N, K, C, false);
     ops_cost_prepend_token(o, B * (N + 1) * C);
     ops_cost_add_broadcast(o, B * (N + 1) * C);
     ops_cost_dropout(o, B * (N + 1) * C, c->hidden_dropout_prob);
@@ -26,12 +26,12 @@ static void layer(const brg_vit_config *c, double B, ops_cost *o) {
     float p = c->hidden_dropout_prob;
     ops_cost_layer_norm(o, BS, C);
     model_cost_self_attention(o, B, S, C, (double)c->num_attention_heads);
-    ops_cost_linear(o, BS, C);
+    ops_cost_linear(o, BS, C, C, false);
     ops_cost_dropout(o, BS * C, p);
     ops_cost_add(o, BS * C);
     ops_cost_layer_norm(o, BS, C);
-    ops_cost_linear_act(o, BS, I, true);
-    ops_cost_linear(o, BS, C);
+    ops_cost_linear_act(o, BS, C, I, false, true);
+    ops_cost_linear(o, BS, I, C, false);
     ops_cost_dropout(o, BS * C, p);
     ops_cost_add(o, BS * C);
     o->in[0] = o->out[0] = BS * C;
@@ -46,14 +46,14 @@ static void head(const brg_vit_config *c, double B, ops_cost *o) {
         double P = (double)(c->pooler_output_size > 0 ? c->pooler_output_size : c->hidden_size);
         ops_cost_layer_norm(o, B * S, C);
         ops_cost_select(o, B * C);
-        ops_cost_linear(o, B, P);
+        ops_cost_linear(o, B, C, P, false);
         ops_cost_activation(o, B * P);
         ops_cost_concat_rows(o, B * (S * C + P));
         return;
     }
     ops_cost_select(o, B * C);
     ops_cost_layer_norm(o, B, C);
-    ops_cost_linear(o, B, L);
+    ops_cost_linear(o, B, C, L, false);
     model_cost_sequence_loss(o, B, L, c->problem_type);
 }
 
