@@ -111,6 +111,17 @@ expect_fail batch-not-divisible 1 "--batch-size 5: the batch dimension (5) must 
 expect_fail batch-too-large 1 "= 128 lines per batch at least, more than the 64" "$brigade" embed --model "$fix/embed_mean" \
   --input "$fix/embed_mean/sentences.txt" --ipu-config "$tmp/replicas.json" \
   --ipu-config-overrides "inference_replication_factor=8,inference_device_iterations=16"
+# --precision bf16.32: products on bf16 operands with fp32 sums; near sentence-transformers' float32
+# vectors, not them, and the pipeline's the same bytes as one device's (brigade's kernels).
+"$brigade" embed --model "$fix/embed_mean" --input "$fix/embed_mean/sentences.txt" --precision bf16.32 \
+  >"$tmp/bf16.jsonl" 2>"$tmp/err" || bad "bf16.32: $(cat "$tmp/err")"
+d=$(max_diff "$fix/embed_mean/expected.jsonl" "$tmp/bf16.jsonl")
+[[ $d != lines ]] && awk -v d="$d" 'BEGIN { exit !(d > 0 && d <= 1e-2) }' && ok || bad "bf16.32: max difference $d"
+"$brigade" embed --model "$fix/embed_mean" --input "$fix/embed_mean/sentences.txt" --precision bf16.32 \
+  --ipu-config "$tmp/stages.json" >"$tmp/bf16-piped.jsonl" 2>"$tmp/err" || bad "bf16.32 piped: $(cat "$tmp/err")"
+((exact == 0)) || { cmp -s "$tmp/bf16.jsonl" "$tmp/bf16-piped.jsonl" && ok || bad "bf16.32: the pipeline differs"; }
+expect_fail bf16-16 1 "--precision bf16.16 keeps half master weights" "$brigade" embed --model "$fix/embed_mean" \
+  --input "$fix/embed_mean/sentences.txt" --precision bf16.16
 expect_fail bad-override 1 "bogus" "$brigade" embed --model "$fix/embed_mean" --input "$fix/embed_mean/sentences.txt" \
   --ipu-config "$tmp/stages.json" --ipu-config-overrides "bogus=1"
 

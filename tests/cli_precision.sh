@@ -46,4 +46,23 @@ for d in x1 x2 x3; do [[ -e $tmp/$d ]] && bad "$d was created" || ok; done
 # A static scale that overflows fp16 every step stops at the first with the scale named.
 expect_fail "overflowing scale" 1 "with the loss scaled by 1.09951e+12 the gradients overflowed" \
   run_train --steps 2 --precision 16.16 --loss-scaling 1099511627776 --output "$tmp/x4"
+
+# forward --precision: products in bf16 / fp16 (fp32 sums), on one device or as the IPUConfig's
+# inference pipeline (the same bytes with brigade's kernels), not float32's outputs; .16 refused.
+echo '{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [-1]}' >"$tmp/stages.json"
+exact=1
+[[ $("$brigade" --version) == *"gemm: openblas"* ]] && exact=0
+expect_ok "forward 32.32" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/f32.st"
+for p in bf16.32 16.32; do
+  expect_ok "forward $p" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/f-$p.st" --precision $p
+  expect_ok "forward $p piped" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/p-$p.st" \
+    --precision $p --ipu-config "$tmp/stages.json"
+  cmp -s "$tmp/f32.st" "$tmp/f-$p.st" && bad "forward $p wrote float32's outputs" || ok
+  ((exact == 0)) || { cmp -s "$tmp/f-$p.st" "$tmp/p-$p.st" && ok || bad "forward $p: the pipeline's outputs differ"; }
+done
+expect_fail "forward bf16.16" 1 "--precision bf16.16 keeps half master weights, which only training has" \
+  "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/x5.st" --precision bf16.16
+expect_fail "forward bad precision" 1 "is not one of 32.32" \
+  "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/x6.st" --precision fp8
+for f in x5.st x6.st; do [[ -e $tmp/$f ]] && bad "$f was written" || ok; done
 finish

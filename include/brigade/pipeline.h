@@ -40,6 +40,10 @@ typedef struct brg_inference_options {
     int intra_threads;    /* threads per device for its matrix products; 0 or 1: one */
     bool share_params;    /* devices compute on the model's weights, read-only, instead of copies
                            * (brg_runtime_options.params_shared: an executable-cache start) */
+    /* The type the devices' matrix products round their operands to, accumulating in fp32
+     * (BRG_DTYPE_F32, the default, F16 or BF16: brg_compute_dtype_set); everything else stays
+     * fp32, as in training's --precision X.32 modes. */
+    brg_dtype compute_dtype;
 } brg_inference_options;
 
 /* A model placed for inference (brg_model_parallelize in inference mode: embeddings on IPU 0,

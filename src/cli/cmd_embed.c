@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "ipu_flags.h"
 #include "lines.h"
+#include "precision_flag.h"
 #include "progress.h"
 #include "rank_flags.h"
 #include "trace_flag.h"
@@ -27,6 +28,7 @@ typedef struct embedder {
     brg_arena *arena;
     brg_inference *pipeline; /* --ipu-config: the inference pipeline; NULL: one device */
     int64_t multiple;        /* rows a pipelined batch must be a multiple of */
+    brg_dtype compute;       /* --precision: the products' type */
     cli_progress progress;   /* lines embedded */
     int64_t batches, lines;
 } embedder;
@@ -111,7 +113,9 @@ static brg_status run_model(embedder *e, brg_bundle *in, brg_named_tensor *outs,
     brg_tape *tape = NULL;
     BRG_TRY(brg_tape_create(e->arena, &tape));
     brg_tape_set_grad_enabled(tape, false);
+    const brg_dtype before = brg_compute_dtype_set(e->compute); /* this thread is the one device */
     brg_status st = brg_model_forward(e->model, tape, in);
+    brg_compute_dtype_set(before);
     if (st == BRG_OK) st = brg_model_outputs(e->model, in, in->logits, e->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n);
     brg_tape_destroy(tape);
     return st;
@@ -207,11 +211,12 @@ static brg_status setup_pipeline(embedder *e, const char *ref, const char *overr
     brg_status st = brg_inference_micro_batch(&cfg, *batch_size, &micro);
     if (st != BRG_OK) return brg_error_wrap(st, "--batch-size %lld", (long long)*batch_size);
     e->multiple = multiple;
-    return brg_inference_create(e->model, &cfg, NULL, &e->pipeline);
+    const brg_inference_options opts = {.compute_dtype = e->compute};
+    return brg_inference_create(e->model, &cfg, &opts, &e->pipeline);
 }
 
 int cmd_embed(int argc, char **argv) {
-    const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL;
+    const char *model = NULL, *input = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL, *precision = NULL;
     int64_t batch_size = 16;
     bool quiet = false;
     cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
@@ -223,6 +228,7 @@ int cmd_embed(int argc, char **argv) {
          "device iterations, by default the first from 16)", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        {"precision", ARG_STRING, &precision, false, CLI_PRECISION_HELP, false},
         CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
         {"quiet", ARG_FLAG, &quiet, false, "no progress on stderr", false},
@@ -247,7 +253,8 @@ int cmd_embed(int argc, char **argv) {
     }
     embedder e = {0};
     const int64_t total = count_lines(in);
-    brg_status st = setup(&e, model);
+    brg_status st = cli_forward_precision(precision, &e.compute);
+    if (st == BRG_OK) st = setup(&e, model);
     if (st == BRG_OK && ipu_config)
         st = setup_pipeline(&e, ipu_config, overrides, args_seen(specs, n, "batch-size"), &batch_size);
     cli_progress_init(&e.progress, quiet ? NULL : stderr, "embed", "lines", total); /* the rate from here */

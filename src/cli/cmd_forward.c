@@ -10,6 +10,7 @@
 #include "brigade/pipeline.h"
 #include "commands.h"
 #include "ipu_flags.h"
+#include "precision_flag.h"
 #include "trace_flag.h"
 #include "rank_flags.h"
 
@@ -31,12 +32,15 @@ static brg_status write_outputs(const char *output, const brg_named_tensor *name
     return BRG_OK;
 }
 
-static brg_status run_single(brg_model *m, brg_bundle *bundle, const char *output, brg_arena *arena) {
+static brg_status run_single(brg_model *m, brg_bundle *bundle, brg_dtype compute, const char *output,
+                             brg_arena *arena) {
     brg_tape *tape;
     BRG_TRY(brg_tape_create(arena, &tape));
     brg_tape_set_grad_enabled(tape, false);
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    const brg_dtype before = brg_compute_dtype_set(compute); /* this thread is the one device */
     brg_status st = brg_model_forward(m, tape, bundle);
+    brg_compute_dtype_set(before);
     if (t0) brg_trace_named("forward", t0, -1);
     brg_tape_destroy(tape);
     BRG_TRY(st);
@@ -75,13 +79,14 @@ static brg_status run_batch(brg_cached_inference *c, const brg_ipu_config *cfg, 
  * IPUConfig names one (brigade/exe_cache.h), whose entry is checked while the pipeline runs
  * (a damaged one is rebuilt and the batch run again before anything is written) and written
  * after the outputs. */
-static brg_status run_pipeline(const char *model, const brg_ipu_config *cfg, const brg_safetensors *file,
-                               const char *output, brg_arena *arena) {
+static brg_status run_pipeline(const char *model, const brg_ipu_config *cfg, brg_dtype compute,
+                               const brg_safetensors *file, const char *output, brg_arena *arena) {
     brg_named_tensor named[16];
     brg_tensor views[16];
     int n_named = 0;
     BRG_TRY(list_inputs(file, named, views, 16, &n_named));
-    brg_cached_inference_request rq = {model, cfg, NULL, named, n_named, "forward", .confirm_later = true};
+    const brg_inference_options opts = {.compute_dtype = compute};
+    brg_cached_inference_request rq = {model, cfg, &opts, named, n_named, "forward", .confirm_later = true};
     brg_cached_inference *c;
     BRG_TRY(brg_cached_inference_open(&rq, &c));
     brg_inference_outputs out;
@@ -97,7 +102,8 @@ static brg_status run_pipeline(const char *model, const brg_ipu_config *cfg, con
 }
 
 int cmd_forward(int argc, char **argv) {
-    const char *model = NULL, *inputs = NULL, *output = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL;
+    const char *model = NULL, *inputs = NULL, *output = NULL, *ipu_config = NULL, *overrides = NULL, *trace = NULL,
+               *precision = NULL;
     cli_rank_flags ranks = CLI_RANK_FLAGS_INIT;
     arg_spec specs[] = {
         {"model", ARG_STRING, &model, true, "model folder or hub id in the local cache", false},
@@ -105,6 +111,7 @@ int cmd_forward(int argc, char **argv) {
         {"output", ARG_STRING, &output, true, "safetensors file to write the outputs (and loss) to", false},
         {"ipu-config", ARG_STRING, &ipu_config, false, "run as the inference pipeline of this ipu_config.json", false},
         {"ipu-config-overrides", ARG_STRING, &overrides, false, "\"k1=v1,k2=[1 2],k3=true\"", false},
+        {"precision", ARG_STRING, &precision, false, CLI_PRECISION_HELP, false},
         {"trace", ARG_STRING, &trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json", false},
         CLI_RANK_FLAG_SPECS(ranks),
     };
@@ -124,13 +131,15 @@ int cmd_forward(int argc, char **argv) {
     brg_arena *arena = NULL;
     brg_ipu_config cfg;
     brg_bundle bundle;
-    brg_status st = ipu_config ? cli_load_ipu_config(ipu_config, overrides, BRG_IPU_MODE_INFERENCE, &cfg) : BRG_OK;
+    brg_dtype compute;
+    brg_status st = cli_forward_precision(precision, &compute);
+    if (st == BRG_OK && ipu_config) st = cli_load_ipu_config(ipu_config, overrides, BRG_IPU_MODE_INFERENCE, &cfg);
     if (st == BRG_OK && !ipu_config) st = brg_model_load(model, &m);
     if (st == BRG_OK) st = brg_safetensors_open(inputs, &in);
     if (st == BRG_OK) st = brg_arena_create("device 0", BRG_ARENA_UNLIMITED, &arena);
-    if (st == BRG_OK && ipu_config) st = run_pipeline(model, &cfg, in, output, arena);
+    if (st == BRG_OK && ipu_config) st = run_pipeline(model, &cfg, compute, in, output, arena);
     if (st == BRG_OK && !ipu_config) st = brg_inputs_load(m, arena, in, &bundle);
-    if (st == BRG_OK && !ipu_config) st = run_single(m, &bundle, output, arena);
+    if (st == BRG_OK && !ipu_config) st = run_single(m, &bundle, compute, output, arena);
     brg_arena_destroy(arena);
     brg_safetensors_close(in);
     brg_model_destroy(m);

@@ -201,9 +201,11 @@ brg_status exe_key_compute(const brg_cached_inference_request *rq, const char *d
     hash_shapes(rq, &h);
     out->part[EXE_KEY_SHAPES] = exe_hash_end(&h);
 
-    /* Inference prepares and computes in F32 (the weights widened from the checkpoint's type). */
+    /* Inference prepares in F32 (the weights widened from the checkpoint's type); the products'
+     * type decides whether weights are packed at all (only for F32 products). */
     exe_hash_init(&h, EXE_KEY_PRECISION);
-    add_str(&h, "weights F32, compute F32");
+    add_str(&h, "weights F32, compute");
+    add_str(&h, brg_dtype_name(rq->opts ? rq->opts->compute_dtype : BRG_DTYPE_F32));
     out->part[EXE_KEY_PRECISION] = exe_hash_end(&h);
 
     exe_hash_init(&h, EXE_KEY_CPU);

@@ -95,6 +95,11 @@ static brg_status create(brg_model *model, const brg_ipu_config *cfg, const brg_
         inf->opts.pin_threads = opts->pin_threads;
         inf->opts.intra_threads = opts->intra_threads;
         inf->opts.params_shared = opts->share_params;
+        inf->opts.compute_dtype = opts->compute_dtype;
+        if (opts->compute_dtype != BRG_DTYPE_F32 && opts->compute_dtype != BRG_DTYPE_F16 &&
+            opts->compute_dtype != BRG_DTYPE_BF16)
+            st = brg_error(BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not %s",
+                           brg_dtype_name(opts->compute_dtype));
     }
     if (st == BRG_OK) st = brg_runtime_create(model, &inf->opts, &inf->rt);
     if (st != BRG_OK) {
