@@ -70,6 +70,27 @@ if [[ $("$brigade" --version) == *"gemm: openblas"* ]]; then
 else
   cmp -s "$tmp/img3.jsonl" "$tmp/img_piped.jsonl" && ok || bad "image --ipu-config differs"
 fi
+# --precision bf16.32: the forward passes' products on bf16 operands (fp32 sums): scores near
+# float32's but not them, the same labels where float32's are clearly apart (the first two images;
+# the third's top two are 0.51 / 0.47 and swap); pipelined, the same bytes (brigade's kernels).
+"$brigade" pipeline image-classification --model "$vit" --input "$tmp/img.jsonl" --top-k 3 --precision bf16.32 \
+  >"$tmp/img_bf16.jsonl" || bad "image bf16.32"
+cmp -s "$tmp/img3.jsonl" "$tmp/img_bf16.jsonl" && bad "image bf16.32 gave float32's scores" || ok
+awk 'FNR == NR { a[FNR] = $0; next } { gsub(/[0-9.e-]+}/, "}", a[FNR]); t = $0; gsub(/[0-9.e-]+}/, "}", t)
+     if (FNR <= 2 && t != a[FNR]) bad = 1 } END { exit bad }' "$tmp/img3.jsonl" "$tmp/img_bf16.jsonl" && ok ||
+  bad "image bf16.32 labels: $(cat "$tmp/img_bf16.jsonl")"
+"$brigade" pipeline image-classification --model "$vit" --input "$tmp/img.jsonl" --top-k 3 --precision bf16.32 \
+  --ipu-config "$tmp/two.json" >"$tmp/img_bf16_piped.jsonl" || bad "image bf16.32 --ipu-config"
+[[ $("$brigade" --version) == *"gemm: openblas"* ]] || { cmp -s "$tmp/img_bf16.jsonl" "$tmp/img_bf16_piped.jsonl" &&
+  ok || bad "image bf16.32 --ipu-config differs"; }
+"$brigade" pipeline text-classification --model "$fix/text_classification" --text "hello world" --precision bf16.32 \
+  >"$tmp/tc_bf16.jsonl" || bad "text-classification bf16.32"
+grep -qx '\[{"label": "neutral", "score": 0\.7[0-9]*}\]' "$tmp/tc_bf16.jsonl" && ! cmp -s "$tmp/a.jsonl" "$tmp/tc_bf16.jsonl" &&
+  ok || bad "text-classification bf16.32: $(cat "$tmp/tc_bf16.jsonl") (float32: $(cat "$tmp/a.jsonl"))"
+expect_fail "generation in bf16" 1 "text-generation decodes in fp32" "$brigade" pipeline text-generation \
+  --model tests/fixtures/gpt2_tiny --text hi --precision bf16.32
+expect_fail "pipeline bf16.16" 1 "--precision bf16.16 keeps half master weights" "$brigade" pipeline \
+  text-classification --model "$fix/text_classification" --text hi --precision bf16.16
 expect_fail "not an image classifier" 1 "is a BertForSequenceClassification: image-classification takes ViTForImageClassification" \
   "$brigade" pipeline image-classification --model "$fix/text_classification" --image "$img/rgb_37x23.png"
 expect_fail "missing image" 1 "input 1: cannot open $tmp/none.png" "$brigade" pipeline image-classification \

@@ -17,13 +17,14 @@
 #include "io/json.h"
 #include "ipu_flags.h"
 #include "lines.h"
+#include "precision_flag.h"
 #include "rank_flags.h"
 #include "trace_flag.h"
 
 #define MAX_BATCH 1024
 
 typedef struct flags {
-    const char *model, *text, *text_pair, *question, *context, *image, *input, *ipu_config, *overrides;
+    const char *model, *text, *text_pair, *question, *context, *image, *input, *ipu_config, *overrides, *precision;
     const char *function, *aggregation, *ignore, *targets, *early, *kwargs, *clean_up, *trace;
     int64_t batch_size, top_k, doc_stride, max_answer_len, max_seq_len;
     int64_t max_new, min_new, max_length, min_length, beams, num_return, ngram, seed;
@@ -256,6 +257,7 @@ int cmd_pipeline(int argc, char **argv) {
          "run the forward passes as this IPUConfig's inference pipeline (generation: checked, decoded on one device)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
+        {"precision", ARG_STRING, &f.precision, false, CLI_PRECISION_HELP " (not the generation tasks)", false},
         CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json",
          false},
@@ -372,6 +374,7 @@ int cmd_pipeline(int argc, char **argv) {
     }
     if (st == BRG_OK && gen) st = build_kwargs(&f, specs, n, &kwargs);
     o.generate_kwargs = kwargs;
+    if (st == BRG_OK) st = cli_forward_precision(f.precision, &o.inference.compute_dtype);
     brg_ipu_config cfg;
     if (st == BRG_OK && f.ipu_config) {
         st = cli_load_ipu_config(f.ipu_config, f.overrides, BRG_IPU_MODE_INFERENCE, &cfg);

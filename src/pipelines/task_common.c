@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "brigade/precision.h"
 #include "brigade/tape.h"
 #include "io/json.h"
 #include "pipelines/task_internal.h"
@@ -211,7 +212,9 @@ static brg_status run_rows(brg_task_pipeline *p, const brg_encoding *const *rows
     brg_tape *tape = NULL;
     BRG_TRY(brg_tape_create(p->arena, &tape));
     brg_tape_set_grad_enabled(tape, false);
+    const brg_dtype before = brg_compute_dtype_set(p->opts.inference.compute_dtype); /* the one device */
     brg_status st = brg_model_forward(p->model, tape, &in);
+    brg_compute_dtype_set(before);
     if (st == BRG_OK)
         st = brg_model_outputs(p->model, &in, in.logits, p->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n_outs);
     brg_tape_destroy(tape);

@@ -97,6 +97,9 @@ static brg_status check_options(const brg_task_options *o) {
     if (o->batch_size < 1) return brg_error(BRG_ERR_INVALID_ARG, "batch size %lld: give at least 1", (long long)o->batch_size);
     if (o->top_k < BRG_TASK_UNSET) return brg_error(BRG_ERR_INVALID_ARG, "top_k %lld: give 0 or more", (long long)o->top_k);
     if (o->n_ignore_labels < 0 || o->n_targets < 0) return brg_error(BRG_ERR_INVALID_ARG, "negative list length");
+    const brg_dtype c = o->inference.compute_dtype;
+    if (c != BRG_DTYPE_F32 && c != BRG_DTYPE_F16 && c != BRG_DTYPE_BF16)
+        return brg_error(BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not %s", brg_dtype_name(c));
     if (o->n_targets > 0 && !o->targets) return brg_error(BRG_ERR_INVALID_ARG, "n_targets is set and targets is NULL");
     if (o->n_ignore_labels > 0 && !o->ignore_labels)
         return brg_error(BRG_ERR_INVALID_ARG, "n_ignore_labels is set and ignore_labels is NULL");
@@ -105,10 +108,14 @@ static brg_status check_options(const brg_task_options *o) {
 
 /* The inference pipeline of the IPUConfig for the forward passes (generation tasks decode on one
  * device: their IPUConfig is only checked against the model). */
+static bool generates(const task_def *def) {
+    return def == &task_text_generation || def == &task_text2text || def == &task_summarization ||
+           def == &task_translation;
+}
+
 static brg_status setup_devices(brg_task_pipeline *p, const brg_ipu_config *cfg) {
     if (!cfg) return BRG_OK;
-    if (p->def == &task_text_generation || p->def == &task_text2text || p->def == &task_summarization ||
-        p->def == &task_translation) {
+    if (generates(p->def)) {
         brg_ipu_config c = *cfg;
         brg_ipu_config_eval(&c);
         brg_placement pl = {0};
@@ -177,6 +184,9 @@ brg_status brg_task_pipeline_create(const char *task, const char *model, const b
     if (opts) o = *opts;
     else brg_task_options_default(&o);
     BRG_TRY(check_options(&o));
+    if (generates(def) && o.inference.compute_dtype != BRG_DTYPE_F32)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s decodes in fp32: a half compute type is for the other tasks' forward "
+                         "passes", task);
     brg_task_pipeline *p = calloc(1, sizeof *p);
     if (!p) return brg_error(BRG_ERR_OOM, "no memory for a pipeline");
     p->def = def;
