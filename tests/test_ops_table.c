@@ -1580,6 +1580,9 @@ static const shape linear_rows_shapes[] = {
     {{8, 40, 600}, V0}, {{8, 40, 600}, 0}, {{8, 700, 600}, V0 | S_BIG}, {{3, 700, 600}, S_BIG},
     /* more rows than one register block of the AVX-512 bodies */
     {{11, 33, 50}, V0}, {{11, 33, 50}, 0},
+    /* W [in, out] tiles as wide as the rows' partial outputs allow: 2048 columns for 2 rows,
+     * 4096 for one, so the rows at once and one at a time cut 5000 columns differently */
+    {{2, 20, 5000}, V0},
 };
 
 static void linear_rows_layout(opcase *c) {

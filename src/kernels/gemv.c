@@ -22,11 +22,16 @@
 #define LANES 16
 
 /* Output columns of W [in, out] per pass down its depth: the m rows' partial outputs for them
- * (m x 2 KiB) stay in L1 while every weight row of the tile streams past once. Without the tile
- * each weight row would be applied to m whole output rows, which for a batch of 8 moves more
- * bytes of y through the cache than W holds. Each element still adds its k terms in order, so
- * the tile changes no bit. */
+ * stay in L1 while every weight row of the tile streams past once. Without the tile each weight
+ * row would be applied to m whole output rows, which for a batch of 8 moves more bytes of y
+ * through the cache than W holds. The tile is as wide as TILE_Y_FLOATS partial outputs allow
+ * (at least TILE, the unit a team splits by): for one row, 4096 columns, so a pass reads each
+ * weight row whole (GPT-2's are 3-12 KiB) instead of 2 KiB of it before jumping to the next:
+ * short strided runs that the hardware prefetcher follows badly (one decode row's GPT-2 layer
+ * products took 28 ms a step instead of 38 in an alternating test). Each element still adds its
+ * k terms in order, so the tile changes no bit. */
 #define TILE 512
+#define TILE_Y_FLOATS 4096
 
 /* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
  * arithmetic, bounds the product, and the portable loops' fewer memory streams read it faster. */
@@ -87,8 +92,9 @@ static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
         brg_gemv_in_out_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
         return;
     }
-    for (int64_t t0 = c0; t0 < c1; t0 += TILE) {
-        const int64_t n = c1 - t0 < TILE ? c1 - t0 : TILE;
+    const int64_t fit = TILE_Y_FLOATS / (j->m > 0 ? j->m : 1) / 16 * 16, tile = fit > TILE ? fit : TILE;
+    for (int64_t t0 = c0; t0 < c1; t0 += tile) {
+        const int64_t n = c1 - t0 < tile ? c1 - t0 : tile;
         in_out_tile(j->y + t0, j->out, j->x, j->in, j->w + t0, j->out, j->b ? j->b + t0 : NULL, j->m, n);
     }
 }
