@@ -97,8 +97,16 @@ for p in bf16.32 16.16; do
 done
 expect_fail plan-precision-bad 1 "precision 'fp8' is not one of" \
   "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --precision fp8
-expect_fail plan-precision-inference 1 '--precision plans training runs' \
-  "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --precision bf16.32 --mode inference
+# Inference (one device here) takes forward's modes: its products round their operands too, the
+# largest the same MLP weights and activations (forward only).
+expect_out plan-inference-fp32 '"scratch_bytes"' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --json \
+  --micro-batch-size 2 --sequence-length 8 --mode inference
+fp32=$(scratch0)
+expect_out plan-inference-bf16 '"scratch_bytes"' "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --json \
+  --micro-batch-size 2 --sequence-length 8 --mode inference --precision bf16.32
+(($(scratch0) - fp32 == 12288)) && ok || bad "inference plan --precision bf16.32: scratch $(scratch0), fp32 $fp32"
+expect_fail plan-precision-inference-16 1 '--precision bf16.16 keeps half master weights' \
+  "$brigade" plan --model "$gpt2" --ipu-config "$tmp/two.json" --precision bf16.16 --mode inference
 expect_out top-help 'plan' "$brigade" --help
 
 finish

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The executable cache (IPUConfig executable_cache_dir) of brigade forward: a second start says it
 # hit and gives the same bits; truncated, corrupt, foreign and stale entries (other weights,
-# IPUConfig, shapes, BRIGADE_ISA) are each one warning, then rebuilt with the same outputs as an
-# uncached run; "" and "disabled" do nothing; a folder that cannot be made warns and runs uncached.
+# IPUConfig, shapes, BRIGADE_ISA, --precision) are each one warning, then rebuilt with the same
+# outputs as an uncached run; "" and "disabled" do nothing; a folder that cannot be made warns and
+# runs uncached.
 set -uo pipefail
 brigade=$1
 source "$(dirname "$0")/shell_util.sh"
@@ -104,6 +105,16 @@ rebuilt stale-isa "stale (the CPU features"
 same "$tmp/sa.st" "$tmp/ref-isa.st" stale-isa
 BRIGADE_ISA=$other_isa fwd isa-again "$tmp/sa2.st"
 hit isa-again
+
+# --precision bf16.32 (that ISA still: one part of the key at a time): another entry's start.
+BRIGADE_ISA=$other_isa fwd ref-bf16 "$tmp/ref-bf16.st" "$tmp/in.st" --precision bf16.32 \
+  --ipu-config-overrides "executable_cache_dir=disabled"
+BRIGADE_ISA=$other_isa fwd stale-precision "$tmp/sp.st" "$tmp/in.st" --precision bf16.32
+rebuilt stale-precision "stale (the precision"
+same "$tmp/sp.st" "$tmp/ref-bf16.st" stale-precision
+BRIGADE_ISA=$other_isa fwd precision-again "$tmp/sp2.st" "$tmp/in.st" --precision bf16.32
+hit precision-again
+same "$tmp/sp2.st" "$tmp/ref-bf16.st" precision-again
 
 # Off: "" and "disabled" write nothing and say nothing.
 rm -rf "$tmp/ec"

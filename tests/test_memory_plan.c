@@ -2,12 +2,12 @@
  * shapes, one training step on one device and as a two-stage pipeline (1F1B with four
  * micro-batches, so the first stage holds two at once; GPipe, recomputation and two threads per
  * device once each; the other heads once each; bf16.32 and 16.16, whose products round their
- * operands into scratch), and an inference pipeline, the plan's per-device peak (brg_train_plan_memory, which the budget
- * check before step 1 uses, and brg_plan_devices_with as brigade plan calls it) is within 10% of
- * the device arena's measured peak (parameters, gradients, optimizer state, activations and the
- * kernels' scratch), and never below it. A budget 10% above the plan trains; one below the
- * measured peak is refused before step 1, naming the device and the bytes. Prints the table
- * docs/reliability.md quotes. */
+ * operands into scratch), and an inference pipeline (fp32, and bf16 once each), the plan's
+ * per-device peak (brg_train_plan_memory, which the budget check before step 1 uses, and
+ * brg_plan_devices_with as brigade plan calls it) is within 10% of the device arena's measured
+ * peak (parameters, gradients, optimizer state, activations and the kernels' scratch), and never
+ * below it. A budget 10% above the plan trains; one below the measured peak is refused before
+ * step 1, naming the device and the bytes. Prints the table docs/reliability.md quotes. */
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
 #include "brigade/schedule.h"
@@ -194,7 +194,7 @@ static void training(arch a, const shape *s, const setup *u) {
 }
 
 /* An inference pipeline of two stages over 2 micro-batches (every one kept until the call ends). */
-static void inference(arch a, const shape *s) {
+static void inference(arch a, const shape *s, brg_dtype compute) {
     enum { M = 2 };
     brg_model *m = make_model(a, s->image);
     brg_dataset *d = make_data(a, s->T, s->image);
@@ -204,7 +204,8 @@ static void inference(arch a, const shape *s) {
     /* With a budget, as the plan is for: a budgeted device keeps the plain products and packs no
      * weights (runtime/packed_weights.h), so the plan does not count packed panels. */
     brg_runtime_options ro = {.replicas = 1, .stages = 2, .block_stage = block_stage, .micro_batches = M,
-                              .schedule = BRG_SCHEDULE_GPIPE, .training = false, .device_memory = (size_t)1 << 40};
+                              .schedule = BRG_SCHEDULE_GPIPE, .training = false, .device_memory = (size_t)1 << 40,
+                              .compute_dtype = compute};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &ro, &rt));
     brg_tensor views[M][BRG_BUNDLE_INPUTS];
@@ -220,13 +221,15 @@ static void inference(arch a, const shape *s) {
     brg_block_cost costs[MAX_BLOCKS];
     brg_device_plan plan[2];
     int flight[2] = {M, M};
-    brg_plan_options po = {.mode = BRG_IPU_MODE_INFERENCE, .in_flight = flight, .optimizer_state = 0};
+    brg_plan_options po = {.mode = BRG_IPU_MODE_INFERENCE, .in_flight = flight, .optimizer_state = 0,
+                           .half_products = compute != BRG_DTYPE_F32};
     CHECK_OK(brg_model_block_costs(m, s->B, d->seq_len > 0 ? d->seq_len : 1, costs));
     CHECK_OK(brg_plan_devices_with(costs, m->n_blocks, block_stage, 2, &po, plan));
     for (int st = 0; rt && st < 2; st++) {
         brg_device_stats ds;
         brg_runtime_device_stats(rt, st, &ds);
-        row(arch_names[a], s, "inference, 2 stages x 2 mb", st, (double)plan[st].total_bytes, (double)ds.peak_bytes);
+        const char *what = compute == BRG_DTYPE_F32 ? "inference, 2 stages x 2 mb" : "inference bf16, 2 stages x 2 mb";
+        row(arch_names[a], s, what, st, (double)plan[st].total_bytes, (double)ds.peak_bytes);
     }
     brg_runtime_destroy(rt);
     brg_dataset_free(d);
@@ -278,7 +281,7 @@ int main(void) {
         for (int i = 0; i < 2; i++) {
             const shape *s = a == VIT ? &images[i] : &text[i];
             for (size_t k = 0; k < sizeof setups / sizeof setups[0]; k++) training((arch)a, s, &setups[k]);
-            inference((arch)a, s);
+            inference((arch)a, s, BRG_DTYPE_F32);
         }
     const setup gpipe = {2, 4, BRG_SCHEDULE_GPIPE, false, "2 stages, GPipe x 4 mb", 0, BRG_PRECISION_32_32};
     const setup recompute = {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 1F1B x 4 mb, recompute", 0, BRG_PRECISION_32_32};
@@ -291,8 +294,11 @@ int main(void) {
     const setup half[] = {{1, 1, BRG_SCHEDULE_1F1B, false, "1 device, bf16.32", 0, BRG_PRECISION_BF16_32},
                           {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 16.16", 0, BRG_PRECISION_16_16},
                           {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads, bf16.32", 2, BRG_PRECISION_BF16_32}};
-    for (int a = 0; a < N_ARCHS; a++)
-        for (size_t k = 0; k < sizeof half / sizeof half[0]; k++) training((arch)a, a == VIT ? &images[1] : &text[1], &half[k]);
+    for (int a = 0; a < N_ARCHS; a++) {
+        const shape *s = a == VIT ? &images[1] : &text[1];
+        for (size_t k = 0; k < sizeof half / sizeof half[0]; k++) training((arch)a, s, &half[k]);
+        inference((arch)a, s, BRG_DTYPE_BF16);
+    }
     /* the other heads, once each */
     const struct {
         arch a;

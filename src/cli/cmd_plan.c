@@ -10,6 +10,7 @@
 #include "brigade/schedule.h"
 #include "commands.h"
 #include "plan_scale.h"
+#include "precision_flag.h"
 
 typedef struct plan_args {
     const char *model, *ipu_config, *mode_name, *overrides, *schedule, *balance_by, *precision;
@@ -211,11 +212,15 @@ static cJSON *plan_json(const plan *p, const plan_args *a) {
 
 static brg_status load(plan *p, plan_args *a) {
     BRG_TRY(brg_ipu_mode_parse(a->mode_name, &p->mode));
-    brg_precision precision = BRG_PRECISION_32_32;
-    if (a->precision) BRG_TRY(brg_precision_parse(a->precision, &precision));
-    if (precision != BRG_PRECISION_32_32 && p->mode != BRG_IPU_MODE_TRAINING)
-        return brg_error(BRG_ERR_INVALID_ARG, "--precision plans training runs (inference runs in fp32)");
-    p->half_products = brg_precision_compute_dtype(precision) != BRG_DTYPE_F32;
+    brg_dtype products = BRG_DTYPE_F32;
+    if (p->mode == BRG_IPU_MODE_TRAINING) {
+        brg_precision precision = BRG_PRECISION_32_32;
+        if (a->precision) BRG_TRY(brg_precision_parse(a->precision, &precision));
+        products = brg_precision_compute_dtype(precision);
+    } else {
+        BRG_TRY(cli_forward_precision(a->precision, &products)); /* as brigade forward takes it */
+    }
+    p->half_products = products != BRG_DTYPE_F32;
     p->cfg = malloc(sizeof *p->cfg);
     if (!p->cfg) return brg_error(BRG_ERR_OOM, "out of memory loading %s", a->ipu_config);
     BRG_TRY(brg_ipu_config_load(a->ipu_config, p->cfg));
@@ -351,7 +356,7 @@ int cmd_plan(int argc, char **argv) {
         {"ipu-config-overrides", ARG_STRING, &a.overrides, false, "\"k1=v1,k2=[1 2 3]\" applied to the config", false},
         {"micro-batch-size", ARG_INT, &a.batch, false, "sequences per micro-batch (default 1)", false},
         {"precision", ARG_STRING, &a.precision, false,
-         "training precision as brigade train takes it (32.32 default, 16.32, 16.16, bf16.32, bf16.16)", false},
+         "as brigade train takes it (32.32 default, 16.32, 16.16, bf16.32, bf16.16); inference: as forward", false},
         {"sequence-length", ARG_INT, &a.seq, false, "tokens per sequence (default: the model's positions)", false},
         {"balance", ARG_FLAG, &a.balance, false, "propose a layers_per_ipu that evens compute and memory", false},
         {"balance-by", ARG_STRING, &a.balance_by, false,

@@ -1,4 +1,5 @@
-/* --precision for the commands that only run forward passes (forward, embed). */
+/* --precision for the commands that only run forward passes (forward, embed, pipeline) and for
+ * inference plans. */
 #ifndef BRIGADE_CLI_PRECISION_FLAG_H
 #define BRIGADE_CLI_PRECISION_FLAG_H
 
