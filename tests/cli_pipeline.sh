@@ -85,8 +85,9 @@ awk 'FNR == NR { a[FNR] = $0; next } { gsub(/[0-9.e-]+}/, "}", a[FNR]); t = $0; 
   ok || bad "image bf16.32 --ipu-config differs"; }
 "$brigade" pipeline text-classification --model "$fix/text_classification" --text "hello world" --precision bf16.32 \
   >"$tmp/tc_bf16.jsonl" || bad "text-classification bf16.32"
-grep -qx '\[{"label": "neutral", "score": 0\.7[0-9]*}\]' "$tmp/tc_bf16.jsonl" && ! cmp -s "$tmp/a.jsonl" "$tmp/tc_bf16.jsonl" &&
-  ok || bad "text-classification bf16.32: $(cat "$tmp/tc_bf16.jsonl") (float32: $(cat "$tmp/a.jsonl"))"
+grep -qx '\[{"label": "neutral", "score": 0\.7[0-9]*}\]' "$tmp/tc_bf16.jsonl" &&
+  ! cmp -s "$tmp/a.jsonl" "$tmp/tc_bf16.jsonl" && ok ||
+  bad "text-classification bf16.32: $(cat "$tmp/tc_bf16.jsonl") (float32: $(cat "$tmp/a.jsonl"))"
 expect_fail "generation in bf16" 1 "text-generation decodes in fp32" "$brigade" pipeline text-generation \
   --model tests/fixtures/gpt2_tiny --text hi --precision bf16.32
 expect_fail "pipeline bf16.16" 1 "--precision bf16.16 keeps half master weights" "$brigade" pipeline \

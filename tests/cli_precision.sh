@@ -54,7 +54,8 @@ exact=1
 [[ $("$brigade" --version) == *"gemm: openblas"* ]] && exact=0
 expect_ok "forward 32.32" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/f32.st"
 for p in bf16.32 16.32; do
-  expect_ok "forward $p" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/f-$p.st" --precision $p
+  expect_ok "forward $p" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/f-$p.st" \
+    --precision $p
   expect_ok "forward $p piped" "$brigade" forward --model "$tmp/m" --inputs "$tmp/in.st" --output "$tmp/p-$p.st" \
     --precision $p --ipu-config "$tmp/stages.json"
   cmp -s "$tmp/f32.st" "$tmp/f-$p.st" && bad "forward $p wrote float32's outputs" || ok

@@ -8,10 +8,11 @@
  * from float32's, and equal bit for bit a forward on the calling thread with brg_compute_dtype_set
  * (the meaning of the mode: every product on rounded operands with fp32 sums), whether the
  * pipeline is one device, two stages, or two stages x two replicas with two threads per device.
- * A type that is not a compute type is refused. */
+ * A type that is not a compute type is refused, by the inference pipeline and the task pipelines. */
 #include "brigade/dataset.h"
 #include "brigade/pipeline.h"
 #include "brigade/precision.h"
+#include "brigade/task_pipeline.h"
 #include "kernels/kernels.h"
 #include "test_util.h"
 
@@ -87,7 +88,8 @@ static void pipelined(brg_model *m, const brg_bundle *batch, brg_dtype compute, 
         brg_inference_outputs out = {0};
         if (inf && arena) CHECK_OK(brg_inference_run(inf, batch, arena, &out));
         const bool shaped = out.logits && brg_tensor_numel(out.logits) == ref->n;
-        CHECK_MSG(shaped, "%s %s, %s: no logits of the reference's size", name, brg_dtype_name(compute), layouts[l].what);
+        CHECK_MSG(shaped, "%s %s, %s: no logits of the reference's size", name, brg_dtype_name(compute),
+                  layouts[l].what);
         if (shaped && exact())
             CHECK_MSG(memcmp(out.logits->data, ref->logits, (size_t)ref->n * sizeof(float)) == 0,
                       "%s %s, %s: the logits are not the calling thread's", name, brg_dtype_name(compute),
@@ -167,7 +169,25 @@ done:
     brg_model_destroy(m);
 }
 
+/* Task pipelines take the type from their inference options: one that is not a compute type is
+ * refused, and so is a half type for a task that generates (its decode steps have no half path). */
+static void task_options(void) {
+    brg_task_options o;
+    brg_task_options_default(&o);
+    o.inference.compute_dtype = BRG_DTYPE_I32;
+    brg_task_pipeline *p = NULL;
+    CHECK_ERR(brg_task_pipeline_create("text-classification", "tests/fixtures/pipeline/text_classification", &o, &p),
+              BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not I32");
+    o.inference.compute_dtype = BRG_DTYPE_BF16;
+    CHECK_ERR(brg_task_pipeline_create("text-generation", "tests/fixtures/gpt2_tiny", &o, &p), BRG_ERR_INVALID_ARG,
+              "text-generation decodes in fp32");
+    CHECK(p == NULL);
+    CHECK_OK(brg_task_pipeline_create("text-classification", "tests/fixtures/pipeline/text_classification", &o, &p));
+    brg_task_pipeline_destroy(p);
+}
+
 int main(void) {
+    task_options();
     const char *models[] = {"gpt2", "bert", "vit", "t5"};
     for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) check_model(models[i]);
     return test_finish();

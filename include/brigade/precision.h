@@ -42,6 +42,9 @@ brg_dtype brg_precision_master_dtype(brg_precision p);
  * follow the thread that splits the work. Returns the previous setting. */
 brg_dtype brg_compute_dtype_set(brg_dtype dtype);
 brg_dtype brg_compute_dtype(void);
+/* BRG_OK for a type products can compute in (F32, F16, BF16), else an error naming it: for
+ * options that carry one (brg_inference_options.compute_dtype). */
+brg_status brg_compute_dtype_check(brg_dtype dtype);
 
 #ifdef __cplusplus
 }

@@ -56,3 +56,8 @@ brg_dtype brg_compute_dtype_set(brg_dtype dtype) {
 }
 
 brg_dtype brg_compute_dtype(void) { return compute_dtype; }
+
+brg_status brg_compute_dtype_check(brg_dtype dtype) {
+    if (dtype == BRG_DTYPE_F32 || dtype == BRG_DTYPE_F16 || dtype == BRG_DTYPE_BF16) return BRG_OK;
+    return brg_error(BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not %s", brg_dtype_name(dtype));
+}

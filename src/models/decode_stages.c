@@ -1,4 +1,5 @@
-/* Stage threads of a pipelined decode (one pool, a thread per stage): a FIFO of jobs each, a job waited for by its caller. */
+/* Stage threads of a pipelined decode (one pool, a thread per stage): a FIFO of jobs each, a job
+ * waited for by its caller. */
 #include "models/decode_stages.h"
 
 #include <pthread.h>

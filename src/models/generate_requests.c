@@ -92,7 +92,8 @@ static brg_status check_placement(const brg_model *m, const brg_generate_placeme
 static void run_all(shared *s, const brg_generate_placement *pl, worker *workers, int per_replica,
                     atomic_llong *next) {
     const int n = pl->replicas * per_replica;
-    for (int i = 0; i < n; i++) workers[i] = (worker){.s = s, .replica = i / per_replica, .next = &next[i / per_replica]};
+    for (int i = 0; i < n; i++)
+        workers[i] = (worker){.s = s, .replica = i / per_replica, .next = &next[i / per_replica]};
     brg_pool *threads = NULL;
     if (brg_pool_create(n, "generate's request threads", &threads) == BRG_OK) {
         brg_pool_run(threads, worker_main, workers);

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "brigade/checkpoint.h"
+#include "brigade/precision.h"
 #include "brigade/registry.h"
 #include "io/json.h"
 #include "pipelines/task_internal.h"
@@ -97,9 +98,7 @@ static brg_status check_options(const brg_task_options *o) {
     if (o->batch_size < 1) return brg_error(BRG_ERR_INVALID_ARG, "batch size %lld: give at least 1", (long long)o->batch_size);
     if (o->top_k < BRG_TASK_UNSET) return brg_error(BRG_ERR_INVALID_ARG, "top_k %lld: give 0 or more", (long long)o->top_k);
     if (o->n_ignore_labels < 0 || o->n_targets < 0) return brg_error(BRG_ERR_INVALID_ARG, "negative list length");
-    const brg_dtype c = o->inference.compute_dtype;
-    if (c != BRG_DTYPE_F32 && c != BRG_DTYPE_F16 && c != BRG_DTYPE_BF16)
-        return brg_error(BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not %s", brg_dtype_name(c));
+    BRG_TRY(brg_compute_dtype_check(o->inference.compute_dtype)); /* the one-device runs' too */
     if (o->n_targets > 0 && !o->targets) return brg_error(BRG_ERR_INVALID_ARG, "n_targets is set and targets is NULL");
     if (o->n_ignore_labels > 0 && !o->ignore_labels)
         return brg_error(BRG_ERR_INVALID_ARG, "n_ignore_labels is set and ignore_labels is NULL");

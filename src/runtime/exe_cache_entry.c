@@ -225,11 +225,15 @@ static void queue_take_job(void *q, int i, int n) {
 /* No chunk is handed out after this (a taker ends with the chunk it is on). */
 static void queue_close(chunk_queue *q) { atomic_store(&q->next, q->n); }
 
+static void queue_free(chunk_queue *q) {
+    if (q) free(q->hashes);
+    free(q);
+}
+
 /* The sum, once every chunk is in; frees q. */
 static uint64_t queue_sum(chunk_queue *q) {
     const uint64_t sum = exe_hash_of(q->hashes, q->n * sizeof *q->hashes, SUM_SEED);
-    free(q->hashes);
-    free(q);
+    queue_free(q);
     return sum;
 }
 
@@ -431,7 +435,7 @@ static bool start_check(exe_entry *e, uint64_t from) {
         return true;
     }
     brg_clear_error();
-    if (e->check) free(e->check->hashes), free(e->check);
+    queue_free(e->check);
     e->check = NULL;
     return false;
 }
@@ -515,8 +519,7 @@ void exe_entry_unmap(exe_entry *e) {
     if (e->check) { /* it reads the mapping: no more chunks for it, then it ends */
         queue_close(e->check);
         brg_pool_destroy(e->checker);
-        free(e->check->hashes);
-        free(e->check);
+        queue_free(e->check);
     }
     if (e->map) munmap(e->map, e->bytes);
     memset(e, 0, sizeof *e);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "brigade/pipeline.h"
+#include "brigade/precision.h"
 #include "brigade/registry.h"
 #include "packed_weights.h"
 
@@ -96,10 +97,7 @@ static brg_status create(brg_model *model, const brg_ipu_config *cfg, const brg_
         inf->opts.intra_threads = opts->intra_threads;
         inf->opts.params_shared = opts->share_params;
         inf->opts.compute_dtype = opts->compute_dtype;
-        if (opts->compute_dtype != BRG_DTYPE_F32 && opts->compute_dtype != BRG_DTYPE_F16 &&
-            opts->compute_dtype != BRG_DTYPE_BF16)
-            st = brg_error(BRG_ERR_INVALID_ARG, "products compute in F32, F16 or BF16, not %s",
-                           brg_dtype_name(opts->compute_dtype));
+        st = brg_compute_dtype_check(opts->compute_dtype);
     }
     if (st == BRG_OK) st = brg_runtime_create(model, &inf->opts, &inf->rt);
     if (st != BRG_OK) {

@@ -1,4 +1,5 @@
-/* Devices as the threads of a pool (core/thread_pool.h); parameter copies in each device's arena; fork-join dispatch. */
+/* Devices as the threads of a pool (core/thread_pool.h); parameter copies in each device's arena;
+ * fork-join dispatch. */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdlib.h>

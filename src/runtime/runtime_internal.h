@@ -96,7 +96,6 @@ double runtime_now(void);
 
 /* Another rank's device here: where it sits and which parameters it holds, nothing more. */
 brg_status runtime_init_remote_device(brg_device *dev);
-int runtime_local_devices(const brg_runtime *rt);
 /* Pieces of host memory that one device's work fills (its micro-batches' losses, its partial
  * norm): `fn` lists device `device`'s (on every rank alike, each rank's own memory). */
 typedef struct host_part {

@@ -24,12 +24,6 @@ brg_status runtime_init_remote_device(brg_device *dev) {
     return BRG_OK;
 }
 
-int runtime_local_devices(const brg_runtime *rt) {
-    int n = 0;
-    for (int d = 0; d < rt->n_devices; d++) n += transport_is_local(rt->transport, d);
-    return n;
-}
-
 static int first_of_rank(const brg_runtime *rt, int rank) {
     for (int d = 0; d < rt->n_devices; d++)
         if (rt->transport->device_rank[d] == rank) return d;
