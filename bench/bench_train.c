@@ -365,37 +365,45 @@ static brg_status random_ids(brg_arena *a, int64_t rows, int64_t cols, int64_t b
  * labels shifted right, as transformers derives them) in inference, which has no labels. */
 static brg_status fill_columns(const model_spec *ms, const shape_spec *s, const brg_model *m, bool train,
                                brg_dataset *d) {
-    brg_bundle *c = &d->columns;
+    brg_tensor_map *c = &d->columns;
     uint64_t seed = 42;
+    brg_tensor *ids, *labels;
     switch (ms->arch) {
     case ARCH_GPT2:
-        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &ids));
+        BRG_TRY(brg_tensor_map_put(c, "input_ids", ids));
         if (!train) return BRG_OK;
-        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, c->input_ids->shape, "labels", &c->labels));
-        memcpy(c->labels->data, c->input_ids->data, brg_tensor_nbytes(c->input_ids));
-        return BRG_OK;
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, ids->shape, "labels", &labels));
+        memcpy(labels->data, ids->data, brg_tensor_nbytes(ids));
+        return brg_tensor_map_put(c, "labels", labels);
     case ARCH_BERT:
-        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
-        return train ? random_ids(d->arena, d->rows, 0, 2, "labels", &seed, &c->labels) : BRG_OK;
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &ids));
+        BRG_TRY(brg_tensor_map_put(c, "input_ids", ids));
+        if (!train) return BRG_OK;
+        BRG_TRY(random_ids(d->arena, d->rows, 0, 2, "labels", &seed, &labels));
+        return brg_tensor_map_put(c, "labels", labels);
     case ARCH_VIT: {
         const int64_t shape[4] = {d->rows, 3, 224, 224};
-        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_F32, 4, shape, "pixel_values", &c->pixel_values));
-        float *px = c->pixel_values->data;
-        for (int64_t i = 0; i < brg_tensor_numel(c->pixel_values); i++)
+        brg_tensor *pixels;
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_F32, 4, shape, "pixel_values", &pixels));
+        BRG_TRY(brg_tensor_map_put(c, "pixel_values", pixels));
+        float *px = pixels->data;
+        for (int64_t i = 0; i < brg_tensor_numel(pixels); i++)
             px[i] = (float)rng_next(&seed) / 2147483648.0f * 2.0f - 1.0f;
-        return train ? random_ids(d->arena, d->rows, 0, 1000, "labels", &seed, &c->labels) : BRG_OK;
+        if (!train) return BRG_OK;
+        BRG_TRY(random_ids(d->arena, d->rows, 0, 1000, "labels", &seed, &labels));
+        return brg_tensor_map_put(c, "labels", labels);
     }
     case ARCH_T5: {
-        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &c->input_ids));
-        brg_tensor *labels;
+        BRG_TRY(random_ids(d->arena, d->rows, s->seq, m->vocab_size, "input_ids", &seed, &ids));
+        BRG_TRY(brg_tensor_map_put(c, "input_ids", ids));
         BRG_TRY(random_ids(d->arena, d->rows, s->target, m->vocab_size, "labels", &seed, &labels));
-        if (train) {
-            c->labels = labels;
-            return BRG_OK;
-        }
-        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, labels->shape, "decoder_input_ids", &c->decoder_input_ids));
+        if (train) return brg_tensor_map_put(c, "labels", labels);
+        brg_tensor *decoder;
+        BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, labels->shape, "decoder_input_ids", &decoder));
+        BRG_TRY(brg_tensor_map_put(c, "decoder_input_ids", decoder));
         const int32_t *l = labels->data;
-        int32_t *dec = c->decoder_input_ids->data;
+        int32_t *dec = decoder->data;
         for (int64_t r = 0; r < d->rows; r++)
             for (int64_t j = 0; j < s->target; j++) dec[r * s->target + j] = j == 0 ? 0 : l[r * s->target + j - 1];
         return BRG_OK;
@@ -498,17 +506,13 @@ static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_sp
     brg_dataset *d = NULL;
     BRG_TRY(make_data(ms, s, m, false, slots * s->batch, &d));
     brg_micro_batch *mbs = calloc((size_t)slots, sizeof *mbs);
-    brg_tensor(*views)[BRG_BUNDLE_INPUTS] = calloc((size_t)slots, sizeof *views);
+    brg_tensor(*views)[BRG_TENSOR_MAP_MAX] = calloc((size_t)slots, sizeof *views);
     float **sinks = calloc((size_t)slots, sizeof *sinks); /* NULL: logits stay on the device */
     float *losses = calloc((size_t)slots, sizeof *losses);
     int *stage = pipelined(c) ? two_stage_split(m, s, c == CONFIG_PIPE2_BALANCED) : NULL;
     brg_status st = mbs && views && sinks && losses && (!pipelined(c) || stage) ? BRG_OK : BRG_ERR_OOM;
-    for (int i = 0; st == BRG_OK && i < slots; i++) {
-        brg_bundle b;
-        brg_dataset_rows(d, i * s->batch, s->batch, views[i], &b);
-        mbs[i] = (brg_micro_batch){.input_ids = b.input_ids, .pixel_values = b.pixel_values,
-                                   .decoder_input_ids = b.decoder_input_ids};
-    }
+    /* inference data holds input_ids, pixel_values or decoder_input_ids only: every column goes */
+    for (int i = 0; st == BRG_OK && i < slots; i++) brg_dataset_rows(d, i * s->batch, s->batch, views[i], &mbs[i]);
     brg_runtime *rt = NULL;
     brg_runtime_options ro = {.replicas = reps, .stages = devices_of(c) / reps, .block_stage = stage,
                               .micro_batches = accum, .training = false, .intra_threads = intra_threads_of(c)};

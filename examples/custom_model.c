@@ -28,28 +28,34 @@ static brg_tensor *P(brg_model *m, int i) { return m->params[i].tensor; }
 static brg_tensor *LP(brg_model *m, int l, int k) { return P(m, 1 + l * PER_LAYER + k); }
 static int head_first(void) { return 1 + LAYERS * PER_LAYER; }
 
+/* Inputs come by name (b->inputs); the hidden state travels from block to block, and from
+ * device to device, as the carried tensor "hidden". */
 static brg_status embeddings(brg_model *m, brg_tape *tape, brg_bundle *b) {
-    return brg_embedding(tape, b->input_ids, P(m, P_EMB), &b->hidden);
+    brg_tensor *h;
+    BRG_TRY(brg_embedding(tape, brg_bundle_input(b, "input_ids"), P(m, P_EMB), &h));
+    return brg_bundle_carry(b, "hidden", h);
 }
 
 static brg_status layer(brg_model *m, int l, brg_tape *tape, brg_bundle *b) {
-    brg_tensor *n, *act, *down;
-    BRG_TRY(brg_layer_norm(tape, b->hidden, LP(m, l, L_LN_W), LP(m, l, L_LN_B), 1e-5f, &n));
+    brg_tensor *h = brg_bundle_carried(b, "hidden"), *n, *act, *down;
+    BRG_TRY(brg_layer_norm(tape, h, LP(m, l, L_LN_W), LP(m, l, L_LN_B), 1e-5f, &n));
     /* gelu(n @ W_up + b_up), the bias add and the activation in one pass */
     BRG_TRY(brg_linear_act(tape, n, LP(m, l, L_UP_W), LP(m, l, L_UP_B), false, BRG_ACT_GELU_ERF, &act));
     BRG_TRY(brg_linear(tape, act, LP(m, l, L_DOWN_W), LP(m, l, L_DOWN_B), false, &down));
-    return brg_add(tape, b->hidden, down, &b->hidden);
+    BRG_TRY(brg_add(tape, h, down, &h));
+    return brg_bundle_carry(b, "hidden", h);
 }
 
 /* Position t predicts label t (the data already holds the next token); -100 is ignored. */
 static brg_status head(brg_model *m, brg_tape *tape, brg_bundle *b) {
     brg_tensor *n;
     int h = head_first();
-    BRG_TRY(brg_layer_norm(tape, b->hidden, P(m, h), P(m, h + 1), 1e-5f, &n));
+    BRG_TRY(brg_layer_norm(tape, brg_bundle_carried(b, "hidden"), P(m, h), P(m, h + 1), 1e-5f, &n));
     BRG_TRY(brg_linear(tape, n, P(m, P_EMB), NULL, false, &b->logits)); /* tied to the embedding */
     b->loss = NULL;
-    if (!b->labels) return BRG_OK;
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    brg_tensor *labels = brg_bundle_input(b, "labels");
+    if (!labels) return BRG_OK;
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 static brg_status forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
@@ -62,10 +68,11 @@ static brg_status forward_block(brg_model *m, int block, brg_tape *tape, brg_bun
 }
 
 /* The loss is a mean over labels that are not -100: micro-batches share it by the global count. */
-static brg_loss_items count_loss_items(const brg_model *m, const brg_bundle *batch) {
+static brg_loss_items count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     (void)m;
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
     int64_t n = 0;
-    for (int64_t i = 0; i < brg_tensor_numel(batch->labels); i++) n += ((const int32_t *)batch->labels->data)[i] != -100;
+    for (int64_t i = 0; i < brg_tensor_numel(labels); i++) n += ((const int32_t *)labels->data)[i] != -100;
     return (brg_loss_items){(double)n, 0};
 }
 
@@ -80,7 +87,13 @@ static brg_status save_config(const brg_model *m, const char *dir) {
     return fclose(f) == 0 ? BRG_OK : brg_error(BRG_ERR_IO, "cannot write %s", path);
 }
 
-static const char *const inputs[] = {"input_ids", "labels", NULL};
+/* The inputs, as transformers' forward names them: what brigade checks them against, and which
+ * of them are loss targets (a batch with labels has a loss). */
+static const brg_input_decl inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {NULL},
+};
 static const brg_model_ops toy_ops = {.architecture = "ToyMLPForNextToken", .forward_block = forward_block,
                                       .save_config = save_config, .count_loss_items = count_loss_items,
                                       .inputs = inputs};

@@ -44,12 +44,13 @@ static brg_label_map labels(brg_problem_type problem) {
 /* Reads every row back: views of each column, and a step batch over them. */
 static void walk(brg_dataset *d) {
     if (!d) return;
-    brg_tensor views[BRG_BUNDLE_INPUTS];
-    brg_bundle b;
+    brg_tensor views[BRG_TENSOR_MAP_MAX];
+    brg_tensor_map b;
     for (int64_t r = 0; r < d->rows; r++) {
         brg_dataset_rows(d, r, 1, views, &b);
-        if (b.input_ids)
-            for (int64_t i = 0; i < d->seq_len; i++) sink += ((const int32_t *)b.input_ids->data)[i];
+        const brg_tensor *ids = brg_tensor_map_get(&b, "input_ids");
+        if (ids)
+            for (int64_t i = 0; i < d->seq_len; i++) sink += ((const int32_t *)ids->data)[i];
     }
     brg_dataset_free(d);
 }

@@ -10,7 +10,7 @@ static void bp_compare_outputs(const brg_model *m, const brg_bundle *b, const br
                                const char *dir) {
     brg_named_tensor outs[8];
     int n = 0;
-    CHECK_OK(brg_model_outputs(m, b, b->logits, a, outs, 8, &n));
+    CHECK_OK(brg_model_outputs(m, &b->inputs, b->logits, a, outs, 8, &n));
     CHECK_MSG(n > 0, "%s: no outputs", dir);
     for (int k = 0; k < n; k++) {
         brg_tensor ref;
@@ -40,7 +40,7 @@ static double bp_backward_cotangents(brg_model *m, brg_tape *tape, const brg_bun
                                      brg_arena *a, const char *dir) {
     brg_named_tensor outs[8];
     int n = 0;
-    CHECK_OK(brg_model_outputs(m, b, b->logits, a, outs, 8, &n));
+    CHECK_OK(brg_model_outputs(m, &b->inputs, b->logits, a, outs, 8, &n));
     int64_t B = b->logits->shape[0], row = brg_tensor_numel(b->logits) / B, off = 0;
     float *d = calloc((size_t)(B * row), sizeof *d);
     double loss = 0;

@@ -34,15 +34,11 @@ static brg_tensor *ep_input(brg_arena *a, const brg_safetensors *exp, const char
 }
 
 static void ep_bundle(brg_arena *a, const brg_safetensors *exp, brg_bundle *b) {
+    static const char *const names[] = {"input_ids", "attention_mask",  "token_type_ids", "pixel_values",
+                                        "labels",    "start_positions", "end_positions",  "next_sentence_label"};
     memset(b, 0, sizeof *b);
-    b->input_ids = ep_input(a, exp, "input_ids");
-    b->attention_mask = ep_input(a, exp, "attention_mask");
-    b->token_type_ids = ep_input(a, exp, "token_type_ids");
-    b->pixel_values = ep_input(a, exp, "pixel_values");
-    b->labels = ep_input(a, exp, "labels");
-    if (!b->labels) b->labels = ep_input(a, exp, "start_positions");
-    b->extra_labels = ep_input(a, exp, "end_positions");
-    if (!b->extra_labels) b->extra_labels = ep_input(a, exp, "next_sentence_label");
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        TEST_PUT(&b->inputs, names[i], ep_input(a, exp, names[i]));
 }
 
 static brg_status ep_load(const char *dir, bool vit, brg_model **m) {

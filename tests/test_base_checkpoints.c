@@ -77,14 +77,14 @@ static brg_safetensors *open_in(const char *dir, const char *file) {
 static void check_classifier_logits(brg_model *m, const char *dir, brg_arena *a) {
     brg_safetensors *exp = open_in(dir, "expected.safetensors"), *w = open_in(dir, "model.safetensors");
     if (!exp || !w) return;
-    brg_bundle b = {.pixel_values = f32_of(a, exp, "pixel_values")};
+    brg_bundle b = {.inputs = TEST_MAP("pixel_values", f32_of(a, exp, "pixel_values"))};
     brg_tape *tape = NULL;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_tape_set_grad_enabled(tape, false);
     CHECK_OK(brg_model_forward(m, tape, &b));
     brg_named_tensor outs[4];
     int n = 0;
-    CHECK_OK(brg_model_outputs(m, &b, b.logits, a, outs, 4, &n));
+    CHECK_OK(brg_model_outputs(m, &b.inputs, b.logits, a, outs, 4, &n));
     brg_tensor *want = f32_of(a, exp, "logits"), *cw = f32_of(a, w, "classifier.weight"),
                *cb = f32_of(a, w, "classifier.bias");
     const brg_tensor *h = outs[0].tensor;
@@ -163,15 +163,18 @@ static void check_same_encoder(brg_model *enc, const char *full_dir, brg_arena *
     brg_tensor src;
     CHECK_OK(brg_safetensors_get(exp, "input_ids", &src));
     brg_bundle b = {0}, e = {0};
-    CHECK_OK(brg_inputs_to_i32(a, &src, "input_ids", 0, enc->vocab_size, 0, &b.input_ids));
-    e.input_ids = b.input_ids;
+    brg_tensor *ids = NULL;
+    CHECK_OK(brg_inputs_to_i32(a, &src, "input_ids", 0, enc->vocab_size, 0, &ids));
+    TEST_PUT(&b.inputs, "input_ids", ids);
+    TEST_PUT(&e.inputs, "input_ids", ids);
     brg_tape *tape = NULL;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_tape_set_grad_enabled(tape, false);
     CHECK_OK(brg_model_forward_blocks(full, 0, brg_t5_first_decoder_block(full) - 1, tape, &b));
     CHECK_OK(brg_model_forward(enc, tape, &e));
-    CHECK(b.hidden && e.logits && brg_tensor_same_shape(b.hidden, e.logits) &&
-          memcmp(b.hidden->data, e.logits->data, brg_tensor_nbytes(b.hidden)) == 0);
+    const brg_tensor *hidden = brg_bundle_carried(&b, "hidden");
+    CHECK(hidden && e.logits && brg_tensor_same_shape(hidden, e.logits) &&
+          memcmp(hidden->data, e.logits->data, brg_tensor_nbytes(hidden)) == 0);
     brg_tape_destroy(tape);
     brg_safetensors_close(exp);
     brg_model_destroy(full);

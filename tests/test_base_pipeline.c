@@ -31,7 +31,8 @@ static brg_model_ops with_loss;
 static brg_status forward_with_loss(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     BRG_TRY(objective.base->forward_block(m, block, tape, b));
     if (m->blocks[block].kind != BRG_BLOCK_HEAD) return BRG_OK;
-    const brg_tensor *lead = b->input_ids ? b->input_ids : b->pixel_values;
+    const brg_tensor *lead = brg_bundle_input(b, "input_ids") ? brg_bundle_input(b, "input_ids")
+                                                              : brg_bundle_input(b, "pixel_values");
     size_t row_bytes = brg_tensor_nbytes(objective.lead) / (size_t)objective.lead->shape[0];
     int64_t first = (int64_t)(((const char *)lead->data - (const char *)objective.lead->data) / (ptrdiff_t)row_bytes);
     int64_t n = b->logits->shape[0] * objective.row, flat_shape[2] = {1, n};
@@ -52,7 +53,7 @@ static float *packed_cotangents(brg_model *m, brg_bundle *b, const brg_safetenso
     brg_named_tensor outs[8];
     int n = 0;
     float *packed = NULL;
-    if (b->logits) CHECK_OK(brg_model_outputs(m, b, b->logits, a, outs, 8, &n));
+    if (b->logits) CHECK_OK(brg_model_outputs(m, &b->inputs, b->logits, a, outs, 8, &n));
     int64_t B = b->logits ? b->logits->shape[0] : 0, off = 0;
     *row = B ? brg_tensor_numel(b->logits) / B : 0;
     if (n > 0) packed = calloc((size_t)(B * *row), sizeof *packed);
@@ -116,9 +117,9 @@ static void train_two_stages(brg_model *m, brg_bundle *b, const brg_safetensors 
     brg_micro_batch mbs[2];
     brg_tensor views[2][3];
     for (int64_t k = 0; k < micro; k++)
-        mbs[k] = (brg_micro_batch){.input_ids = rows_of(views[k], 0, b->input_ids, k * rows, rows),
-                                   .attention_mask = rows_of(views[k], 1, b->attention_mask, k * rows, rows),
-                                   .pixel_values = rows_of(views[k], 2, b->pixel_values, k * rows, rows)};
+        mbs[k] = TEST_MAP("input_ids", rows_of(views[k], 0, brg_bundle_input(b, "input_ids"), k * rows, rows),
+                          "attention_mask", rows_of(views[k], 1, brg_bundle_input(b, "attention_mask"), k * rows, rows),
+                          "pixel_values", rows_of(views[k], 2, brg_bundle_input(b, "pixel_values"), k * rows, rows));
     float losses[2] = {0, 0};
     if (rt) CHECK_OK(brg_runtime_run(rt, mbs, NULL, 1, losses));
     brg_tensor loss;
@@ -147,10 +148,11 @@ static void check(const fixture *f) {
     if (exp && test_write_fixture_inputs(exp, inputs) > 0) CHECK_OK(brg_safetensors_open(inputs, &in));
     brg_arena *a = NULL;
     CHECK_OK(brg_arena_create("host", 0, &a));
-    brg_bundle b;
-    if (m && in && a && brg_inputs_load(m, a, in, &b) == BRG_OK) {
+    brg_bundle b = {0};
+    if (m && in && a && brg_inputs_load(m, a, in, &b.inputs) == BRG_OK) {
         objective.base = m->ops;
-        objective.lead = b.input_ids ? b.input_ids : b.pixel_values;
+        objective.lead = brg_bundle_input(&b, "input_ids") ? brg_bundle_input(&b, "input_ids")
+                                                           : brg_bundle_input(&b, "pixel_values");
         float *cot = packed_cotangents(m, &b, exp, a, &objective.row);
         objective.cotangent = cot;
         with_loss = *m->ops;

@@ -16,11 +16,12 @@ static void check_against_transformers(brg_tokenizer *tok, const brg_label_map *
     CHECK_OK(brg_dataset_load_text_classification(file, tok, &fmt, labels, &d));
     if (!d) return;
     CHECK(d->rows == 6 && d->seq_len == 16);
-    text_data_check_matrix(want, "input_ids", d->columns.input_ids, 0);
-    text_data_check_matrix(want, "attention_mask", d->columns.attention_mask, 0);
-    text_data_check_matrix(want, "token_type_ids", d->columns.token_type_ids, 0);
-    text_data_check_matrix(want, "labels", d->columns.labels, 0);
-    CHECK(d->columns.labels->dtype == BRG_DTYPE_I32 && d->columns.labels->ndim == 1);
+    text_data_check_matrix(want, "input_ids", brg_tensor_map_get(&d->columns, "input_ids"), 0);
+    text_data_check_matrix(want, "attention_mask", brg_tensor_map_get(&d->columns, "attention_mask"), 0);
+    text_data_check_matrix(want, "token_type_ids", brg_tensor_map_get(&d->columns, "token_type_ids"), 0);
+    const brg_tensor *y = brg_tensor_map_get(&d->columns, "labels");
+    text_data_check_matrix(want, "labels", y, 0);
+    CHECK(y->dtype == BRG_DTYPE_I32 && y->ndim == 1);
     brg_dataset_free(d);
 }
 
@@ -41,13 +42,14 @@ static void check_regression(brg_tokenizer *tok) {
         text_data_write("reg.jsonl", "{\"text\": \"good\", \"label\": 0.75}\n{\"text\": \"bad\", \"label\": -2}\n"), tok,
         &fmt, &m, &d));
     if (d) {
-        const float *y = d->columns.labels->data;
-        CHECK(d->columns.labels->dtype == BRG_DTYPE_F32 && d->columns.labels->ndim == 1 && y[0] == 0.75f && y[1] == -2.0f);
+        const brg_tensor *labels = brg_tensor_map_get(&d->columns, "labels");
+        const float *y = labels->data;
+        CHECK(labels->dtype == BRG_DTYPE_F32 && labels->ndim == 1 && y[0] == 0.75f && y[1] == -2.0f);
     }
     brg_dataset_free(d);
     d = NULL;
     CHECK_OK(brg_dataset_load_text_classification(text_data_write("reg.csv", "label,text\n1.5,good\n"), tok, &fmt, &m, &d));
-    if (d) CHECK(((const float *)d->columns.labels->data)[0] == 1.5f);
+    if (d) CHECK(((const float *)brg_tensor_map_get(&d->columns, "labels")->data)[0] == 1.5f);
     brg_dataset_free(d);
     d = NULL;
     CHECK_ERR(brg_dataset_load_text_classification(text_data_write("reg.csv", "label,text\nhigh,good\n"), tok, &fmt, &m, &d),
@@ -64,8 +66,9 @@ static void check_multi_label(brg_tokenizer *tok, const brg_label_map *names) {
         text_data_write("multi.jsonl", "{\"text\": \"a\", \"label\": [\"neutral\", 0]}\n{\"text\": \"b\", \"label\": []}\n"),
         tok, &fmt, &m, &d));
     if (d) {
-        const float *y = d->columns.labels->data;
-        CHECK(d->columns.labels->ndim == 2 && d->columns.labels->shape[1] == 3);
+        const brg_tensor *labels = brg_tensor_map_get(&d->columns, "labels");
+        const float *y = labels->data;
+        CHECK(labels->ndim == 2 && labels->shape[1] == 3);
         CHECK(y[0] == 1 && y[1] == 0 && y[2] == 1 && y[3] == 0 && y[4] == 0 && y[5] == 0);
     }
     brg_dataset_free(d);
@@ -83,7 +86,9 @@ static void check_format_options(brg_tokenizer *tok, const brg_label_map *m) {
     brg_dataset *d = NULL;
     const char *file = text_data_write("fmt.jsonl", "{\"text\": \"hello world\", \"label\": 1}\n");
     CHECK_OK(brg_dataset_load_text_classification(file, tok, &fmt, m, &d));
-    if (d) CHECK(d->columns.token_type_ids == NULL && d->columns.attention_mask != NULL);
+    if (d)
+        CHECK(brg_tensor_map_get(&d->columns, "token_type_ids") == NULL &&
+              brg_tensor_map_get(&d->columns, "attention_mask") != NULL);
     brg_dataset_free(d);
     d = NULL;
     fmt.pad_id = -1;
@@ -156,8 +161,10 @@ static void check_csv_forms(brg_tokenizer *tok, const brg_label_map *m) {
         tok, &fmt, m, &b));
     if (a && b) {
         CHECK(a->rows == 2 && b->rows == 2);
-        CHECK(memcmp(a->columns.input_ids->data, b->columns.input_ids->data, brg_tensor_nbytes(a->columns.input_ids)) == 0);
-        CHECK(memcmp(a->columns.labels->data, b->columns.labels->data, brg_tensor_nbytes(a->columns.labels)) == 0);
+        const brg_tensor *ia = brg_tensor_map_get(&a->columns, "input_ids"), *ib = brg_tensor_map_get(&b->columns, "input_ids");
+        const brg_tensor *la = brg_tensor_map_get(&a->columns, "labels"), *lb = brg_tensor_map_get(&b->columns, "labels");
+        CHECK(memcmp(ia->data, ib->data, brg_tensor_nbytes(ia)) == 0);
+        CHECK(memcmp(la->data, lb->data, brg_tensor_nbytes(la)) == 0);
     }
     brg_dataset_free(a);
     brg_dataset_free(b);

@@ -16,12 +16,14 @@ static void check_against_transformers(brg_tokenizer *tok, const char *file) {
     CHECK_OK(brg_dataset_load_text_qa(file, tok, &fmt, 8, &d));
     if (!d) return;
     CHECK_MSG(d->rows == 23 && d->seq_len == 40, "%s: %lld features", file, (long long)d->rows);
-    text_data_check_matrix(want, "input_ids", d->columns.input_ids, 0);
-    text_data_check_matrix(want, "attention_mask", d->columns.attention_mask, 0);
-    text_data_check_matrix(want, "token_type_ids", d->columns.token_type_ids, 0);
-    text_data_check_matrix(want, "start_positions", d->columns.labels, 0);
-    text_data_check_matrix(want, "end_positions", d->columns.extra_labels, 0);
-    CHECK(d->columns.labels->ndim == 1 && d->columns.extra_labels->ndim == 1);
+    text_data_check_matrix(want, "input_ids", brg_tensor_map_get(&d->columns, "input_ids"), 0);
+    text_data_check_matrix(want, "attention_mask", brg_tensor_map_get(&d->columns, "attention_mask"), 0);
+    text_data_check_matrix(want, "token_type_ids", brg_tensor_map_get(&d->columns, "token_type_ids"), 0);
+    const brg_tensor *start = brg_tensor_map_get(&d->columns, "start_positions");
+    const brg_tensor *end = brg_tensor_map_get(&d->columns, "end_positions");
+    text_data_check_matrix(want, "start_positions", start, 0);
+    text_data_check_matrix(want, "end_positions", end, 0);
+    CHECK(start->ndim == 1 && end->ndim == 1);
     brg_dataset_free(d);
 }
 
@@ -36,8 +38,9 @@ static void check_single_window(brg_tokenizer *tok) {
         tok, &fmt, 128, &d));
     if (d) {
         CHECK(d->rows == 1);
-        const int32_t *ids = d->columns.input_ids->data, start = *(int32_t *)d->columns.labels->data,
-                      end = *(int32_t *)d->columns.extra_labels->data;
+        const int32_t *ids = brg_tensor_map_get(&d->columns, "input_ids")->data,
+                      start = *(int32_t *)brg_tensor_map_get(&d->columns, "start_positions")->data,
+                      end = *(int32_t *)brg_tensor_map_get(&d->columns, "end_positions")->data;
         /* [CLS] w ##h ##er ##e [SEP] cafe in par ##is [SEP] */
         CHECK_MSG(start == 8 && end == 9 && ids[start] == brg_tokenizer_token_to_id(tok, "par"), "paris at %d..%d", start,
                   end);

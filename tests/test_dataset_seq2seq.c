@@ -19,11 +19,14 @@ static void check_against_transformers(brg_tokenizer *tok, const char *file) {
     CHECK_OK(brg_dataset_load_text_seq2seq(file, tok, &fmt, &s2s, &d));
     if (!d) return;
     CHECK(d->rows == 3 && d->seq_len == 20);
-    text_data_check_matrix(want, "input_ids", d->columns.input_ids, 0);
-    text_data_check_matrix(want, "attention_mask", d->columns.attention_mask, 0);
-    text_data_check_matrix(want, "labels", d->columns.labels, 0);
-    CHECK(d->columns.labels->dtype == BRG_DTYPE_I32 && d->columns.labels->ndim == 2 && d->columns.labels->shape[1] == 6);
-    CHECK(!d->columns.decoder_input_ids && !d->columns.decoder_attention_mask && !d->columns.token_type_ids);
+    text_data_check_matrix(want, "input_ids", brg_tensor_map_get(&d->columns, "input_ids"), 0);
+    text_data_check_matrix(want, "attention_mask", brg_tensor_map_get(&d->columns, "attention_mask"), 0);
+    const brg_tensor *labels = brg_tensor_map_get(&d->columns, "labels");
+    text_data_check_matrix(want, "labels", labels, 0);
+    CHECK(labels->dtype == BRG_DTYPE_I32 && labels->ndim == 2 && labels->shape[1] == 6);
+    CHECK(!brg_tensor_map_get(&d->columns, "decoder_input_ids") &&
+          !brg_tensor_map_get(&d->columns, "decoder_attention_mask") &&
+          !brg_tensor_map_get(&d->columns, "token_type_ids"));
     brg_dataset_free(d);
 }
 
@@ -46,11 +49,13 @@ static void check_prefix(brg_tokenizer *tok) {
     s2s.source_prefix = "summarize: ";
     CHECK_OK(brg_dataset_load_text_seq2seq(file, tok, &fmt, &s2s, &prefixed));
     if (plain && prefixed) {
-        const int32_t *a = plain->columns.input_ids->data, *b = prefixed->columns.input_ids->data;
+        const int32_t *a = brg_tensor_map_get(&plain->columns, "input_ids")->data,
+                      *b = brg_tensor_map_get(&prefixed->columns, "input_ids")->data;
         CHECK(memcmp(a, b, 8 * sizeof *a) != 0);
-        CHECK(memcmp(plain->columns.labels->data, prefixed->columns.labels->data, 4 * sizeof(int32_t)) == 0);
+        CHECK(memcmp(brg_tensor_map_get(&plain->columns, "labels")->data,
+                     brg_tensor_map_get(&prefixed->columns, "labels")->data, 4 * sizeof(int32_t)) == 0);
         /* "short" is a few tokens and </s>; the rest is padding */
-        const float *mask = plain->columns.attention_mask->data;
+        const float *mask = brg_tensor_map_get(&plain->columns, "attention_mask")->data;
         CHECK(mask[0] == 1 && mask[7] == 0 && a[7] == 0);
     }
     brg_dataset_free(plain);

@@ -34,7 +34,8 @@ static int64_t expected_ids(const brg_tokenizer *tok, int32_t *out, int64_t cap)
 
 static void check_rows(const brg_dataset *d, const int32_t *want, int64_t n, int64_t seq) {
     CHECK(d->rows == n / seq && d->seq_len == seq);
-    const int32_t *ids = d->columns.input_ids->data, *labels = d->columns.labels ? d->columns.labels->data : NULL;
+    const brg_tensor *label_col = brg_tensor_map_get(&d->columns, "labels");
+    const int32_t *ids = brg_tensor_map_get(&d->columns, "input_ids")->data, *labels = label_col ? label_col->data : NULL;
     CHECK(labels != NULL);
     for (int64_t i = 0; labels && i < d->rows * seq; i++) CHECK_MSG(ids[i] == want[i] && labels[i] == want[i], "id %lld", (long long)i);
 }

@@ -50,38 +50,38 @@ static void test_bert_heads(brg_arena *a) {
     brg_model *tok = bert(BRG_BERT_TOKEN_CLASSIFICATION), *mc = bert(BRG_BERT_MULTIPLE_CHOICE);
     brg_model *pt = bert(BRG_BERT_PRETRAINING), *base = bert(BRG_BERT_BASE);
     if (!tok || !mc || !pt || !base) return;
-    brg_bundle b = {.input_ids = ints(a, 2, bt, 1), .labels = ints(a, 2, bt, LABELS)};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1), "labels", ints(a, 2, bt, LABELS))};
     CHECK_ERR(forward(tok, a, &b), BRG_ERR_INVALID_ARG, "labels value 3 at position 0 is outside [0, 3)");
-    b.labels = ints(a, 1, b1, 0);
+    TEST_PUT(&b.inputs, "labels", ints(a, 1, b1, 0));
     CHECK_ERR(forward(tok, a, &b), BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids");
-    b = (brg_bundle){.input_ids = ints(a, 2, bt, 1)};
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1))};
     CHECK_ERR(forward(mc, a, &b), BRG_ERR_INVALID_ARG, "input_ids must be contiguous [batch, num_choices, sequence]");
-    b = (brg_bundle){.input_ids = ints(a, 3, bnt, 1), .labels = ints(a, 1, b1, 3)};
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 3, bnt, 1), "labels", ints(a, 1, b1, 3))};
     CHECK_ERR(forward(mc, a, &b), BRG_ERR_INVALID_ARG, "labels[0] = 3 is not a choice in [0, 3)");
-    b.labels = ints(a, 1, b1, 0);
+    TEST_PUT(&b.inputs, "labels", ints(a, 1, b1, 0));
     CHECK_OK(forward(mc, a, &b));
     CHECK(b.logits && b.logits->ndim == 2 && b.logits->shape[0] == B && b.logits->shape[1] == 3 && b.loss);
-    b = (brg_bundle){.input_ids = ints(a, 2, bt, 1), .labels = ints(a, 2, bt, 0)};
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1), "labels", ints(a, 2, bt, 0))};
     CHECK_ERR(forward(pt, a, &b), BRG_ERR_INVALID_ARG, "needs both labels and next_sentence_label");
-    b.extra_labels = ints(a, 1, b1, 1);
+    TEST_PUT(&b.inputs, "next_sentence_label", ints(a, 1, b1, 1));
     CHECK_ERR(forward(pt, a, &b), BRG_ERR_INVALID_ARG, "next_sentence_label[1] = 2 is not 0, 1");
-    b.extra_labels = ints(a, 1, b1, 0);
+    TEST_PUT(&b.inputs, "next_sentence_label", ints(a, 1, b1, 0));
     CHECK_OK(forward(pt, a, &b));
     brg_named_tensor outs[8];
     int n = 0;
-    CHECK_OK(brg_model_outputs(pt, &b, b.logits, a, outs, 8, &n));
+    CHECK_OK(brg_model_outputs(pt, &b.inputs, b.logits, a, outs, 8, &n));
     CHECK(n == 2 && strcmp(outs[0].name, "prediction_logits") == 0 && outs[0].tensor->shape[2] == VOCAB &&
           strcmp(outs[1].name, "seq_relationship_logits") == 0 && outs[1].tensor->shape[1] == 2);
-    b = (brg_bundle){.input_ids = ints(a, 2, bt, 1)};
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1))};
     CHECK_OK(forward(base, a, &b));
-    CHECK_OK(brg_model_outputs(base, &b, b.logits, a, outs, 8, &n));
+    CHECK_OK(brg_model_outputs(base, &b.inputs, b.logits, a, outs, 8, &n));
     CHECK(n == 2 && strcmp(outs[0].name, "last_hidden_state") == 0 && outs[0].tensor->ndim == 3 &&
           outs[0].tensor->shape[1] == T && outs[0].tensor->shape[2] == 8 && strcmp(outs[1].name, "pooler_output") == 0 &&
           outs[1].tensor->ndim == 2);
     /* the pooled row is tanh of a dense layer: inside (-1, 1) */
     for (int64_t i = 0; n == 2 && i < brg_tensor_numel(outs[1].tensor); i++)
         CHECK(fabsf(((const float *)outs[1].tensor->data)[i]) < 1.0f);
-    CHECK(base->ops->inputs && brg_model_count_loss_items(base, &b).labels == 0);
+    CHECK(base->ops->inputs && brg_model_count_loss_items(base, &b.inputs).labels == 0);
     brg_model_destroy(tok), brg_model_destroy(mc), brg_model_destroy(pt), brg_model_destroy(base);
 }
 
@@ -92,21 +92,21 @@ static void test_gpt2_heads(brg_arena *a) {
     brg_model *nopad = gpt2(BRG_GPT2_SEQUENCE_CLASSIFICATION, -1), *seq = gpt2(BRG_GPT2_SEQUENCE_CLASSIFICATION, 0);
     brg_model *tok = gpt2(BRG_GPT2_TOKEN_CLASSIFICATION, -1);
     if (!nopad || !seq || !tok) return;
-    brg_bundle b = {.input_ids = ints(a, 2, bt, 1)};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1))};
     CHECK_ERR(forward(nopad, a, &b), BRG_ERR_INVALID_ARG, "cannot handle batch sizes > 1 (got 2 rows) if no padding");
-    b = (brg_bundle){.input_ids = ints(a, 2, bt, 1)};
-    int32_t *ids = b.input_ids->data;
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1))};
+    int32_t *ids = brg_bundle_input(&b, "input_ids")->data;
     ids[3] = ids[4] = 0; /* row 0: three tokens, then padding */
     CHECK_OK(forward(seq, a, &b));
-    brg_bundle prefix = {.input_ids = ints(a, 2, one, 1)};
-    memcpy(prefix.input_ids->data, ids, 3 * sizeof(int32_t));
+    brg_bundle prefix = {.inputs = TEST_MAP("input_ids", ints(a, 2, one, 1))};
+    memcpy(brg_bundle_input(&prefix, "input_ids")->data, ids, 3 * sizeof(int32_t));
     CHECK_OK(forward(seq, a, &prefix));
     if (b.logits && prefix.logits)
         CHECK(test_max_abs_diff(b.logits->data, prefix.logits->data, LABELS) < 1e-6);
-    b.labels = ints(a, 1, b1, 0);
+    TEST_PUT(&b.inputs, "labels", ints(a, 1, b1, 0));
     CHECK_OK(forward(seq, a, &b));
-    CHECK(b.loss && brg_model_count_loss_items(seq, &b).labels == B);
-    b = (brg_bundle){.input_ids = ints(a, 2, bt, 1), .labels = ints(a, 2, bt, LABELS)};
+    CHECK(b.loss && brg_model_count_loss_items(seq, &b.inputs).labels == B);
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", ints(a, 2, bt, 1), "labels", ints(a, 2, bt, LABELS))};
     CHECK_ERR(forward(tok, a, &b), BRG_ERR_INVALID_ARG, "labels value 3 at position 0 is outside [0, 3)");
     brg_gpt2_config c;
     brg_gpt2_config_default(&c);

@@ -43,8 +43,10 @@ static void make_inputs(brg_arena *a, inputs *in) {
 }
 
 static brg_bundle bundle_of(const inputs *in, bool training) {
-    brg_bundle b = {.input_ids = in->ids, .attention_mask = in->mask, .token_type_ids = in->types,
-                    .labels = in->labels, .training = training, .seed = 99};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", in->ids, "attention_mask", in->mask, "token_type_ids", in->types,
+                                       "labels", in->labels),
+                    .training = training,
+                    .seed = 99};
     return b;
 }
 
@@ -106,7 +108,7 @@ static double class_loss(brg_model *m, brg_arena *a, const inputs *in, brg_tenso
     brg_tape *tape = NULL;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_bundle b = bundle_of(in, false);
-    b.labels = labels;
+    TEST_PUT(&b.inputs, "labels", labels);
     CHECK_OK(brg_model_forward(m, tape, &b));
     *logits = b.logits;
     brg_tape_destroy(tape);
@@ -138,13 +140,13 @@ static void test_problem_types(brg_arena *a) {
         want += log(exp(r[0]) + exp(r[1])) - r[((int32_t *)i->data)[k]];
     }
     CHECK_NEAR(ce, want / 2, 1e-6);
-    brg_bundle bi = {.labels = i}, bf = {.labels = f};
+    brg_tensor_map bi = TEST_MAP("labels", i), bf = TEST_MAP("labels", f);
     CHECK(brg_model_count_loss_items(m, &bi).labels == 2 && brg_model_count_loss_items(m, &bf).labels == B);
     brg_tensor *wrong = tensor(a, BRG_DTYPE_F32, 1, (int64_t[]){B});
     brg_tape *tape = NULL;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_bundle b = bundle_of(&in, false);
-    b.labels = wrong;
+    TEST_PUT(&b.inputs, "labels", wrong);
     CHECK_ERR(brg_model_forward(m, tape, &b), BRG_ERR_INVALID_ARG, "[batch, num_labels]");
     brg_tape_destroy(tape);
     brg_model_destroy(m);
@@ -157,7 +159,7 @@ static void test_input_errors(brg_arena *a) {
     brg_tape *tape = NULL;
     CHECK_OK(brg_tape_create(a, &tape));
     if (!mlm || !qa || !tape) return;
-    brg_bundle counted = {.input_ids = in.ids, .labels = in.labels};
+    brg_tensor_map counted = TEST_MAP("input_ids", in.ids, "labels", in.labels);
     CHECK(brg_model_count_loss_items(mlm, &counted).labels == 9);
     const float *word = mlm->params[0].tensor->data;
     CHECK(test_max_abs(word, 8) == 0.0 && test_max_abs(word + 8, 8) > 0.0); /* pad row 0 starts at zero */
@@ -165,19 +167,20 @@ static void test_input_errors(brg_arena *a) {
     ((int32_t *)in.types->data)[4] = 2;
     CHECK_ERR(brg_model_forward(mlm, tape, &b), BRG_ERR_INVALID_ARG, "token_type_ids value 2 at position 4");
     ((int32_t *)in.types->data)[4] = 1;
-    b.labels = tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B});
+    TEST_PUT(&b.inputs, "labels", tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B}));
     CHECK_ERR(brg_model_forward(mlm, tape, &b), BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids");
     b = bundle_of(&in, false);
-    b.input_ids = NULL;
+    TEST_PUT(&b.inputs, "input_ids", NULL);
     CHECK_ERR(brg_model_forward(mlm, tape, &b), BRG_ERR_INVALID_ARG, "input_ids must be");
     brg_tensor *longer = tensor(a, BRG_DTYPE_I32, 2, (int64_t[]){1, 9});
-    b = (brg_bundle){.input_ids = longer};
+    b = (brg_bundle){.inputs = TEST_MAP("input_ids", longer)};
     CHECK_ERR(brg_model_forward(mlm, tape, &b), BRG_ERR_INVALID_ARG, "exceeds max_position_embeddings 8");
     b = bundle_of(&in, false);
-    b.labels = tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B});
+    TEST_PUT(&b.inputs, "labels", NULL); /* question answering's targets are its positions */
+    TEST_PUT(&b.inputs, "start_positions", tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B}));
     CHECK_ERR(brg_model_forward(qa, tape, &b), BRG_ERR_INVALID_ARG, "needs both start_positions");
-    b.extra_labels = tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B + 1});
-    CHECK_ERR(brg_model_forward(qa, tape, &b), BRG_ERR_INVALID_ARG, "end_positions (extra_labels) must be I32 [batch]");
+    TEST_PUT(&b.inputs, "end_positions", tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){B + 1}));
+    CHECK_ERR(brg_model_forward(qa, tape, &b), BRG_ERR_INVALID_ARG, "end_positions must be I32 [batch]");
     brg_tape_destroy(tape);
     brg_model_destroy(mlm);
     brg_model_destroy(qa);
@@ -197,10 +200,11 @@ static void test_vit_errors(brg_arena *a) {
     CHECK_OK(brg_tape_create(a, &tape));
     brg_bundle b = {0};
     CHECK_ERR(brg_model_forward(m, tape, &b), BRG_ERR_INVALID_ARG, "ViT needs pixel_values");
-    b.pixel_values = tensor(a, BRG_DTYPE_F32, 4, (int64_t[]){2, 3, 12, 8});
+    TEST_PUT(&b.inputs, "pixel_values", tensor(a, BRG_DTYPE_F32, 4, (int64_t[]){2, 3, 12, 8}));
     CHECK_ERR(brg_model_forward(m, tape, &b), BRG_ERR_INVALID_ARG, "pixel_values must be F32 [batch, 3, 8, 12]");
-    b.pixel_values = tensor(a, BRG_DTYPE_F32, 4, (int64_t[]){2, 3, 8, 12});
-    b.labels = tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){2}); /* integer regression targets are accepted */
+    TEST_PUT(&b.inputs, "pixel_values", tensor(a, BRG_DTYPE_F32, 4, (int64_t[]){2, 3, 8, 12}));
+    /* integer regression targets are accepted */
+    TEST_PUT(&b.inputs, "labels", tensor(a, BRG_DTYPE_I32, 1, (int64_t[]){2}));
     CHECK_OK(brg_model_forward(m, tape, &b));
     CHECK(b.logits && b.logits->shape[0] == 2 && b.logits->shape[1] == 1 && b.loss);
     c.image_w = 3;

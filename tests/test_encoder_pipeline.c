@@ -12,7 +12,18 @@ enum { IN_IDS, IN_MASK, IN_TYPES, IN_PIXELS, IN_LABELS, IN_EXTRA, N_IN };
 
 typedef struct data {
     brg_tensor *in[N_IN]; /* whole-batch tensors; NULL where the model takes no such input */
+    bool spans;           /* question answering: IN_LABELS and IN_EXTRA are start and end positions */
 } data;
+
+/* Input k's keyword name: IN_LABELS and IN_EXTRA are labels and next_sentence_label, or
+ * start_positions and end_positions for question answering. */
+static const char *input_name(const data *d, int k) {
+    static const char *const names[N_IN] = {"input_ids",    "attention_mask", "token_type_ids",
+                                            "pixel_values", "labels",         "next_sentence_label"};
+    if (d->spans && k == IN_LABELS) return "start_positions";
+    if (d->spans && k == IN_EXTRA) return "end_positions";
+    return names[k];
+}
 
 /* LayerNorm weights and biases start at 1 and 0; move every parameter so each gradient matters. */
 static void perturb(brg_model *m, uint64_t seed) {
@@ -78,6 +89,7 @@ static void text_data(brg_arena *a, brg_bert_task task, data *d) {
     brg_rng rng;
     brg_rng_seed(&rng, 1);
     int64_t bt[2] = {ROWS, T}, b1[1] = {ROWS};
+    d->spans = task == BRG_BERT_QUESTION_ANSWERING;
     d->in[IN_IDS] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
     d->in[IN_MASK] = new_tensor(a, BRG_DTYPE_F32, 2, bt);
     d->in[IN_TYPES] = new_tensor(a, BRG_DTYPE_I32, 2, bt);
@@ -153,12 +165,6 @@ static brg_tensor slice(const brg_tensor *t, int64_t first, int64_t rows) {
     return brg_tensor_wrap(t->dtype, t->ndim, shape, (char *)t->data + (size_t)first * row_bytes);
 }
 
-static void set_input(brg_micro_batch *mb, int role, brg_tensor *t) {
-    brg_tensor **slot[N_IN] = {&mb->input_ids, &mb->attention_mask, &mb->token_type_ids,
-                               &mb->pixel_values, &mb->labels, &mb->extra_labels};
-    *slot[role] = t;
-}
-
 /* Splits the rows into replicas x micro-batches (PopTorch's [accumulation, replica, micro] order). */
 static void run(brg_model *m, const data *d, const layout *l, result *out) {
     brg_runtime_options o = layout_options(l);
@@ -176,10 +182,11 @@ static void run(brg_model *m, const data *d, const layout *l, result *out) {
             for (int k = 0; k < N_IN; k++) {
                 if (!d->in[k]) continue;
                 parts[slot][k] = slice(d->in[k], first, rows);
-                set_input(&mbs[slot], k, &parts[slot][k]);
+                TEST_PUT(&mbs[slot], input_name(d, k), &parts[slot][k]);
             }
         }
-    brg_bundle whole = {.input_ids = d->in[IN_IDS], .labels = d->in[IN_LABELS], .extra_labels = d->in[IN_EXTRA]};
+    brg_tensor_map whole = TEST_MAP("input_ids", d->in[IN_IDS], input_name(d, IN_LABELS), d->in[IN_LABELS],
+                                    input_name(d, IN_EXTRA), d->in[IN_EXTRA]);
     brg_loss_items denom = brg_model_count_loss_items(m, &whole);
     float losses[8];
     CHECK_OK(brg_runtime_run(rt, mbs, &denom, 3, losses));
@@ -210,7 +217,7 @@ static void check_layouts(brg_model *m, const data *d, const char *name) {
  * micro-batch's seed, so a pipeline matches one device over the same micro-batches. */
 static void check_dropout(brg_arena *a) {
     brg_model *m = tiny_bert(BRG_BERT_MASKED_LM, 0.2f), *plain = tiny_bert(BRG_BERT_MASKED_LM, 0.0f);
-    data d = {{0}};
+    data d = {0};
     text_data(a, BRG_BERT_MASKED_LM, &d);
     result single, piped, recomputed, off;
     layout one = {1, 1, 2, ONE, BRG_SCHEDULE_1F1B, .what = "one device"};
@@ -238,7 +245,8 @@ static void check_inference(brg_model *m, const data *d, const char *name, int e
     if (a) CHECK_OK(brg_tape_create(a, &tape));
     if (!tape) return;
     brg_tape_set_grad_enabled(tape, false);
-    brg_bundle whole = {.input_ids = d->in[IN_IDS], .attention_mask = d->in[IN_MASK], .token_type_ids = d->in[IN_TYPES]};
+    brg_bundle whole = {.inputs = TEST_MAP("input_ids", d->in[IN_IDS], "attention_mask", d->in[IN_MASK],
+                                           "token_type_ids", d->in[IN_TYPES])};
     CHECK_OK(brg_model_forward(m, tape, &whole));
     const brg_tensor *ref = whole.logits;
     int64_t numel = ref ? brg_tensor_numel(ref) : 0;
@@ -262,7 +270,7 @@ static void check_inference(brg_model *m, const data *d, const char *name, int e
                 for (int in = 0; in < N_IN; in++) {
                     if (!d->in[in]) continue;
                     parts[slot][in] = slice(d->in[in], first, rows);
-                    set_input(&mbs[slot], in, &parts[slot][in]);
+                    TEST_PUT(&mbs[slot], input_name(d, in), &parts[slot][in]);
                 }
                 sinks[slot] = got + (int64_t)first * (numel / ROWS);
             }
@@ -274,7 +282,7 @@ static void check_inference(brg_model *m, const data *d, const char *name, int e
         brg_tensor gathered = brg_tensor_wrap(BRG_DTYPE_F32, ref->ndim, ref->shape, got);
         brg_named_tensor outs[8];
         int n = 0;
-        CHECK_OK(brg_model_outputs(m, &whole, &gathered, a, outs, 8, &n));
+        CHECK_OK(brg_model_outputs(m, &whole.inputs, &gathered, a, outs, 8, &n));
         CHECK_MSG(n == expected_outputs && outs[0].tensor->shape[0] == ROWS && outs[0].tensor->shape[1] == T,
                   "%s: %d outputs, the first of %lld x %lld", name, n, (long long)outs[0].tensor->shape[0],
                   (long long)outs[0].tensor->shape[1]);
@@ -288,13 +296,13 @@ static void check_inference(brg_model *m, const data *d, const char *name, int e
 /* GPT-2's classification heads pipelined (sequence classification reads each row's last non-pad
  * token, pad id 0 where the mask is 0) and GPT2Model through the inference pipeline. */
 static void check_gpt2(brg_arena *a) {
-    data d = {{0}};
+    data d = {0};
     text_data(a, BRG_BERT_TOKEN_CLASSIFICATION, &d);
     d.in[IN_TYPES] = NULL;
     brg_model *tok = tiny_gpt2(BRG_GPT2_TOKEN_CLASSIFICATION);
     if (tok) check_layouts(tok, &d, "GPT-2 token classification");
     brg_model_destroy(tok);
-    data s = {{0}};
+    data s = {0};
     text_data(a, BRG_BERT_SEQUENCE_CLASSIFICATION, &s);
     s.in[IN_TYPES] = NULL;
     brg_model *seq = tiny_gpt2(BRG_GPT2_SEQUENCE_CLASSIFICATION);
@@ -316,24 +324,24 @@ int main(void) {
                             "BERT token classification", "BERT pretraining"};
     for (int t = 0; t < 5; t++) {
         brg_model *m = tiny_bert(tasks[t], 0.0f);
-        data d = {{0}};
+        data d = {0};
         text_data(a, tasks[t], &d);
         if (m) check_layouts(m, &d, names[t]);
         brg_model_destroy(m);
     }
     brg_model *choice = tiny_bert(BRG_BERT_MULTIPLE_CHOICE, 0.0f);
-    data cd = {{0}};
+    data cd = {0};
     choice_data(a, &cd);
     if (choice) check_layouts(choice, &cd, "BERT multiple choice");
     brg_model_destroy(choice);
     brg_model *base = tiny_bert(BRG_BERT_BASE, 0.0f);
-    data bd = {{0}};
+    data bd = {0};
     text_data(a, BRG_BERT_BASE, &bd);
     if (base) check_inference(base, &bd, "BertModel", 2);
     brg_model_destroy(base);
     check_gpt2(a);
     brg_model *vit = tiny_vit();
-    data d = {{0}};
+    data d = {0};
     image_data(a, &d);
     if (vit) check_layouts(vit, &d, "ViT");
     brg_model_destroy(vit);

@@ -48,7 +48,7 @@ typedef struct run {
 static void run_batch(brg_cached_inference *c, brg_tensor *ids, run *r) {
     brg_arena *arena = NULL;
     CHECK_OK(brg_arena_create("host", 0, &arena));
-    brg_bundle b = {.input_ids = ids};
+    brg_tensor_map b = TEST_MAP("input_ids", ids);
     brg_inference_outputs out;
     CHECK_OK(brg_inference_run(brg_cached_inference_pipeline(c), &b, arena, &out));
     if (out.logits) memcpy(r->logits, out.logits->data, sizeof r->logits);

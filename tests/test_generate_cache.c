@@ -33,7 +33,7 @@ static void tape_logits(brg_model *m, const int32_t *ids, int64_t n, float *out)
     brg_tape_set_grad_enabled(tape, false);
     int64_t shape[2] = {1, n};
     brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)ids);
-    brg_bundle b = {.input_ids = &in};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", &in)};
     CHECK_OK(brg_model_forward(m, tape, &b));
     if (b.logits) memcpy(out, (const float *)b.logits->data + (n - 1) * V, V * sizeof(float));
     brg_tape_destroy(tape);

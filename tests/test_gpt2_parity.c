@@ -16,8 +16,8 @@ static void check_fixture(const char *dir) {
         bool has_mask = brg_safetensors_has(exp, "attention_mask"), has_labels = brg_safetensors_has(exp, "labels");
         if (has_mask) CHECK_OK(brg_safetensors_get(exp, "attention_mask", &mask));
         if (has_labels) CHECK_OK(brg_safetensors_get(exp, "labels", &labels));
-        brg_bundle b;
-        CHECK_OK(brg_inputs_from_tensors(m, a, &ids, has_mask ? &mask : NULL, has_labels ? &labels : NULL, &b));
+        brg_bundle b = {0};
+        CHECK_OK(brg_inputs_from_tensors(m, a, &ids, has_mask ? &mask : NULL, has_labels ? &labels : NULL, &b.inputs));
         brg_tape *tape;
         CHECK_OK(brg_tape_create(a, &tape));
         brg_model_zero_grad(m);

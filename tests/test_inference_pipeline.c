@@ -51,8 +51,8 @@ static brg_bundle make_inputs(inputs *in, int64_t rows, bool labels) {
     in->t_ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, in->ids);
     in->t_mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, in->mask);
     in->t_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, in->labels);
-    return (brg_bundle){.input_ids = &in->t_ids, .attention_mask = &in->t_mask,
-                        .labels = labels ? &in->t_labels : NULL};
+    return (brg_bundle){.inputs = TEST_MAP("input_ids", &in->t_ids, "attention_mask", &in->t_mask, "labels",
+                                           labels ? &in->t_labels : NULL)};
 }
 
 /* The reference: one forward over the whole batch on the host. */
@@ -63,7 +63,7 @@ static brg_status forward_whole(brg_model *m, brg_arena *a, brg_bundle *b, brg_n
     brg_status st = brg_model_forward(m, tape, b);
     brg_tape_destroy(tape);
     BRG_TRY(st);
-    return brg_model_outputs(m, b, b->logits, a, named, BRG_INFERENCE_MAX_OUTPUTS, n);
+    return brg_model_outputs(m, &b->inputs, b->logits, a, named, BRG_INFERENCE_MAX_OUTPUTS, n);
 }
 
 /* Every row is computed on its own, and brigade's GEMM kernels accumulate each element over K in
@@ -117,7 +117,7 @@ static void check_model(const char *name, brg_model *m, bool labels) {
         load_layout(&layouts[l], &cfg);
         brg_bundle batch = make_inputs(&in, ROWS, labels);
         brg_inference_outputs out;
-        CHECK_OK(brg_infer(m, &cfg, &batch, arena, &out));
+        CHECK_OK(brg_infer(m, &cfg, &batch.inputs, arena, &out));
         CHECK_MSG(out.n_named == n_want, "%s: %d outputs, wanted %d", what, out.n_named, n_want);
         for (int i = 0; i < n_want && i < out.n_named; i++) {
             CHECK_MSG(strcmp(out.named[i].name, want[i].name) == 0, "%s: output %d is %s, wanted %s", what, i,
@@ -152,22 +152,22 @@ static void check_reuse(void) {
             int n_want = 0;
             CHECK_OK(forward_whole(m, arena, &whole, want, &n_want));
             brg_inference_outputs out;
-            CHECK_OK(brg_inference_run(inf, &batch, arena, &out));
+            CHECK_OK(brg_inference_run(inf, &batch.inputs, arena, &out));
             CHECK(out.logits && out.logits->ndim == 3 && out.logits->shape[0] == rows && out.logits->shape[2] == VOCAB);
             if (out.logits) compare_tensor("reused pipeline", "logits", want[0].tensor, out.logits);
         }
         inputs in;
         brg_bundle odd = make_inputs(&in, 4, false);
         brg_inference_outputs out;
-        CHECK_ERR(brg_inference_run(inf, &odd, arena, &out), BRG_ERR_INVALID_ARG,
+        CHECK_ERR(brg_inference_run(inf, &odd.inputs, arena, &out), BRG_ERR_INVALID_ARG,
                   "the batch dimension (4) must be a multiple of inference_device_iterations (3) x "
                   "inference_replication_factor (2) = 6");
         /* an input whose rows are not the batch's */
         brg_bundle bad = make_inputs(&in, 6, false);
         brg_tensor short_mask = in.t_mask;
         short_mask.shape[0] = 3;
-        bad.attention_mask = &short_mask;
-        CHECK_ERR(brg_inference_run(inf, &bad, arena, &out), BRG_ERR_INVALID_ARG, "attention_mask has 3 rows, the batch 6");
+        TEST_PUT(&bad.inputs, "attention_mask", &short_mask);
+        CHECK_ERR(brg_inference_run(inf, &bad.inputs, arena, &out), BRG_ERR_INVALID_ARG, "attention_mask has 3 rows, the batch 6");
     }
     brg_inference_destroy(inf);
     brg_arena_destroy(arena);

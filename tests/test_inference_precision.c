@@ -35,14 +35,14 @@ typedef struct scored {
 } scored;
 
 /* The batch forward on this thread in `compute`: the reference. */
-static bool forward_here(brg_model *m, const brg_bundle *batch, brg_dtype compute, scored *out) {
+static bool forward_here(brg_model *m, const brg_tensor_map *batch, brg_dtype compute, scored *out) {
     brg_arena *arena = NULL;
     brg_tape *tape = NULL;
     CHECK_OK(brg_arena_create("reference", 0, &arena));
     if (arena) CHECK_OK(brg_tape_create(arena, &tape));
     if (!tape) return brg_arena_destroy(arena), false;
     brg_tape_set_grad_enabled(tape, false);
-    brg_bundle b = *batch;
+    brg_bundle b = {.inputs = *batch};
     const brg_dtype before = brg_compute_dtype_set(compute);
     const brg_status st = brg_model_forward(m, tape, &b);
     brg_compute_dtype_set(before);
@@ -75,7 +75,8 @@ static double noise(brg_dtype compute) {
 
 /* The pipeline's logits equal the reference's bits (within noise() on OpenBLAS); its loss (the
  * micro-batches' shares summed) its value within noise(). */
-static void pipelined(brg_model *m, const brg_bundle *batch, brg_dtype compute, const scored *ref, const char *name) {
+static void pipelined(brg_model *m, const brg_tensor_map *batch, brg_dtype compute, const scored *ref,
+                      const char *name) {
     for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++) {
         brg_ipu_config cfg;
         CHECK_OK(brg_ipu_config_from_json(layouts[l].json, layouts[l].what, &cfg));
@@ -127,8 +128,8 @@ static void check_model(const char *name) {
     snprintf(path, sizeof path, "%s/expected.safetensors", dir);
     CHECK_OK(brg_safetensors_open(path, &exp));
     if (!m || !d || !exp) goto done;
-    brg_tensor views[BRG_BUNDLE_INPUTS];
-    brg_bundle batch;
+    brg_tensor views[BRG_TENSOR_MAP_MAX];
+    brg_tensor_map batch = {0};
     brg_dataset_rows(d, 0, ROWS, views, &batch);
 
     scored fp32 = {0};

@@ -9,8 +9,8 @@
 enum { ROWS = 2, T = 6, TD = 4, VOCAB = 64, CHOICES = 3, IMAGE = 8 };
 
 static bool takes(const brg_model *m, const char *input) {
-    for (int i = 0; m->ops->inputs && m->ops->inputs[i]; i++)
-        if (strcmp(m->ops->inputs[i], input) == 0) return true;
+    for (const brg_input_decl *d = brg_model_inputs(m); d->name; d++)
+        if (strcmp(d->name, input) == 0) return true;
     return false;
 }
 
@@ -32,13 +32,15 @@ static brg_bundle make_inputs(const brg_model *m, brg_arena *a) {
     brg_bundle b = {0};
     if (takes(m, "pixel_values")) {
         const int64_t shape[4] = {ROWS, 3, IMAGE, IMAGE};
-        b.pixel_values = random_tensor(a, BRG_DTYPE_F32, 4, shape, &rng);
+        TEST_PUT(&b.inputs, "pixel_values", random_tensor(a, BRG_DTYPE_F32, 4, shape, &rng));
         return b;
     }
     const int64_t flat[2] = {ROWS, T}, choices[3] = {ROWS, CHOICES, T}, dec[2] = {ROWS, TD};
-    b.input_ids = m->ops->choices ? random_tensor(a, BRG_DTYPE_I32, 3, choices, &rng)
-                                  : random_tensor(a, BRG_DTYPE_I32, 2, flat, &rng);
-    if (takes(m, "decoder_input_ids")) b.decoder_input_ids = random_tensor(a, BRG_DTYPE_I32, 2, dec, &rng);
+    TEST_PUT(&b.inputs, "input_ids",
+             m->ops->choices ? random_tensor(a, BRG_DTYPE_I32, 3, choices, &rng)
+                             : random_tensor(a, BRG_DTYPE_I32, 2, flat, &rng));
+    if (takes(m, "decoder_input_ids"))
+        TEST_PUT(&b.inputs, "decoder_input_ids", random_tensor(a, BRG_DTYPE_I32, 2, dec, &rng));
     return b;
 }
 
@@ -67,7 +69,7 @@ static void check_arch(const char *cli, const char *tmp, const char *arch) {
                                       "\"inference_device_iterations\": 2}",
                                       "two stages", &cfg));
     brg_inference_outputs out;
-    CHECK_OK(brg_infer(m, &cfg, &piped_in, a, &out));
+    CHECK_OK(brg_infer(m, &cfg, &piped_in.inputs, a, &out));
     if (one.logits && out.logits) {
         CHECK_MSG(brg_tensor_same_shape(one.logits, out.logits), "%s: the pipeline's logits have another shape", arch);
         long n = (long)brg_tensor_numel(one.logits);

@@ -74,9 +74,11 @@ static brg_model *make_model(arch a, int64_t image) {
     return m;
 }
 
-static brg_tensor *column(brg_dataset *d, brg_tensor **slot, brg_dtype dt, int nd, const int64_t *shape) {
-    CHECK_OK(brg_tensor_new(d->arena, dt, nd, shape, "column", slot));
-    return *slot;
+static brg_tensor *column(brg_dataset *d, const char *name, brg_dtype dt, int nd, const int64_t *shape) {
+    brg_tensor *t = NULL;
+    CHECK_OK(brg_tensor_new(d->arena, dt, nd, shape, "column", &t));
+    TEST_PUT(&d->columns, name, t);
+    return t;
 }
 
 /* ROWS rows of the inputs and labels `a` trains on: T tokens (or image x image pixels). */
@@ -87,22 +89,23 @@ static brg_dataset *make_data(arch a, int64_t T, int64_t image) {
     d->seq_len = a == VIT ? 0 : T;
     brg_rng rng;
     brg_rng_seed(&rng, 1);
-    brg_bundle *c = &d->columns;
     int64_t rt[2] = {ROWS, T}, r1[1] = {ROWS}, px[4] = {ROWS, 3, image, image};
     if (a == VIT) {
-        float *p = column(d, &c->pixel_values, BRG_DTYPE_F32, 4, px)->data;
-        int32_t *l = column(d, &c->labels, BRG_DTYPE_I32, 1, r1)->data;
+        float *p = column(d, "pixel_values", BRG_DTYPE_F32, 4, px)->data;
+        int32_t *l = column(d, "labels", BRG_DTYPE_I32, 1, r1)->data;
         for (int64_t i = 0; i < ROWS * 3 * image * image; i++) p[i] = (float)brg_rng_normal(&rng);
         for (int i = 0; i < ROWS; i++) l[i] = i % 5;
         return d;
     }
-    int32_t *ids = column(d, &c->input_ids, BRG_DTYPE_I32, 2, rt)->data;
-    float *mask = column(d, &c->attention_mask, BRG_DTYPE_F32, 2, rt)->data;
+    int32_t *ids = column(d, "input_ids", BRG_DTYPE_I32, 2, rt)->data;
+    float *mask = column(d, "attention_mask", BRG_DTYPE_F32, 2, rt)->data;
     /* per row: sequence classification, question answering's start; else per token */
     const bool per_row = (a == GPT2 && task == BRG_GPT2_SEQUENCE_CLASSIFICATION) ||
                          (a == BERT && (task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_QUESTION_ANSWERING));
     const bool classes = (a == GPT2 && task == BRG_GPT2_TOKEN_CLASSIFICATION) || (a == BERT && task == BRG_BERT_TOKEN_CLASSIFICATION);
-    int32_t *labels = column(d, &c->labels, BRG_DTYPE_I32, per_row ? 1 : 2, per_row ? r1 : rt)->data;
+    const bool spans = a == BERT && task == BRG_BERT_QUESTION_ANSWERING;
+    int32_t *labels =
+        column(d, spans ? "start_positions" : "labels", BRG_DTYPE_I32, per_row ? 1 : 2, per_row ? r1 : rt)->data;
     for (int64_t i = 0; i < ROWS * T; i++) {
         ids[i] = 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
         mask[i] = (i % T) < T - (i / T) % 3 ? 1.0f : 0.0f;
@@ -110,11 +113,11 @@ static brg_dataset *make_data(arch a, int64_t T, int64_t image) {
     }
     for (int i = 0; per_row && i < ROWS; i++) labels[i] = (int32_t)(i % (task == BRG_BERT_QUESTION_ANSWERING && a == BERT ? T : 5));
     if (a == BERT && (task == BRG_BERT_QUESTION_ANSWERING || task == BRG_BERT_PRETRAINING)) {
-        int32_t *extra = column(d, &c->extra_labels, BRG_DTYPE_I32, 1, r1)->data; /* end positions; next sentence */
+        int32_t *extra = column(d, spans ? "end_positions" : "next_sentence_label", BRG_DTYPE_I32, 1, r1)->data;
         for (int i = 0; i < ROWS; i++) extra[i] = task == BRG_BERT_PRETRAINING ? i % 2 : (int32_t)((i * 3 + 1) % T);
     }
     if (a == BERT) {
-        int32_t *types = column(d, &c->token_type_ids, BRG_DTYPE_I32, 2, rt)->data;
+        int32_t *types = column(d, "token_type_ids", BRG_DTYPE_I32, 2, rt)->data;
         for (int64_t i = 0; i < ROWS * T; i++) types[i] = (i % T) >= T / 2;
     }
     return d;
@@ -208,14 +211,10 @@ static void inference(arch a, const shape *s, brg_dtype compute) {
                               .compute_dtype = compute};
     brg_runtime *rt = NULL;
     CHECK_OK(brg_runtime_create(m, &ro, &rt));
-    brg_tensor views[M][BRG_BUNDLE_INPUTS];
-    brg_micro_batch mbs[M];
-    for (int i = 0; i < M && rt; i++) {
-        brg_bundle b;
-        brg_dataset_rows(d, i * s->B, s->B, views[i], &b);
-        mbs[i] = (brg_micro_batch){.input_ids = b.input_ids, .attention_mask = b.attention_mask, .labels = b.labels,
-                                   .token_type_ids = b.token_type_ids, .pixel_values = b.pixel_values};
-    }
+    brg_tensor views[M][BRG_TENSOR_MAP_MAX];
+    brg_micro_batch mbs[M] = {{0}};
+    /* every column: inference runs the default heads, whose data has no other inputs */
+    for (int i = 0; i < M && rt; i++) brg_dataset_rows(d, i * s->B, s->B, views[i], &mbs[i]);
     float losses[M];
     if (rt) CHECK_OK(brg_runtime_infer(rt, mbs, NULL, NULL, losses));
     brg_block_cost costs[MAX_BLOCKS];

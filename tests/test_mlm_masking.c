@@ -114,12 +114,14 @@ static void check_grouped(brg_tokenizer *tok, const char *file) {
     CHECK_OK(brg_dataset_load_text_mlm(file, tok, &fmt, &m, false, &d));
     if (!d) return;
     CHECK_MSG(d->rows == n / 8 && d->seq_len == 8, "%lld rows for %lld tokens", (long long)d->rows, (long long)n);
-    const int32_t *ids = d->columns.input_ids->data, *labels = d->columns.labels->data;
+    const int32_t *ids = brg_tensor_map_get(&d->columns, "input_ids")->data,
+                  *labels = brg_tensor_map_get(&d->columns, "labels")->data;
     int64_t bad = 0;
     for (int64_t i = 0; i < d->rows * 8; i++)
         bad += ids[i] != want[i] || d->never_mask[i] != special[i] || labels[i] != -100;
     CHECK_MSG(bad == 0, "%lld grouped positions differ", (long long)bad);
-    CHECK(d->masking && d->masking->seed == 3 && d->columns.token_type_ids && d->columns.attention_mask);
+    CHECK(d->masking && d->masking->seed == 3 && brg_tensor_map_get(&d->columns, "token_type_ids") &&
+          brg_tensor_map_get(&d->columns, "attention_mask"));
     brg_dataset_free(d);
 }
 
@@ -131,8 +133,8 @@ static void check_line_by_line(brg_tokenizer *tok, const char *file) {
     CHECK_OK(brg_dataset_load_text_mlm(file, tok, &fmt, &m, true, &d));
     if (!d) return;
     CHECK(d->rows == 3);
-    const int32_t *ids = d->columns.input_ids->data;
-    const float *mask = d->columns.attention_mask->data;
+    const int32_t *ids = brg_tensor_map_get(&d->columns, "input_ids")->data;
+    const float *mask = brg_tensor_map_get(&d->columns, "attention_mask")->data;
     const size_t which[3] = {0, 2, 4};
     for (int64_t r = 0; r < 3; r++) {
         brg_encoding e;
@@ -172,9 +174,10 @@ static void check_batches(brg_tokenizer *tok, const char *file) {
     CHECK_OK(brg_step_batch_init(&batch, d, 1, 1, 2));
     int32_t first[16], again[16], next_epoch[16];
     CHECK_OK(brg_step_batch_fill(&batch, d, &order, 0, model));
-    memcpy(first, batch.mbs[0].input_ids->data, sizeof first);
-    const int32_t *ids = batch.mbs[0].input_ids->data, *labels = batch.mbs[0].labels->data;
-    const int32_t *stored = d->columns.input_ids->data;
+    memcpy(first, brg_tensor_map_get(&batch.mbs[0], "input_ids")->data, sizeof first);
+    const int32_t *ids = brg_tensor_map_get(&batch.mbs[0], "input_ids")->data,
+                  *labels = brg_tensor_map_get(&batch.mbs[0], "labels")->data;
+    const int32_t *stored = brg_tensor_map_get(&d->columns, "input_ids")->data;
     int64_t counted = 0, bad = 0;
     for (int i = 0; i < 16; i++) {
         counted += labels[i] != -100;
@@ -185,12 +188,13 @@ static void check_batches(brg_tokenizer *tok, const char *file) {
     CHECK_MSG(batch.loss_items.labels == (double)counted, "loss items %g, labels %lld", batch.loss_items.labels,
               (long long)counted);
     CHECK_OK(brg_step_batch_fill(&batch, d, &order, 0, model));
-    memcpy(again, batch.mbs[0].input_ids->data, sizeof again);
+    memcpy(again, brg_tensor_map_get(&batch.mbs[0], "input_ids")->data, sizeof again);
     CHECK(memcmp(first, again, sizeof first) == 0);
     CHECK_OK(brg_step_batch_fill(&batch, d, &order, order.steps_per_epoch, model)); /* the same rows, next epoch */
-    memcpy(next_epoch, batch.mbs[0].input_ids->data, sizeof next_epoch);
+    memcpy(next_epoch, brg_tensor_map_get(&batch.mbs[0], "input_ids")->data, sizeof next_epoch);
     CHECK_MSG(memcmp(first, next_epoch, sizeof first) != 0, "the next epoch drew the same masks");
-    CHECK(memcmp(d->columns.input_ids->data, stored, 16 * sizeof(int32_t)) == 0); /* the stored rows stay unmasked */
+    /* the stored rows stay unmasked */
+    CHECK(memcmp(brg_tensor_map_get(&d->columns, "input_ids")->data, stored, 16 * sizeof(int32_t)) == 0);
     brg_step_batch_free(&batch);
     brg_data_order_free(&order);
     /* An evaluation set keeps epoch 0's masks. */

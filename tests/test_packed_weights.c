@@ -63,7 +63,7 @@ static size_t borrowed(brg_inference *inf) {
 static void run(brg_inference *inf, float *logits) {
     brg_arena *arena = NULL;
     CHECK_OK(brg_arena_create("host", 0, &arena));
-    brg_bundle b = {.input_ids = &t_ids};
+    brg_tensor_map b = TEST_MAP("input_ids", &t_ids);
     brg_inference_outputs out;
     CHECK_OK(brg_inference_run(inf, &b, arena, &out));
     if (out.logits) memcpy(logits, out.logits->data, sizeof(float) * ROWS * T * VOCAB);
@@ -76,7 +76,7 @@ static void host_forward(brg_model *m, float *logits) {
     CHECK_OK(brg_arena_create("host", 0, &arena));
     CHECK_OK(brg_tape_create(arena, &tape));
     brg_tape_set_grad_enabled(tape, false);
-    brg_bundle b = {.input_ids = &t_ids};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", &t_ids)};
     CHECK_OK(brg_model_forward(m, tape, &b));
     if (b.logits) memcpy(logits, b.logits->data, sizeof(float) * ROWS * T * VOCAB);
     brg_tape_destroy(tape);

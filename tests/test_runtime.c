@@ -58,11 +58,11 @@ static void split(brg_model *m, const data *d, const int32_t *labels, int replic
             b->ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(d->ids + first * T));
             b->mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, (void *)(d->mask + first * T));
             b->labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, (void *)(labels + first * T));
-            b->mbs[slot] = (brg_micro_batch){.input_ids = &b->ids[slot], .attention_mask = &b->mask[slot],
-                                             .labels = &b->labels[slot]};
+            b->mbs[slot] = TEST_MAP("input_ids", &b->ids[slot], "attention_mask", &b->mask[slot], "labels",
+                                    &b->labels[slot]);
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, T}, (void *)labels);
-    brg_bundle whole = {.labels = &all_labels};
+    brg_tensor_map whole = TEST_MAP("labels", &all_labels);
     b->denom = brg_model_count_loss_items(m, &whole);
 }
 
@@ -136,7 +136,7 @@ static void check_inference(brg_model *m, const data *d) {
     brg_tape *tape;
     CHECK_OK(brg_tape_create(a, &tape));
     brg_tape_set_grad_enabled(tape, false);
-    brg_bundle b = {.input_ids = &ids, .attention_mask = &mask};
+    brg_bundle b = {.inputs = TEST_MAP("input_ids", &ids, "attention_mask", &mask)};
     CHECK_OK(brg_model_forward(m, tape, &b));
     int two[4] = {0, 0, 1, 1};
     brg_runtime_options o = {.replicas = 1, .stages = 2, .block_stage = two, .micro_batches = 2, .training = false};
@@ -146,7 +146,8 @@ static void check_inference(brg_model *m, const data *d) {
     brg_tensor i1 = brg_tensor_wrap(BRG_DTYPE_I32, 2, half, (void *)(d->ids + ROWS / 2 * T));
     brg_tensor m0 = brg_tensor_wrap(BRG_DTYPE_F32, 2, half, (void *)d->mask);
     brg_tensor m1 = brg_tensor_wrap(BRG_DTYPE_F32, 2, half, (void *)(d->mask + ROWS / 2 * T));
-    brg_micro_batch mbs[2] = {{.input_ids = &i0, .attention_mask = &m0}, {.input_ids = &i1, .attention_mask = &m1}};
+    brg_micro_batch mbs[2] = {TEST_MAP("input_ids", &i0, "attention_mask", &m0),
+                              TEST_MAP("input_ids", &i1, "attention_mask", &m1)};
     long n = ROWS * T * VOCAB;
     float *logits = calloc((size_t)n, sizeof *logits);
     float *sinks[2] = {logits, logits + n / 2};

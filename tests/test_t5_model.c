@@ -101,8 +101,8 @@ static void make_batch(batch *bt, brg_bundle *b) {
     bt->tids = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){2, 5}, bt->ids);
     bt->tlabels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){2, 4}, bt->labels);
     memset(b, 0, sizeof *b);
-    b->input_ids = &bt->tids;
-    b->labels = &bt->tlabels;
+    TEST_PUT(&b->inputs, "input_ids", &bt->tids);
+    TEST_PUT(&b->inputs, "labels", &bt->tlabels);
 }
 
 static brg_status forward(brg_model *m, brg_bundle *b, bool training, uint64_t seed, float *loss) {
@@ -121,7 +121,8 @@ static brg_status forward(brg_model *m, brg_bundle *b, bool training, uint64_t s
         }
         brg_tape_destroy(tape);
     }
-    b->hidden = b->encoder_hidden = b->logits = b->loss = NULL;
+    memset(&b->carried, 0, sizeof b->carried); /* hidden, encoder_hidden */
+    b->logits = b->loss = NULL;
     brg_arena_destroy(a);
     return st;
 }
@@ -134,7 +135,7 @@ static void test_inputs(void) {
     float loss;
     make_batch(&bt, &b);
     CHECK_OK(forward(m, &b, false, 0, &loss));
-    b.labels = NULL;
+    TEST_PUT(&b.inputs, "labels", NULL);
     CHECK_ERR(forward(m, &b, false, 0, &loss), BRG_ERR_INVALID_ARG, "decoder_input_ids or labels");
     make_batch(&bt, &b);
     bt.labels[2] = 23;
@@ -146,7 +147,7 @@ static void test_inputs(void) {
     c->decoder_start_token_id = 0;
     float mask[6] = {1, 1, 1, 1, 1, 1};
     brg_tensor wrong = brg_tensor_wrap(BRG_DTYPE_F32, 2, (int64_t[]){2, 3}, mask);
-    b.attention_mask = &wrong;
+    TEST_PUT(&b.inputs, "attention_mask", &wrong);
     CHECK_ERR(forward(m, &b, false, 0, &loss), BRG_ERR_INVALID_ARG, "attention_mask must be F32 [2, 5]");
     brg_model_destroy(m);
 }

@@ -27,11 +27,11 @@ static brg_tensor *mask_input(brg_arena *a, const brg_safetensors *exp, const ch
 
 static void fill_bundle(const brg_model *m, brg_arena *a, const brg_safetensors *exp, brg_bundle *b) {
     memset(b, 0, sizeof *b);
-    b->input_ids = ids_input(a, exp, "input_ids", m->vocab_size, 0);
-    b->attention_mask = mask_input(a, exp, "attention_mask");
-    b->decoder_input_ids = ids_input(a, exp, "decoder_input_ids", m->vocab_size, 0);
-    b->decoder_attention_mask = mask_input(a, exp, "decoder_attention_mask");
-    b->labels = ids_input(a, exp, "labels", m->vocab_size, -100);
+    TEST_PUT(&b->inputs, "input_ids", ids_input(a, exp, "input_ids", m->vocab_size, 0));
+    TEST_PUT(&b->inputs, "attention_mask", mask_input(a, exp, "attention_mask"));
+    TEST_PUT(&b->inputs, "decoder_input_ids", ids_input(a, exp, "decoder_input_ids", m->vocab_size, 0));
+    TEST_PUT(&b->inputs, "decoder_attention_mask", mask_input(a, exp, "decoder_attention_mask"));
+    TEST_PUT(&b->inputs, "labels", ids_input(a, exp, "labels", m->vocab_size, -100));
 }
 
 /* Saving and loading again keeps the weights, the tie decision and the config's meaning. */

@@ -70,8 +70,11 @@ static brg_micro_batch slice(const data *d, int first, int rows, inputs *in) {
     in->labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, sd, (void *)(d->labels + first * TD));
     in->dec_ids = brg_tensor_wrap(BRG_DTYPE_I32, 2, sd, (void *)(d->dec_ids + first * TD));
     in->dec_mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, sd, (void *)(d->dec_mask + first * TD));
-    brg_micro_batch mb = {.input_ids = &in->ids, .attention_mask = &in->mask, .labels = &in->labels};
-    if (d->give_decoder_inputs) mb.decoder_input_ids = &in->dec_ids, mb.decoder_attention_mask = &in->dec_mask;
+    brg_micro_batch mb = TEST_MAP("input_ids", &in->ids, "attention_mask", &in->mask, "labels", &in->labels);
+    if (d->give_decoder_inputs) {
+        TEST_PUT(&mb, "decoder_input_ids", &in->dec_ids);
+        TEST_PUT(&mb, "decoder_attention_mask", &in->dec_mask);
+    }
     return mb;
 }
 
@@ -103,7 +106,7 @@ static void run(brg_model *m, const data *d, const layout *l, result *out) {
             mbs[slot] = slice(d, (a * l->replicas + r) * rows, rows, &in[slot]);
         }
     brg_tensor all_labels = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){ROWS, TD}, (void *)d->labels);
-    brg_bundle whole = {.labels = &all_labels};
+    brg_tensor_map whole = TEST_MAP("labels", &all_labels);
     brg_loss_items denom = brg_model_count_loss_items(m, &whole);
     float losses[8];
     CHECK_OK(brg_runtime_run(rt, mbs, &denom, 1, losses));

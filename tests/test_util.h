@@ -4,6 +4,7 @@
 #define BRIGADE_TEST_UTIL_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,31 @@ static inline double test_max_abs(const float *a, long n) {
     double m = 0;
     for (long i = 0; i < n; i++)
         if (fabs(a[i]) > m) m = fabs(a[i]);
+    return m;
+}
+
+/* brg_tensor_map_put for building a test's batch: a put that fails counts as a failed check (one
+ * that succeeds counts nothing, so building a batch adds no checks). */
+#define TEST_PUT(map, name, t) test_put_((map), (name), (t), __FILE__, __LINE__)
+static inline void test_put_(brg_tensor_map *m, const char *name, brg_tensor *t, const char *file, int line) {
+    brg_status s = brg_tensor_map_put(m, name, t);
+    if (s == BRG_OK) return;
+    test_failed_++;
+    fprintf(stderr, "FAIL %s:%d: putting %s: %s: %s\n", file, line, name, brg_status_name(s), brg_last_error());
+}
+
+/* A map of the (name, tensor) pairs given, e.g. TEST_MAP("input_ids", &ids, "labels", &labels);
+ * a NULL tensor leaves its name out. Puts that fail count as failed checks (TEST_PUT). */
+#define TEST_MAP(...) test_map_(__FILE__, __LINE__, __VA_ARGS__, (const char *)NULL)
+static inline brg_tensor_map test_map_(const char *file, int line, ...) {
+    brg_tensor_map m = {0};
+    va_list ap;
+    va_start(ap, line);
+    for (const char *name; (name = va_arg(ap, const char *)) != NULL;) {
+        brg_tensor *t = va_arg(ap, brg_tensor *);
+        test_put_(&m, name, t, file, line);
+    }
+    va_end(ap);
     return m;
 }
 

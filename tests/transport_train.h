@@ -101,11 +101,11 @@ static inline void tt_split(const brg_model *m, const tt_layout *l, const tt_dat
             b->ids[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, s, (void *)(d->ids + first * TT_T));
             b->mask[slot] = brg_tensor_wrap(BRG_DTYPE_F32, 2, s, (void *)(d->mask + first * TT_T));
             b->labels[slot] = brg_tensor_wrap(BRG_DTYPE_I32, 2, sl, (void *)(labels + first * lt));
-            b->mbs[slot] = (brg_micro_batch){.input_ids = &b->ids[slot], .attention_mask = &b->mask[slot],
-                                             .labels = &b->labels[slot]};
+            b->mbs[slot] = TEST_MAP("input_ids", &b->ids[slot], "attention_mask", &b->mask[slot], "labels",
+                                    &b->labels[slot]);
         }
     brg_tensor all = brg_tensor_wrap(BRG_DTYPE_I32, 2, (int64_t[]){TT_ROWS, lt}, (void *)labels);
-    brg_bundle whole = {.labels = &all};
+    brg_tensor_map whole = TEST_MAP("labels", &all);
     b->denom = brg_model_count_loss_items(m, &whole);
 }
 

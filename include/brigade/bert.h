@@ -3,21 +3,21 @@
  * blocks "embeddings", "layer.0" ...
  * "layer.{L-1}", "head" (BertModel: the pooler, or nothing without one).
  *
- * Inputs (brg_bundle): input_ids I32 [B, T]; attention_mask F32 [B, T] (optional);
- * token_type_ids I32 [B, T] (optional, zeros when absent); labels:
+ * Inputs (the bundle's named inputs, brg_bundle.inputs): input_ids I32 [B, T]; attention_mask
+ * F32 [B, T] (optional); token_type_ids I32 [B, T] (optional, zeros when absent); labels:
  *   masked LM: I32 [B, T], -100 where no prediction counts;
  *   sequence classification: see brg_problem_type (I32 [B] or F32 [B] / [B, num_labels]);
  *   token classification: I32 [B, T], -100 where no prediction counts;
  *   multiple choice: I32 [B] (the right choice, -100 ignored), with input_ids, attention_mask and
  *   token_type_ids [B, num_choices, T];
  *   pretraining: the masked-LM labels I32 [B, T] in `labels` and next_sentence_label I32 [B] (0:
- *   sentence B follows A, 1: random; -100 ignored) in `extra_labels`; the loss, as transformers
- *   computes it only when both are given, is masked-LM mean CE + next-sentence mean CE;
- *   question answering: start_positions I32 [B] in `labels`, end_positions I32 [B] in
- *   `extra_labels` (negative positions count as 0, positions past T are ignored, as transformers
- *   clamps them). With a global loss denominator (pipelined or accumulated runs: the number of
- *   examples) each cross-entropy is divided by twice that number, which is transformers' mean
- *   whenever no position lies past the sequence.
+ *   sentence B follows A, 1: random; -100 ignored); the loss, as transformers computes it only
+ *   when both are given, is masked-LM mean CE + next-sentence mean CE;
+ *   question answering: start_positions I32 [B] and end_positions I32 [B] instead of labels
+ *   (negative positions count as 0, positions past T are ignored, as transformers clamps them).
+ *   With a global loss denominator (pipelined or accumulated runs: the number of examples) each
+ *   cross-entropy is divided by twice that number, which is transformers' mean whenever no
+ *   position lies past the sequence.
  * Outputs: logits [B, T, vocab] (masked LM), [B, num_labels] (classification), [B, T, num_labels]
  * (token classification), [B, num_choices] (multiple choice), or [B, T, 2] for question answering, whose [..., 0] is start_logits and
  * [..., 1] end_logits. BertModel has no labels and no loss; its logits pack, per row,

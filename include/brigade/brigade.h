@@ -5,6 +5,7 @@
 #include "brigade/status.h"
 #include "brigade/arena.h"
 #include "brigade/tensor.h"
+#include "brigade/tensor_map.h"
 #include "brigade/rng.h"
 #include "brigade/safetensors.h"
 #include "brigade/checkpoint.h"

@@ -22,7 +22,7 @@ typedef struct brg_mlm_masking brg_mlm_masking;
 typedef struct brg_dataset {
     int64_t rows;
     int64_t seq_len;    /* tokens per row of input_ids (0 without input_ids, e.g. images) */
-    brg_bundle columns; /* each present input as a contiguous I32 or F32 tensor [rows, ...] */
+    brg_tensor_map columns; /* each present input as a contiguous I32 or F32 tensor [rows, ...] */
     brg_arena *arena;   /* owns the columns */
     /* Masked LM with dynamic masking: input_ids hold the tokens unmasked, and every step's
      * batch gets masks drawn for it (brg_mlm_mask_row, keyed by the row and the epoch), where
@@ -135,8 +135,8 @@ brg_status brg_dataset_load_text_seq2seq(const char *path, brg_tokenizer *tok, c
  * "answers": [{"text", "answer_start"}]}]}]}]}, .json) or the hub's flattened squad rows
  * ({"id", "question", "context", "answers": {"text": [...], "answer_start": [...]}}, .jsonl).
  * The question, left-stripped, comes first; the context is truncated to seq_len (only_second)
- * in windows that overlap by doc_stride tokens, one row each. start_positions (labels I32
- * [rows]) and end_positions (extra_labels) are the tokens of the first answer's character span,
+ * in windows that overlap by doc_stride tokens, one row each. start_positions (I32 [rows])
+ * and end_positions (I32 [rows]) are the tokens of the first answer's character span,
  * or the CLS token's index when the window does not hold all of it or there is no answer
  * (SQuAD v2). An answer_start outside the context, or an answer text that is not the context's
  * text at answer_start, is an error naming the record (run_qa trusts both). */
@@ -148,8 +148,8 @@ brg_status brg_dataset_load_text_qa(const char *path, brg_tokenizer *tok, const 
 brg_status brg_dataset_builtin(const char *name, int64_t rows, int64_t seq_len, uint64_t seed, brg_dataset **out);
 
 /* Rows [first, first + rows) of every column, as views (valid while the dataset lives). */
-void brg_dataset_rows(const brg_dataset *d, int64_t first, int64_t rows, brg_tensor views[BRG_BUNDLE_INPUTS],
-                      brg_bundle *out);
+void brg_dataset_rows(const brg_dataset *d, int64_t first, int64_t rows, brg_tensor views[BRG_TENSOR_MAP_MAX],
+                      brg_tensor_map *out);
 
 /* The order rows are read in: identity, or a seeded permutation per epoch. */
 typedef struct brg_data_order {
@@ -169,12 +169,12 @@ void brg_data_order_free(brg_data_order *o);
 int64_t brg_data_order_row(brg_data_order *o, int64_t step, int64_t j);
 
 /* The micro-batches of one step: slot [replica * accumulation + a] holds positions
- * ((a * replicas + replica) * micro + i), i < micro, of the step, as PopTorch lays them out. */
+ * brg_micro_batch_first_row(a, replica, replicas, micro) + i, i < micro, of the step, as PopTorch
+ * lays them out. */
 typedef struct brg_step_batch {
     int replicas, accumulation;
     int64_t micro;
-    brg_micro_batch *mbs;
-    brg_bundle *slots;         /* the same tensors by bundle field */
+    brg_micro_batch *mbs;      /* each the dataset's columns, micro rows of them */
     brg_arena *arena;
     brg_loss_items loss_items; /* counted labels over the whole step */
 } brg_step_batch;

@@ -2,11 +2,11 @@
  * GPT2ForTokenClassification: blocks "embeddings", "h.0" ... "h.{L-1}", "head" (ln_f and the task
  * head).
  *
- * Inputs: input_ids I32 [B, T]; attention_mask F32 [B, T] (optional); labels: LM I32 [B, T]
- * (shifted inside, -100 ignored); sequence classification as brg_problem_type (I32 [B], F32 [B]
- * or [B, num_labels]), read at the last token that is not pad_token_id in each row (position 0
- * when a row is all padding; without a pad_token_id only one row per batch, its last token, as
- * transformers); token classification I32 [B, T], -100 ignored.
+ * Inputs (the bundle's named inputs, brg_bundle.inputs): input_ids I32 [B, T]; attention_mask F32
+ * [B, T] (optional); labels: LM I32 [B, T] (shifted inside, -100 ignored); sequence classification
+ * as brg_problem_type (I32 [B], F32 [B] or [B, num_labels]), read at the last token that is not
+ * pad_token_id in each row (position 0 when a row is all padding; without a pad_token_id only one
+ * row per batch, its last token, as transformers); token classification I32 [B, T], -100 ignored.
  * Outputs: logits [B, T, vocab], [B, num_labels] or [B, T, num_labels]; GPT2Model has no labels
  * and its logits are last_hidden_state [B, T, C] (after ln_f), named so by brg_model_outputs. */
 #ifndef BRIGADE_GPT2_H

@@ -12,6 +12,7 @@
 #include "brigade/safetensors.h"
 #include "brigade/tape.h"
 #include "brigade/tensor.h"
+#include "brigade/tensor_map.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,32 +52,61 @@ typedef struct brg_block {
     int layer; /* layer index for BRG_BLOCK_LAYER, else -1 */
 } brg_block;
 
-/* What flows through the blocks of one micro-batch. Inputs come from the host to every stage;
- * the carried tensors (hidden, encoder_hidden) are what travels from stage to stage, with their
- * gradients travelling back. */
+/* What flows through the blocks of one micro-batch. `inputs` come from the host to every stage,
+ * named as the model declares them (brg_model_ops.inputs); `carried` is what travels from stage
+ * to stage (brg_model_ops.carried: "hidden", T5's "encoder_hidden"), with its gradients
+ * travelling back. */
 typedef struct brg_bundle {
-    brg_tensor *input_ids;      /* I32 [B, T] */
-    brg_tensor *attention_mask; /* F32 [B, T] (1 attend, 0 padding) or NULL */
-    brg_tensor *labels;         /* I32 [B, T] (or [B] for sequence classification) or NULL */
-    brg_tensor *token_type_ids; /* I32 [B, T] or NULL (BERT) */
-    brg_tensor *pixel_values;   /* F32 [B, C, H, W] or NULL (ViT) */
-    brg_tensor *decoder_input_ids;      /* I32 [B, Td] or NULL (T5) */
-    brg_tensor *decoder_attention_mask; /* F32 [B, Td] or NULL (T5) */
-    brg_tensor *extra_labels;   /* a second target, e.g. end_positions for question answering */
-    brg_tensor *hidden;         /* carried: F32 [B, T, C] between blocks */
-    brg_tensor *encoder_hidden; /* carried: the encoder's output, for cross-attention (T5) */
+    brg_tensor_map inputs;
+    brg_tensor_map carried;
     brg_tensor *logits;         /* set by the head */
-    brg_tensor *loss;           /* set by the head when labels are given */
-    double loss_denominator;    /* counted labels of the whole global batch; 0: this batch's own */
-    double extra_loss_denominator; /* the same for extra_labels */
+    brg_tensor *loss;           /* set by the head when targets are given */
+    double loss_denominator;    /* counted items of the whole global batch for the first loss; 0: this batch's own */
+    double extra_loss_denominator; /* the same for a head's second loss (end_positions, next_sentence_label) */
     bool training;              /* dropout on */
     uint64_t seed;              /* dropout key of this micro-batch */
 } brg_bundle;
 
+/* The bundle's input called `name` (NULL when the batch has none). */
+static inline brg_tensor *brg_bundle_input(const brg_bundle *b, const char *name) {
+    return brg_tensor_map_get(&b->inputs, name);
+}
+/* The carried tensor called `name` (NULL when none). */
+static inline brg_tensor *brg_bundle_carried(const brg_bundle *b, const char *name) {
+    return brg_tensor_map_get(&b->carried, name);
+}
+/* Hands `t` on under `name` (a name of brg_model_ops.carried). */
+static inline brg_status brg_bundle_carry(brg_bundle *b, const char *name, brg_tensor *t) {
+    return brg_tensor_map_put(&b->carried, name, t);
+}
+
+/* How an input is checked and stored (brg_inputs_load, the datasets, the pipelines). Ids are
+ * range-checked while still 64-bit; every input's first dimension is the batch's. */
+typedef enum brg_input_kind {
+    BRG_INPUT_TOKENS = 1, /* token ids in [0, vocab_size), stored I32: [B, T] ([B, num_choices, T] for
+                           * choice heads) */
+    BRG_INPUT_TYPE_IDS,   /* integers >= 0, stored I32, shaped as `like` */
+    BRG_INPUT_MASK,       /* 0 or 1, stored F32, shaped as `like` */
+    BRG_INPUT_PIXELS,     /* floats [B, C, H, W], stored F32 */
+    BRG_INPUT_LABELS,     /* targets: integers >= 0 (-100 ignored), stored I32, or floats, stored F32 */
+    BRG_INPUT_CLASSES,    /* [B] integers in [0, classes) or -100, stored I32 */
+    BRG_INPUT_POSITIONS,  /* [B] any integers (the head clamps them), stored I32 */
+    BRG_INPUT_FLOATS,     /* floats [B, ...] of any rank (audio features, extra embeddings), stored F32 */
+} brg_input_kind;
+
+typedef struct brg_input_decl {
+    const char *name;    /* transformers' keyword name */
+    brg_input_kind kind;
+    const char *like;    /* TYPE_IDS and MASK: the input whose shape this one has */
+    const char *needs;   /* an input that must be given with this one, or NULL */
+    int64_t classes;     /* CLASSES: how many */
+    bool target;         /* a loss target: a batch that has one has a loss */
+} brg_input_decl;
+
 typedef struct brg_model brg_model;
 
-/* Counted loss items of a batch: for its labels, and for its extra_labels where a head has a
- * second loss (question answering's end positions; 0 otherwise). */
+/* Counted loss items of a batch: for its first target (labels, or question answering's
+ * start_positions), and for a head's second one (end_positions, next_sentence_label; 0 otherwise). */
 typedef struct brg_loss_items {
     double labels, extra;
 } brg_loss_items;
@@ -90,10 +120,16 @@ typedef struct brg_model_ops {
     /* How many labels of a batch count towards its loss (e.g. GPT-2 shifts labels by one; a
      * question-answering head ignores positions past the sequence): the denominators that make
      * micro-batches' loss shares add up to the batch's mean. */
-    brg_loss_items (*count_loss_items)(const brg_model *model, const brg_bundle *batch);
-    /* The forward keyword names the model takes (NULL-terminated), e.g. input_ids,
-     * attention_mask, labels; brigade forward rejects any other tensor. */
-    const char *const *inputs;
+    brg_loss_items (*count_loss_items)(const brg_model *model, const brg_tensor_map *batch);
+    /* The forward keywords the model takes, in order, ended by an entry with a NULL name; every
+     * batch has the first (input_ids or pixel_values), whose first dimension is the batch and
+     * (for token ids) whose last is bounded by max_positions. brigade forward rejects any other
+     * tensor. NULL: input_ids, attention_mask, labels. Adding an input is a line here and the
+     * code of the blocks that read it. */
+    const brg_input_decl *inputs;
+    /* What a pipeline stage hands the next (NULL-terminated); the executor sends these and their
+     * gradients back. NULL: "hidden" alone. */
+    const char *const *carried;
     /* Causal LMs train on their inputs: labels default to input_ids (-100 where masked), as
      * transformers' DataCollatorForLanguageModeling(mlm=False) makes them. */
     bool labels_from_inputs;
@@ -107,7 +143,7 @@ typedef struct brg_model_ops {
      * last_hidden_state and pooler_output; pretraining heads) pack them row by row into the
      * logits tensor ([B, ...], so pipelines move and gather it as any logits); this unpacks up
      * to `max` named outputs for a batch of inputs `batch` into out[0..*n). NULL: logits_names. */
-    brg_status (*outputs)(const brg_model *model, const brg_bundle *batch, const brg_tensor *logits,
+    brg_status (*outputs)(const brg_model *model, const brg_tensor_map *batch, const brg_tensor *logits,
                           brg_arena *arena, brg_named_tensor *out, int max, int *n);
     /* Multiple-choice heads: input_ids, attention_mask and token_type_ids are [B, num_choices, T]
      * (labels [B]); every other model takes [B, T]. */
@@ -179,7 +215,7 @@ void brg_model_init_some(brg_model *m, uint64_t seed, const bool *which);
 
 /* The model's named outputs for logits a forward of `batch` returned, as transformers names them:
  * ops->outputs, else one tensor per logits_names column, else "logits" itself (not copied). */
-brg_status brg_model_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
+brg_status brg_model_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits, brg_arena *arena,
                              brg_named_tensor *out, int max, int *n);
 /* A new tensor of shape [B, shape...] holding elements [offset, offset + prod(shape)) of each row
  * of packed [B, ...] (for ops->outputs). */
@@ -196,8 +232,16 @@ brg_status brg_model_save(const brg_model *m, const char *dir);
  * config.json's torch_dtype saying so, as transformers saves a half model. */
 brg_status brg_model_save_as(const brg_model *m, const char *dir, brg_dtype dtype);
 
-/* The model's count for a batch (zeros when it has no labels). */
-brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch);
+/* The model's count for a batch (zeros when it has no targets). */
+brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_tensor_map *batch);
+/* The model's input declarations (brg_model_ops.inputs or the default), ended by a NULL name. */
+const brg_input_decl *brg_model_inputs(const brg_model *m);
+/* The declaration of input `name`, or NULL when the model does not take it. */
+const brg_input_decl *brg_model_input(const brg_model *m, const char *name);
+/* Whether the batch holds one of the model's loss targets. */
+bool brg_model_has_targets(const brg_model *m, const brg_tensor_map *batch);
+/* What a stage hands the next (brg_model_ops.carried or the default), NULL-terminated. */
+const char *const *brg_model_carried(const brg_model *m);
 
 /* Every parameter's gradient, allocated if no backward has made it yet, set to zero (host-side
  * training; the runtime's devices keep their own gradients). */

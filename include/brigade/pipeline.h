@@ -81,18 +81,18 @@ typedef struct brg_inference_outputs {
     int n_named;
 } brg_inference_outputs;
 
-/* Runs a batch through the pipeline. `batch` holds the inputs (the input fields of a brg_bundle,
- * [B, ...] host tensors, as brg_inputs_load gives them; B from input_ids, else pixel_values); it
- * splits into micro-batches of m = B / (replicas x device_iterations) rows, micro-batch a of
- * replica r being rows [(a x replicas + r) x m, ... + m) as PopTorch deals them out. Outputs and
+/* Runs a batch through the pipeline. `batch` holds the inputs by name ([B, ...] host tensors, as
+ * brg_inputs_load gives them); it splits into micro-batches of m = B / (replicas x
+ * device_iterations) rows, micro-batch a of replica r starting at row
+ * brg_micro_batch_first_row(a, r, replicas, m) as PopTorch deals them out. Outputs and
  * scratch go in `arena` (which the devices' last stages write during the run: the caller must
  * not use it from another thread meanwhile). */
-brg_status brg_inference_run(brg_inference *inf, const brg_bundle *batch, brg_arena *arena,
+brg_status brg_inference_run(brg_inference *inf, const brg_tensor_map *batch, brg_arena *arena,
                              brg_inference_outputs *out);
 
 /* One batch through cfg's inference pipeline: brg_inference_create, brg_inference_run,
  * brg_inference_destroy. */
-brg_status brg_infer(brg_model *model, const brg_ipu_config *cfg, const brg_bundle *batch, brg_arena *arena,
+brg_status brg_infer(brg_model *model, const brg_ipu_config *cfg, const brg_tensor_map *batch, brg_arena *arena,
                      brg_inference_outputs *out);
 
 #ifdef __cplusplus

@@ -49,18 +49,16 @@ typedef struct brg_runtime_options {
     bool shard_gradients;
 } brg_runtime_options;
 
-/* One micro-batch's inputs (host memory, read by every stage of its replica); the fields
- * mirror brg_bundle's inputs and may be NULL when a model does not take them. */
-typedef struct brg_micro_batch {
-    brg_tensor *input_ids;      /* I32 [b, T] */
-    brg_tensor *attention_mask; /* F32 [b, T] or NULL */
-    brg_tensor *labels;         /* I32 or NULL */
-    brg_tensor *token_type_ids;
-    brg_tensor *pixel_values;
-    brg_tensor *decoder_input_ids;
-    brg_tensor *decoder_attention_mask;
-    brg_tensor *extra_labels;
-} brg_micro_batch;
+/* One micro-batch's inputs by name (host memory, read by every stage of its replica): what the
+ * stages' bundles start from (brg_bundle.inputs). */
+typedef brg_tensor_map brg_micro_batch;
+
+/* Where micro-batch `a` (a gradient-accumulation step in training, a device iteration in
+ * inference) of replica `replica` starts in its step's rows: PopTorch deals a batch's
+ * micro-batches out to the replicas in turn, so rows are laid out [a, replica, micro]. */
+static inline int64_t brg_micro_batch_first_row(int a, int replica, int replicas, int64_t micro) {
+    return ((int64_t)a * replicas + replica) * micro;
+}
 
 typedef struct brg_device brg_device;
 typedef struct brg_runtime brg_runtime;

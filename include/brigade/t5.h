@@ -10,7 +10,8 @@
  * block_stage[b] = get_layer_ipu(cfg, Le + Ld)[blocks[b].layer] for layer blocks, 0 for the
  * embeddings and the last stage for the head.
  *
- * What each block does with the bundle:
+ * What each block does with the bundle (hidden and encoder_hidden are its carried tensors,
+ * brg_bundle.carried; the rest its named inputs, brg_bundle.inputs):
  *   encoder.embeddings   hidden = dropout(shared[input_ids])
  *   encoder.block.i      hidden = encoder layer i (hidden); the last one also applies the
  *                        encoder's final_layer_norm and dropout, so its hidden is the encoder output
@@ -22,11 +23,12 @@
  * The encoder output travels on to the later decoder stages in encoder_hidden, and its gradient
  * (from every decoder layer's cross-attention) travels back the same way.
  *
- * Inputs read: input_ids [B, Te] (required), attention_mask [B, Te] (optional, encoder padding,
- * also masks the cross-attention keys), decoder_input_ids [B, Td] (optional: derived from labels
- * by shifting right with decoder_start_token_id, -100 becoming pad_token_id),
- * decoder_attention_mask [B, Td] (optional), labels [B, Td] (ids or -100; the loss is the mean
- * cross-entropy over the labels that are not -100, no shift).
+ * Inputs read (the bundle's named inputs, brg_bundle.inputs): input_ids [B, Te] (required),
+ * attention_mask [B, Te] (optional, encoder padding, also masks the cross-attention keys),
+ * decoder_input_ids [B, Td] (optional: derived from labels by shifting right with
+ * decoder_start_token_id, -100 becoming pad_token_id), decoder_attention_mask [B, Td] (optional),
+ * labels [B, Td] (ids or -100; the loss is the mean cross-entropy over the labels that are not
+ * -100, no shift).
  *
  * Shared weights: shared.weight (owned by the embeddings block) is read by decoder.block.0 under
  * the name decoder.embed_tokens.weight and, when tied, by the head as lm_head.weight. Each stack's

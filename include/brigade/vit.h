@@ -2,10 +2,11 @@
  * "layer.{L-1}", "head" (the final LayerNorm, then the classifier on the [CLS] token, or
  * ViTModel's pooler).
  *
- * Inputs (brg_bundle): pixel_values F32 [B, num_channels, image_h, image_w]; labels as for
- * sequence classification (see brg_problem_type: I32 [B] single-label, F32 for regression
- * (num_labels == 1) and multi-label). Output: logits [B, num_labels]. The patch embedding is
- * the convolution computed as patch unfold + matmul.
+ * Inputs (the bundle's named inputs, brg_bundle.inputs): pixel_values F32 [B, num_channels,
+ * image_h, image_w]; labels as for sequence classification (see brg_problem_type: I32 [B]
+ * single-label, F32 for regression (num_labels == 1) and multi-label).
+ * Output: logits [B, num_labels]. The patch embedding is the convolution computed as patch
+ * unfold + matmul.
  *
  * ViTModel (transformers' default add_pooling_layer=True) has no labels and no loss; its logits
  * pack, per row, last_hidden_state [N + 1, C] (after the final LayerNorm) then pooler_output

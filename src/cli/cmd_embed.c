@@ -74,12 +74,16 @@ static brg_status new_input(embedder *e, int64_t rows, int64_t T, brg_dtype dtyp
 /* `rows` rows: the batch's lines, then (a pipeline's last, partial batch) rows of one attended
  * padding token, whose embeddings are dropped: every row is computed on its own, so they change
  * nothing in the others. */
-static brg_status fill_inputs(embedder *e, const batch *b, int64_t rows, brg_bundle *in) {
-    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "input_ids", &in->input_ids));
-    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_F32, "attention_mask", &in->attention_mask));
-    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "token_type_ids", &in->token_type_ids));
-    int32_t *ids = in->input_ids->data, *types = in->token_type_ids->data;
-    float *mask = in->attention_mask->data;
+static brg_status fill_inputs(embedder *e, const batch *b, int64_t rows, brg_tensor_map *in) {
+    brg_tensor *ids_t, *mask_t, *types_t;
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "input_ids", &ids_t));
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_F32, "attention_mask", &mask_t));
+    BRG_TRY(new_input(e, rows, b->T, BRG_DTYPE_I32, "token_type_ids", &types_t));
+    BRG_TRY(brg_tensor_map_put(in, "input_ids", ids_t));
+    BRG_TRY(brg_tensor_map_put(in, "attention_mask", mask_t));
+    BRG_TRY(brg_tensor_map_put(in, "token_type_ids", types_t));
+    int32_t *ids = ids_t->data, *types = types_t->data;
+    float *mask = mask_t->data;
     for (int r = 0; r < b->n; r++)
         for (size_t t = 0; t < b->enc[r].n; t++) {
             ids[r * b->T + (int64_t)t] = b->enc[r].ids[t];
@@ -106,7 +110,7 @@ static void put_embedding(const float *v, int64_t C) {
 static brg_status run_model(embedder *e, brg_bundle *in, brg_named_tensor *outs, int *n) {
     if (e->pipeline) {
         brg_inference_outputs o;
-        BRG_TRY(brg_inference_run(e->pipeline, in, e->arena, &o));
+        BRG_TRY(brg_inference_run(e->pipeline, &in->inputs, e->arena, &o));
         for (*n = 0; *n < o.n_named; (*n)++) outs[*n] = o.named[*n];
         return BRG_OK;
     }
@@ -116,7 +120,8 @@ static brg_status run_model(embedder *e, brg_bundle *in, brg_named_tensor *outs,
     const brg_dtype before = brg_compute_dtype_set(e->compute); /* this thread is the one device */
     brg_status st = brg_model_forward(e->model, tape, in);
     brg_compute_dtype_set(before);
-    if (st == BRG_OK) st = brg_model_outputs(e->model, in, in->logits, e->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n);
+    if (st == BRG_OK)
+        st = brg_model_outputs(e->model, &in->inputs, in->logits, e->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n);
     brg_tape_destroy(tape);
     return st;
 }
@@ -130,7 +135,7 @@ static brg_status embed_batch(embedder *e, const batch *b) {
     brg_bundle in = {0};
     brg_named_tensor outs[BRG_INFERENCE_MAX_OUTPUTS];
     int n = 0;
-    brg_status st = fill_inputs(e, b, rows, &in);
+    brg_status st = fill_inputs(e, b, rows, &in.inputs);
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
     if (st == BRG_OK) st = run_model(e, &in, outs, &n);
     if (t0) brg_trace_named("forward batch", t0, e->batches);
@@ -142,7 +147,8 @@ static brg_status embed_batch(embedder *e, const batch *b) {
     float *pooled = st == BRG_OK ? malloc((size_t)(b->n * h->shape[2]) * sizeof *pooled) : NULL;
     if (st == BRG_OK && !pooled) st = brg_error(BRG_ERR_OOM, "no memory for the embeddings");
     if (st == BRG_OK)
-        st = brg_sentence_pool(&e->cfg, h->data, in.attention_mask->data, b->n, b->T, h->shape[2], pooled);
+        st = brg_sentence_pool(&e->cfg, h->data, brg_bundle_input(&in, "attention_mask")->data, b->n, b->T,
+                               h->shape[2], pooled);
     for (int r = 0; st == BRG_OK && r < b->n; r++) put_embedding(pooled + r * h->shape[2], h->shape[2]);
     free(pooled);
     brg_arena_reset(e->arena, mark);

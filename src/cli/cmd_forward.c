@@ -46,7 +46,7 @@ static brg_status run_single(brg_model *m, brg_bundle *bundle, brg_dtype compute
     BRG_TRY(st);
     brg_named_tensor named[BRG_INFERENCE_MAX_OUTPUTS];
     int n = 0;
-    BRG_TRY(brg_model_outputs(m, bundle, bundle->logits, arena, named, BRG_INFERENCE_MAX_OUTPUTS, &n));
+    BRG_TRY(brg_model_outputs(m, &bundle->inputs, bundle->logits, arena, named, BRG_INFERENCE_MAX_OUTPUTS, &n));
     return write_outputs(output, named, n, bundle->loss);
 }
 
@@ -66,10 +66,11 @@ static brg_status run_batch(brg_cached_inference *c, const brg_ipu_config *cfg, 
                             brg_arena *arena, bool print, brg_inference_outputs *out) {
     brg_model *m = brg_cached_inference_model(c);
     brg_inference *inf = brg_cached_inference_pipeline(c);
-    brg_bundle in;
+    brg_tensor_map in = {0};
     BRG_TRY(brg_inputs_load(m, arena, file, &in));
+    const brg_tensor *ids = brg_tensor_map_get(&in, "input_ids");
     int64_t micro = 0;
-    BRG_TRY(brg_inference_micro_batch(cfg, (in.input_ids ? in.input_ids : in.pixel_values)->shape[0], &micro));
+    BRG_TRY(brg_inference_micro_batch(cfg, (ids ? ids : brg_tensor_map_get(&in, "pixel_values"))->shape[0], &micro));
     if (print) brg_placement_print(stdout, m, brg_inference_placement(inf));
     return brg_inference_run(inf, &in, arena, out);
 }
@@ -130,7 +131,7 @@ int cmd_forward(int argc, char **argv) {
     brg_safetensors *in = NULL;
     brg_arena *arena = NULL;
     brg_ipu_config cfg;
-    brg_bundle bundle;
+    brg_bundle bundle = {0};
     brg_dtype compute;
     brg_status st = cli_forward_precision(precision, &compute);
     if (st == BRG_OK && ipu_config) st = cli_load_ipu_config(ipu_config, overrides, BRG_IPU_MODE_INFERENCE, &cfg);
@@ -138,7 +139,7 @@ int cmd_forward(int argc, char **argv) {
     if (st == BRG_OK) st = brg_safetensors_open(inputs, &in);
     if (st == BRG_OK) st = brg_arena_create("device 0", BRG_ARENA_UNLIMITED, &arena);
     if (st == BRG_OK && ipu_config) st = run_pipeline(model, &cfg, compute, in, output, arena);
-    if (st == BRG_OK && !ipu_config) st = brg_inputs_load(m, arena, in, &bundle);
+    if (st == BRG_OK && !ipu_config) st = brg_inputs_load(m, arena, in, &bundle.inputs);
     if (st == BRG_OK && !ipu_config) st = run_single(m, &bundle, compute, output, arena);
     brg_arena_destroy(arena);
     brg_safetensors_close(in);

@@ -27,8 +27,8 @@ static objective objective_of(const brg_model *m) {
 }
 
 static bool takes(const brg_model *m, const char *input) {
-    for (const char *const *in = m->ops->inputs; in && *in; in++)
-        if (strcmp(*in, input) == 0) return true;
+    for (const brg_input_decl *d = brg_model_inputs(m); d->name; d++)
+        if (strcmp(d->name, input) == 0) return true;
     return false;
 }
 

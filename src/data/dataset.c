@@ -27,21 +27,26 @@ brg_status data_dataset_new(brg_dataset **out) {
     return st;
 }
 
-brg_status data_add_column(brg_dataset *d, brg_tensor **slot, brg_dtype dtype, int ndim, const int64_t *shape,
+brg_status data_add_column(brg_dataset *d, brg_tensor **out, brg_dtype dtype, int ndim, const int64_t *shape,
                            const char *name, const void *src) {
-    BRG_TRY(brg_tensor_new(d->arena, dtype, ndim, shape, name, slot));
-    if (src) memcpy((*slot)->data, src, brg_tensor_nbytes(*slot));
+    brg_tensor *t;
+    BRG_TRY(brg_tensor_new(d->arena, dtype, ndim, shape, name, &t));
+    if (src) memcpy(t->data, src, brg_tensor_nbytes(t));
+    BRG_TRY(brg_tensor_map_put(&d->columns, name, t));
+    if (out) *out = t;
     return BRG_OK;
 }
 
 /* Labels default to the ids, ignored where the mask is 0 (a language-model collator). */
 static brg_status derive_labels(brg_dataset *d) {
-    brg_bundle *c = &d->columns;
-    BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, c->input_ids->shape, "labels", &c->labels));
-    const int32_t *ids = c->input_ids->data;
-    const float *mask = c->attention_mask ? c->attention_mask->data : NULL;
-    int32_t *labels = c->labels->data;
-    for (int64_t i = 0; i < brg_tensor_numel(c->input_ids); i++) labels[i] = mask && mask[i] == 0.0f ? -100 : ids[i];
+    const brg_tensor *ids_t = brg_tensor_map_get(&d->columns, "input_ids");
+    const brg_tensor *mask_t = brg_tensor_map_get(&d->columns, "attention_mask");
+    brg_tensor *labels_t;
+    BRG_TRY(data_add_column(d, &labels_t, BRG_DTYPE_I32, 2, ids_t->shape, "labels", NULL));
+    const int32_t *ids = ids_t->data;
+    const float *mask = mask_t ? mask_t->data : NULL;
+    int32_t *labels = labels_t->data;
+    for (int64_t i = 0; i < brg_tensor_numel(ids_t); i++) labels[i] = mask && mask[i] == 0.0f ? -100 : ids[i];
     return BRG_OK;
 }
 
@@ -49,18 +54,20 @@ static brg_status lm_columns(brg_dataset *d, int64_t rows, int64_t seq_len, bool
     int64_t shape[2] = {rows, seq_len};
     d->rows = rows;
     d->seq_len = seq_len;
-    BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, shape, "input_ids", &d->columns.input_ids));
-    if (with_mask) BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_F32, 2, shape, "attention_mask", &d->columns.attention_mask));
+    BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_I32, 2, shape, "input_ids", NULL));
+    if (with_mask) BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_F32, 2, shape, "attention_mask", NULL));
     return BRG_OK;
 }
 
 static brg_status fill_rows(brg_dataset *d, const int32_t *ids, const float *mask, const int32_t *labels) {
     size_t n = (size_t)(d->rows * d->seq_len);
-    memcpy(d->columns.input_ids->data, ids, n * sizeof *ids);
-    if (mask) memcpy(d->columns.attention_mask->data, mask, n * sizeof *mask);
+    const brg_tensor *ids_t = brg_tensor_map_get(&d->columns, "input_ids");
+    memcpy(ids_t->data, ids, n * sizeof *ids);
+    if (mask) memcpy(brg_tensor_map_get(&d->columns, "attention_mask")->data, mask, n * sizeof *mask);
     if (!labels) return derive_labels(d);
-    BRG_TRY(brg_tensor_new(d->arena, BRG_DTYPE_I32, 2, d->columns.input_ids->shape, "labels", &d->columns.labels));
-    memcpy(d->columns.labels->data, labels, n * sizeof *labels);
+    brg_tensor *labels_t;
+    BRG_TRY(data_add_column(d, &labels_t, BRG_DTYPE_I32, 2, ids_t->shape, "labels", NULL));
+    memcpy(labels_t->data, labels, n * sizeof *labels);
     return BRG_OK;
 }
 
@@ -90,7 +97,7 @@ static brg_status load_text(const char *path, const brg_model *m, int64_t seq_le
     brg_status st = rows >= 1 ? lm_columns(d, rows, seq_len, false)
                               : brg_error(BRG_ERR_INVALID_ARG, "%s: %ld bytes of text make no row of %lld tokens", path,
                                           len, (long long)seq_len);
-    int32_t *ids = st == BRG_OK ? d->columns.input_ids->data : NULL;
+    int32_t *ids = st == BRG_OK ? brg_tensor_map_get(&d->columns, "input_ids")->data : NULL;
     for (int64_t i = 0; st == BRG_OK && i < rows * seq_len; i++) {
         int c = fgetc(f);
         if (c == EOF) st = brg_error(BRG_ERR_IO, "%s: read failed", path);
@@ -107,10 +114,11 @@ static brg_status load_columns(const char *path, const brg_model *m, brg_dataset
     brg_status st = brg_inputs_load(m, d->arena, f, &d->columns);
     brg_safetensors_close(f);
     BRG_TRY(st);
-    const brg_tensor *lead = d->columns.input_ids ? d->columns.input_ids : d->columns.pixel_values;
+    const brg_tensor *ids = brg_tensor_map_get(&d->columns, "input_ids");
+    const brg_tensor *lead = ids ? ids : brg_tensor_map_get(&d->columns, "pixel_values");
     d->rows = lead->shape[0];
-    d->seq_len = d->columns.input_ids ? d->columns.input_ids->shape[1] : 0;
-    if (!d->columns.labels && d->columns.input_ids && m->ops->labels_from_inputs) return derive_labels(d);
+    d->seq_len = ids ? ids->shape[1] : 0;
+    if (!brg_tensor_map_get(&d->columns, "labels") && ids && m->ops->labels_from_inputs) return derive_labels(d);
     return BRG_OK;
 }
 
@@ -135,15 +143,13 @@ brg_status brg_dataset_load(const char *path, const brg_model *model, int64_t se
     return BRG_OK;
 }
 
-void brg_dataset_rows(const brg_dataset *d, int64_t first, int64_t rows, brg_tensor views[BRG_BUNDLE_INPUTS],
-                      brg_bundle *out) {
+void brg_dataset_rows(const brg_dataset *d, int64_t first, int64_t rows, brg_tensor views[BRG_TENSOR_MAP_MAX],
+                      brg_tensor_map *out) {
     memset(out, 0, sizeof *out);
-    brg_bundle *cols = (brg_bundle *)&d->columns;
-    for (int k = 0; k < BRG_BUNDLE_INPUTS; k++) {
-        brg_tensor *c = *brg_bundle_input(cols, k);
-        if (!c) continue;
-        BRG_ASSERT(brg_tensor_view_slice(c, 0, first, rows, &views[k]) == BRG_OK);
-        *brg_bundle_input(out, k) = &views[k];
+    for (int k = 0; k < d->columns.n; k++) {
+        const brg_tensor_map_item *c = &d->columns.items[k];
+        BRG_ASSERT(brg_tensor_view_slice(c->tensor, 0, first, rows, &views[k]) == BRG_OK);
+        BRG_ASSERT(brg_tensor_map_put(out, c->name, &views[k]) == BRG_OK);
     }
 }
 
@@ -196,23 +202,22 @@ int64_t brg_data_order_row(brg_data_order *o, int64_t step, int64_t j) {
 
 /* ---- step batches ---- */
 
-static brg_micro_batch as_micro_batch(const brg_bundle *b) {
-    return (brg_micro_batch){b->input_ids,    b->attention_mask,    b->labels,
-                             b->token_type_ids, b->pixel_values,    b->decoder_input_ids,
-                             b->decoder_attention_mask, b->extra_labels};
-}
-
+/* Slot s gets a tensor of micro rows per column, named after the column (the name copied into
+ * the batch's arena, which the tensor's lifetime follows). */
 static brg_status init_slot(brg_step_batch *b, const brg_dataset *d, int s) {
-    brg_bundle *cols = (brg_bundle *)&d->columns;
-    for (int k = 0; k < BRG_BUNDLE_INPUTS; k++) {
-        const brg_tensor *c = *brg_bundle_input(cols, k);
-        if (!c) continue;
+    for (int k = 0; k < d->columns.n; k++) {
+        const brg_tensor_map_item *c = &d->columns.items[k];
         int64_t shape[BRG_MAX_DIMS];
-        memcpy(shape, c->shape, sizeof shape);
+        memcpy(shape, c->tensor->shape, sizeof shape);
         shape[0] = b->micro;
-        BRG_TRY(brg_tensor_new(b->arena, c->dtype, c->ndim, shape, brg_bundle_input_name(k), brg_bundle_input(&b->slots[s], k)));
+        const size_t len = strlen(c->name) + 1;
+        void *name;
+        BRG_TRY(brg_arena_alloc_into(b->arena, len, c->name, &name));
+        memcpy(name, c->name, len);
+        brg_tensor *t;
+        BRG_TRY(brg_tensor_new(b->arena, c->tensor->dtype, c->tensor->ndim, shape, name, &t));
+        BRG_TRY(brg_tensor_map_put(&b->mbs[s], c->name, t));
     }
-    b->mbs[s] = as_micro_batch(&b->slots[s]);
     return BRG_OK;
 }
 
@@ -224,9 +229,8 @@ brg_status brg_step_batch_init(brg_step_batch *b, const brg_dataset *d, int repl
     b->accumulation = accumulation;
     b->micro = micro;
     b->mbs = calloc((size_t)slots, sizeof *b->mbs);
-    b->slots = calloc((size_t)slots, sizeof *b->slots);
-    brg_status st = b->mbs && b->slots ? brg_arena_create("host batches", 0, &b->arena)
-                                       : brg_error(BRG_ERR_OOM, "cannot allocate a step batch");
+    brg_status st = b->mbs ? brg_arena_create("host batches", 0, &b->arena)
+                           : brg_error(BRG_ERR_OOM, "cannot allocate a step batch");
     for (int s = 0; st == BRG_OK && s < slots; s++) st = init_slot(b, d, s);
     if (st != BRG_OK) brg_step_batch_free(b);
     return st;
@@ -234,27 +238,24 @@ brg_status brg_step_batch_init(brg_step_batch *b, const brg_dataset *d, int repl
 
 void brg_step_batch_free(brg_step_batch *b) {
     free(b->mbs);
-    free(b->slots);
     brg_arena_destroy(b->arena);
     memset(b, 0, sizeof *b);
 }
 
-static void copy_row(brg_bundle *slot, const brg_dataset *d, int64_t i, int64_t row) {
-    brg_bundle *cols = (brg_bundle *)&d->columns;
-    for (int k = 0; k < BRG_BUNDLE_INPUTS; k++) {
-        const brg_tensor *c = *brg_bundle_input(cols, k);
-        if (!c) continue;
+static void copy_row(brg_micro_batch *slot, const brg_dataset *d, int64_t i, int64_t row) {
+    for (int k = 0; k < d->columns.n; k++) {
+        const brg_tensor *c = d->columns.items[k].tensor;
         size_t bytes = brg_tensor_nbytes(c) / (size_t)c->shape[0];
-        brg_tensor *dst = *brg_bundle_input(slot, k);
+        brg_tensor *dst = brg_tensor_map_get(slot, d->columns.items[k].name);
         memcpy((char *)dst->data + (size_t)i * bytes, (const char *)c->data + (size_t)row * bytes, bytes);
     }
 }
 
 /* A masked LM's row i of a slot gets the masks of its epoch over the stored, unmasked ids. */
-static void mask_row(brg_bundle *slot, const brg_dataset *d, int64_t i, int64_t row, int64_t epoch) {
+static void mask_row(brg_micro_batch *slot, const brg_dataset *d, int64_t i, int64_t row, int64_t epoch) {
     const int64_t T = d->seq_len;
-    brg_mlm_mask_row(d->masking, epoch, row, (int32_t *)slot->input_ids->data + i * T, d->never_mask + row * T,
-                     (int32_t *)slot->labels->data + i * T, T);
+    brg_mlm_mask_row(d->masking, epoch, row, (int32_t *)brg_tensor_map_get(slot, "input_ids")->data + i * T,
+                     d->never_mask + row * T, (int32_t *)brg_tensor_map_get(slot, "labels")->data + i * T, T);
 }
 
 /* An id outside the vocabulary would index past the embedding table: a row built by a caller
@@ -270,21 +271,37 @@ static brg_status check_ids(const brg_tensor *t, const char *name, int64_t i, in
     return BRG_OK;
 }
 
-static brg_status check_row(const brg_bundle *slot, int64_t i, int64_t row, const brg_model *model) {
-    BRG_TRY(check_ids(slot->input_ids, "input_ids", i, row, model->vocab_size));
-    return check_ids(slot->decoder_input_ids, "decoder_input_ids", i, row, model->vocab_size);
+/* The columns the model declares as token ids (input_ids, decoder_input_ids): their names into
+ * names[0..n), in the columns' order. */
+static int token_columns(const brg_dataset *d, const brg_model *model, const char *names[BRG_TENSOR_MAP_MAX]) {
+    int n = 0;
+    for (int k = 0; k < d->columns.n; k++) {
+        const brg_input_decl *decl = brg_model_input(model, d->columns.items[k].name);
+        if (decl && decl->kind == BRG_INPUT_TOKENS) names[n++] = d->columns.items[k].name;
+    }
+    return n;
+}
+
+static brg_status check_row(const brg_micro_batch *slot, const char *const *tokens, int n_tokens, int64_t i,
+                            int64_t row, const brg_model *model) {
+    for (int k = 0; k < n_tokens; k++)
+        BRG_TRY(check_ids(brg_tensor_map_get(slot, tokens[k]), tokens[k], i, row, model->vocab_size));
+    return BRG_OK;
 }
 
 brg_status brg_step_batch_fill(brg_step_batch *b, const brg_dataset *d, brg_data_order *o, int64_t step,
                                const brg_model *model) {
     b->loss_items = (brg_loss_items){0, 0};
+    const char *tokens[BRG_TENSOR_MAP_MAX];
+    const int n_tokens = token_columns(d, model, tokens);
     for (int r = 0; r < b->replicas; r++)
         for (int a = 0; a < b->accumulation; a++) {
-            brg_bundle *slot = &b->slots[r * b->accumulation + a];
+            brg_micro_batch *slot = &b->mbs[r * b->accumulation + a];
             for (int64_t i = 0; i < b->micro; i++) {
-                const int64_t row = brg_data_order_row(o, step, (a * b->replicas + r) * b->micro + i);
+                const int64_t row =
+                    brg_data_order_row(o, step, brg_micro_batch_first_row(a, r, b->replicas, b->micro) + i);
                 copy_row(slot, d, i, row);
-                BRG_TRY(check_row(slot, i, row, model));
+                BRG_TRY(check_row(slot, tokens, n_tokens, i, row, model));
                 if (d->masking) mask_row(slot, d, i, row, step / o->steps_per_epoch);
             }
             brg_loss_items n = brg_model_count_loss_items(model, slot);

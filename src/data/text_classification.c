@@ -161,10 +161,9 @@ static brg_status build(const text_rows *rows, const label_list *labels, const b
     brg_status st = text_rows_columns(rows, fmt, *out);
     const int64_t shape[2] = {labels->n, labels->width};
     if (st == BRG_OK)
-        st = kind == SINGLE_LABEL ? data_add_column(*out, &(*out)->columns.labels, BRG_DTYPE_I32, 1, shape, "labels",
-                                                    labels->ids)
-                                  : data_add_column(*out, &(*out)->columns.labels, BRG_DTYPE_F32,
-                                                    kind == MULTI_LABEL ? 2 : 1, shape, "labels", labels->values);
+        st = kind == SINGLE_LABEL ? data_add_column(*out, NULL, BRG_DTYPE_I32, 1, shape, "labels", labels->ids)
+                                  : data_add_column(*out, NULL, BRG_DTYPE_F32, kind == MULTI_LABEL ? 2 : 1, shape,
+                                                    "labels", labels->values);
     if (st != BRG_OK) {
         brg_dataset_free(*out);
         *out = NULL;

@@ -56,8 +56,9 @@ static brg_status build(const text_rows *rows, const brg_text_format *fmt, const
                         brg_dataset *d) {
     BRG_TRY(text_rows_columns(rows, fmt, d));
     const int64_t shape[2] = {rows->n, rows->seq};
-    BRG_TRY(data_add_column(d, &d->columns.labels, BRG_DTYPE_I32, 2, shape, "labels", NULL));
-    int32_t *labels = d->columns.labels->data;
+    brg_tensor *labels_t;
+    BRG_TRY(data_add_column(d, &labels_t, BRG_DTYPE_I32, 2, shape, "labels", NULL));
+    int32_t *labels = labels_t->data;
     for (int64_t i = 0; i < rows->n * rows->seq; i++) labels[i] = -100;
     uint8_t *never = brg_arena_alloc(d->arena, (size_t)(rows->n * rows->seq), "never_mask");
     brg_mlm_masking *m = brg_arena_alloc(d->arena, sizeof *m, "masking");
@@ -101,8 +102,9 @@ brg_status brg_dataset_load_text_mlm(const char *path, brg_tokenizer *tok, const
 void brg_dataset_fix_masks(brg_dataset *d) {
     if (!d->masking) return;
     const int64_t T = d->seq_len;
+    int32_t *ids = brg_tensor_map_get(&d->columns, "input_ids")->data;
+    int32_t *labels = brg_tensor_map_get(&d->columns, "labels")->data;
     for (int64_t r = 0; r < d->rows; r++)
-        brg_mlm_mask_row(d->masking, 0, r, (int32_t *)d->columns.input_ids->data + r * T, d->never_mask + r * T,
-                         (int32_t *)d->columns.labels->data + r * T, T);
+        brg_mlm_mask_row(d->masking, 0, r, ids + r * T, d->never_mask + r * T, labels + r * T, T);
     d->masking = NULL;
 }

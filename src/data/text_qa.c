@@ -215,8 +215,8 @@ static brg_status read_examples(squad_reader *r, brg_tokenizer *tok, const qa_se
 static brg_status build(const qa_features *f, const brg_text_format *fmt, brg_dataset *d) {
     BRG_TRY(text_rows_columns(&f->rows, fmt, d));
     const int64_t shape[1] = {f->rows.n};
-    BRG_TRY(data_add_column(d, &d->columns.labels, BRG_DTYPE_I32, 1, shape, "start_positions", f->start));
-    return data_add_column(d, &d->columns.extra_labels, BRG_DTYPE_I32, 1, shape, "end_positions", f->end);
+    BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_I32, 1, shape, "start_positions", f->start));
+    return data_add_column(d, NULL, BRG_DTYPE_I32, 1, shape, "end_positions", f->end);
 }
 
 static int32_t cls_token(const brg_tokenizer *tok) {

@@ -82,11 +82,10 @@ brg_status text_rows_columns(const text_rows *r, const brg_text_format *fmt, brg
     const int64_t shape[2] = {r->n, r->seq};
     d->rows = r->n;
     d->seq_len = r->seq;
-    brg_bundle *c = &d->columns;
-    BRG_TRY(data_add_column(d, &c->input_ids, BRG_DTYPE_I32, 2, shape, "input_ids", r->ids));
-    BRG_TRY(data_add_column(d, &c->attention_mask, BRG_DTYPE_F32, 2, shape, "attention_mask", r->mask));
+    BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_I32, 2, shape, "input_ids", r->ids));
+    BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_F32, 2, shape, "attention_mask", r->mask));
     if (fmt->token_type_ids)
-        BRG_TRY(data_add_column(d, &c->token_type_ids, BRG_DTYPE_I32, 2, shape, "token_type_ids", r->types));
+        BRG_TRY(data_add_column(d, NULL, BRG_DTYPE_I32, 2, shape, "token_type_ids", r->types));
     return BRG_OK;
 }
 

@@ -70,8 +70,9 @@ static brg_status build(const text_rows *sources, const text_rows *targets, cons
                         brg_dataset *d) {
     BRG_TRY(text_rows_columns(sources, fmt, d));
     const int64_t shape[2] = {targets->n, targets->seq};
-    BRG_TRY(data_add_column(d, &d->columns.labels, BRG_DTYPE_I32, 2, shape, "labels", targets->ids));
-    int32_t *labels = d->columns.labels->data;
+    brg_tensor *labels_t;
+    BRG_TRY(data_add_column(d, &labels_t, BRG_DTYPE_I32, 2, shape, "labels", targets->ids));
+    int32_t *labels = labels_t->data;
     for (int64_t i = 0; i < targets->n * targets->seq; i++)
         if (targets->mask[i] == 0.0f) labels[i] = -100;
     return BRG_OK;

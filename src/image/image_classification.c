@@ -208,7 +208,8 @@ static brg_status run_batch(brg_image_classifier *c, const void *src, image_get 
         if (owned) brg_image_free(&img);
     }
     brg_inference_outputs o = {0};
-    brg_bundle in = {.pixel_values = pv};
+    brg_tensor_map in = {0};
+    if (st == BRG_OK) st = brg_tensor_map_put(&in, "pixel_values", pv);
     if (st == BRG_OK) st = brg_inference_run(c->inf, &in, c->arena, &o);
     if (st == BRG_OK && (!o.logits || o.logits->ndim != 2 || o.logits->shape[0] != rows ||
                          o.logits->shape[1] != c->n_labels || o.logits->dtype != BRG_DTYPE_F32))

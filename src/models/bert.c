@@ -182,16 +182,37 @@ static void bert_free_config(void *config) {
     free(mc);
 }
 
-static const char *const bert_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "labels", NULL};
+/* What every BERT head takes first: the tokens, their mask and their segments. */
+#define BERT_TEXT_INPUTS                                                                                          \
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},                                                              \
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},                                      \
+    {.name = "token_type_ids", .kind = BRG_INPUT_TYPE_IDS, .like = "input_ids"}
+
+static const brg_input_decl bert_inputs[] = {
+    BERT_TEXT_INPUTS,
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {NULL},
+};
 /* transformers' question-answering heads take the answer span as start/end positions. */
-static const char *const bert_qa_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "start_positions",
-                                             "end_positions", NULL};
+static const brg_input_decl bert_qa_inputs[] = {
+    BERT_TEXT_INPUTS,
+    {.name = "start_positions", .kind = BRG_INPUT_POSITIONS, .needs = "end_positions", .target = true},
+    {.name = "end_positions", .kind = BRG_INPUT_POSITIONS, .needs = "start_positions", .target = true},
+    {NULL},
+};
 
 static const char *const bert_qa_outputs[] = {"start_logits", "end_logits", NULL};
 
-static const char *const bert_base_inputs[] = {"input_ids", "attention_mask", "token_type_ids", NULL};
-static const char *const bert_pretraining_inputs[] = {"input_ids", "attention_mask", "token_type_ids", "labels",
-                                                      "next_sentence_label", NULL};
+static const brg_input_decl bert_base_inputs[] = {
+    BERT_TEXT_INPUTS,
+    {NULL},
+};
+static const brg_input_decl bert_pretraining_inputs[] = {
+    BERT_TEXT_INPUTS,
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {.name = "next_sentence_label", .kind = BRG_INPUT_CLASSES, .classes = 2, .target = true},
+    {NULL},
+};
 
 #define BERT_OPS(arch, in, ...)                                                                                   \
     {.architecture = arch, .forward_block = bert_forward_block, .save_config = bert_save_config,                 \

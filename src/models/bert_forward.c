@@ -16,14 +16,14 @@ static brg_tensor *HP(brg_model *m, int which) {
 /* ---- embeddings ---- */
 
 static brg_status check_ids(const brg_bert_config *c, const brg_bundle *b) {
-    const brg_tensor *ids = b->input_ids;
+    const brg_tensor *ids = brg_bundle_input(b, "input_ids");
     if (!ids || ids->dtype != BRG_DTYPE_I32 || ids->ndim != 2 || ids->shape[0] < 1 || ids->shape[1] < 1)
         return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be I32 [batch, sequence]");
     if (ids->shape[1] > c->max_position_embeddings)
         return brg_error(BRG_ERR_INVALID_ARG, "sequence length %lld exceeds max_position_embeddings %lld",
                          (long long)ids->shape[1], (long long)c->max_position_embeddings);
     char s[128];
-    const brg_tensor *tt = b->token_type_ids, *mask = b->attention_mask;
+    const brg_tensor *tt = brg_bundle_input(b, "token_type_ids"), *mask = brg_bundle_input(b, "attention_mask");
     if (tt && (tt->dtype != BRG_DTYPE_I32 || !brg_tensor_same_shape(tt, ids)))
         return brg_error(BRG_ERR_INVALID_ARG, "token_type_ids must be I32 with the shape of input_ids, got %s %s",
                          brg_dtype_name(tt->dtype), brg_shape_str(tt, s, sizeof s));
@@ -52,18 +52,20 @@ static brg_status index_grid(brg_tape *tape, const brg_tensor *like, bool positi
 
 static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_bert_config *c = cfg_of(m);
+    brg_tensor *ids = brg_bundle_input(b, "input_ids");
     BRG_TRY(check_ids(c, b));
-    brg_tensor *types = b->token_type_ids, *pos_ids, *word, *type, *pos, *x, *x2, *n;
-    if (!types) BRG_TRY(index_grid(tape, b->input_ids, false, &types));
-    BRG_TRY(index_grid(tape, b->input_ids, true, &pos_ids));
+    brg_tensor *types = brg_bundle_input(b, "token_type_ids"), *pos_ids, *word, *type, *pos, *x, *x2, *n, *hidden;
+    if (!types) BRG_TRY(index_grid(tape, ids, false, &types));
+    BRG_TRY(index_grid(tape, ids, true, &pos_ids));
     int32_t pad = c->pad_token_id >= 0 ? (int32_t)c->pad_token_id : -1;
-    BRG_TRY(brg_embedding_padded(tape, b->input_ids, P(m, E_WORD), pad, &word));
+    BRG_TRY(brg_embedding_padded(tape, ids, P(m, E_WORD), pad, &word));
     BRG_TRY(brg_embedding(tape, types, P(m, E_TYPE), &type));
     BRG_TRY(brg_embedding(tape, pos_ids, P(m, E_POS), &pos));
     BRG_TRY(brg_add(tape, word, type, &x));
     BRG_TRY(brg_add(tape, x, pos, &x2));
     BRG_TRY(brg_layer_norm(tape, x2, P(m, E_LN_W), P(m, E_LN_B), c->layer_norm_eps, &n));
-    return brg_dropout(tape, n, c->hidden_dropout_prob, b->training, b->seed, enc_dropout_offset(0, 0), &b->hidden);
+    BRG_TRY(brg_dropout(tape, n, c->hidden_dropout_prob, b->training, b->seed, enc_dropout_offset(0, 0), &hidden));
+    return brg_bundle_carry(b, "hidden", hidden);
 }
 
 /* ---- encoder layer (post-LN) ---- */
@@ -72,7 +74,7 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     const brg_bert_config *c = cfg_of(m);
     int block = layer + 1;
     float eps = c->layer_norm_eps, p = c->hidden_dropout_prob;
-    brg_tensor *x = b->hidden, *ctx, *ao, *ad, *r1, *x1, *ia, *o, *od, *r2;
+    brg_tensor *x = brg_bundle_carried(b, "hidden"), *ctx, *ao, *ad, *r1, *x1, *ia, *o, *od, *r2, *out;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     enc_attention_weights w = {LP(m, layer, L_Q_W), LP(m, layer, L_Q_B), LP(m, layer, L_K_W),
                                LP(m, layer, L_K_B), LP(m, layer, L_V_W), LP(m, layer, L_V_B)};
@@ -86,7 +88,8 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     BRG_TRY(brg_linear(tape, ia, LP(m, layer, L_O_W), LP(m, layer, L_O_B), false, &o));
     BRG_TRY(brg_dropout(tape, o, p, b->training, b->seed, enc_dropout_offset(block, 2), &od));
     BRG_TRY(brg_add(tape, od, x1, &r2));
-    return brg_layer_norm(tape, r2, LP(m, layer, L_OLN_W), LP(m, layer, L_OLN_B), eps, &b->hidden);
+    BRG_TRY(brg_layer_norm(tape, r2, LP(m, layer, L_OLN_W), LP(m, layer, L_OLN_B), eps, &out));
+    return brg_bundle_carry(b, "hidden", out);
 }
 
 /* ---- heads ---- */
@@ -110,15 +113,17 @@ static brg_status check_token_labels(const brg_tensor *l, const brg_tensor *x) {
 }
 
 static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    brg_tensor *labels = brg_bundle_input(b, "labels");
     BRG_TRY(mlm_scores(m, tape, x, 0, &b->logits));
-    if (!b->labels) return BRG_OK;
-    BRG_TRY(check_token_labels(b->labels, x));
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    if (!labels) return BRG_OK;
+    BRG_TRY(check_token_labels(labels, x));
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 /* Masked-LM scores of every token and next-sentence scores of the pooled [CLS], packed per row;
  * with both labels, the sum of the two mean cross-entropies. */
 static brg_status pretraining_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    brg_tensor *labels = brg_bundle_input(b, "labels"), *next = brg_bundle_input(b, "next_sentence_label");
     brg_tensor *scores, *first, *pooled, *act, *nsp, *lm, *ns;
     BRG_TRY(mlm_scores(m, tape, x, PT_MLM, &scores));
     BRG_TRY(brg_select(tape, x, 1, 0, &first));
@@ -126,13 +131,13 @@ static brg_status pretraining_head(brg_model *m, brg_tape *tape, brg_bundle *b, 
     BRG_TRY(brg_tanh(tape, pooled, &act));
     BRG_TRY(brg_linear(tape, act, HP(m, PT_NSP_W), HP(m, PT_NSP_B), false, &nsp));
     BRG_TRY(brg_concat_rows(tape, scores, nsp, &b->logits));
-    if (!b->labels && !b->extra_labels) return BRG_OK;
-    if (!b->labels || !b->extra_labels)
+    if (!labels && !next) return BRG_OK;
+    if (!labels || !next)
         return brg_error(BRG_ERR_INVALID_ARG, "BertForPreTraining needs both labels and next_sentence_label "
                                               "(transformers computes its loss only with both), got only %s",
-                         b->labels ? "labels" : "next_sentence_label");
-    BRG_TRY(check_token_labels(b->labels, x));
-    const brg_tensor *l = b->extra_labels;
+                         labels ? "labels" : "next_sentence_label");
+    BRG_TRY(check_token_labels(labels, x));
+    const brg_tensor *l = next;
     int64_t B = x->shape[0];
     if (l->dtype != BRG_DTYPE_I32 || brg_tensor_numel(l) != B || l->ndim != 1)
         return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label must be I32 [batch] = [%lld]", (long long)B);
@@ -142,12 +147,12 @@ static brg_status pretraining_head(brg_model *m, brg_tape *tape, brg_bundle *b, 
             return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label[%lld] = %d is not 0, 1 (or -100)", (long long)i,
                              v);
     }
-    BRG_TRY(brg_cross_entropy_share(tape, scores, b->labels, -100, b->loss_denominator, &lm));
-    BRG_TRY(brg_cross_entropy_share(tape, nsp, b->extra_labels, -100, b->extra_loss_denominator, &ns));
+    BRG_TRY(brg_cross_entropy_share(tape, scores, labels, -100, b->loss_denominator, &lm));
+    BRG_TRY(brg_cross_entropy_share(tape, nsp, next, -100, b->extra_loss_denominator, &ns));
     return brg_add(tape, lm, ns, &b->loss);
 }
 
-brg_status bert_pretraining_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+brg_status bert_pretraining_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
                                     brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     (void)batch;
     int64_t V = cfg_of(m)->vocab_size, row = brg_tensor_numel(logits) / logits->shape[0], T = (row - 2) / V;
@@ -172,7 +177,7 @@ static brg_status classification_head(brg_model *m, brg_tape *tape, brg_bundle *
     BRG_TRY(brg_tanh(tape, pooled, &act));
     BRG_TRY(brg_dropout(tape, act, p, b->training, b->seed, enc_dropout_offset(block, 0), &dropped));
     BRG_TRY(brg_linear(tape, dropped, HP(m, CLS_W), HP(m, CLS_B), false, &b->logits));
-    if (!b->labels) return BRG_OK;
+    if (!brg_bundle_input(b, "labels")) return BRG_OK;
     return enc_sequence_loss(tape, b, b->logits, c->problem_type, &b->loss);
 }
 
@@ -201,8 +206,8 @@ static brg_status clamped_positions(brg_tape *tape, const brg_tensor *pos, const
 static brg_status span_loss(brg_tape *tape, brg_bundle *b, brg_tensor *start, brg_tensor *end) {
     int64_t B = start->shape[0], T = start->shape[1], ns, ne;
     brg_tensor *ts, *te, *ls, *le;
-    BRG_TRY(clamped_positions(tape, b->labels, "start_positions (labels)", B, T, &ts, &ns));
-    BRG_TRY(clamped_positions(tape, b->extra_labels, "end_positions (extra_labels)", B, T, &te, &ne));
+    BRG_TRY(clamped_positions(tape, brg_bundle_input(b, "start_positions"), "start_positions", B, T, &ts, &ns));
+    BRG_TRY(clamped_positions(tape, brg_bundle_input(b, "end_positions"), "end_positions", B, T, &te, &ne));
     double D = b->loss_denominator, E = b->extra_loss_denominator;
     BRG_TRY(brg_cross_entropy_share(tape, start, ts, (int32_t)T, 2.0 * (D > 0 ? D : (double)ns), &ls));
     BRG_TRY(brg_cross_entropy_share(tape, end, te, (int32_t)T, 2.0 * (E > 0 ? E : (double)ne), &le));
@@ -210,13 +215,15 @@ static brg_status span_loss(brg_tape *tape, brg_bundle *b, brg_tensor *start, br
 }
 
 static brg_status qa_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
+    const brg_tensor *start_positions = brg_bundle_input(b, "start_positions");
+    const brg_tensor *end_positions = brg_bundle_input(b, "end_positions");
     brg_tensor *start, *end;
     BRG_TRY(brg_linear(tape, x, HP(m, QA_W), HP(m, QA_B), false, &b->logits));
-    if (!b->labels && !b->extra_labels) return BRG_OK;
-    if (!b->labels || !b->extra_labels)
-        return brg_error(BRG_ERR_INVALID_ARG, "question answering needs both start_positions (labels) and "
-                                              "end_positions (extra_labels), got only %s",
-                         b->labels ? "start_positions" : "end_positions");
+    if (!start_positions && !end_positions) return BRG_OK;
+    if (!start_positions || !end_positions)
+        return brg_error(BRG_ERR_INVALID_ARG,
+                         "question answering needs both start_positions and end_positions, got only %s",
+                         start_positions ? "start_positions" : "end_positions");
     BRG_TRY(brg_select(tape, b->logits, 2, 0, &start));
     BRG_TRY(brg_select(tape, b->logits, 2, 1, &end));
     return span_loss(tape, b, start, end);
@@ -236,8 +243,8 @@ static brg_status base_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_ten
     return brg_concat_rows(tape, x, act, &b->logits);
 }
 
-brg_status bert_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n) {
+brg_status bert_base_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     (void)batch;
     const brg_bert_config *c = cfg_of(m);
     int64_t C = c->hidden_size, row = brg_tensor_numel(logits) / logits->shape[0];
@@ -258,11 +265,11 @@ brg_status bert_base_outputs(const brg_model *m, const brg_bundle *batch, const 
 static brg_status token_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *x) {
     const brg_bert_config *c = cfg_of(m);
     float p = c->classifier_dropout >= 0 ? c->classifier_dropout : c->hidden_dropout_prob;
-    brg_tensor *dropped;
+    brg_tensor *labels = brg_bundle_input(b, "labels"), *dropped;
     BRG_TRY(brg_dropout(tape, x, p, b->training, b->seed, enc_dropout_offset(m->n_blocks - 1, 0), &dropped));
     BRG_TRY(brg_linear(tape, dropped, HP(m, TOK_W), HP(m, TOK_B), false, &b->logits));
-    if (!b->labels) return BRG_OK;
-    const brg_tensor *l = b->labels;
+    if (!labels) return BRG_OK;
+    const brg_tensor *l = labels;
     if (l->dtype != BRG_DTYPE_I32 || l->ndim != 2 || l->shape[0] != x->shape[0] || l->shape[1] != x->shape[1])
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids [%lld, %lld]",
                          (long long)x->shape[0], (long long)x->shape[1]);
@@ -272,7 +279,7 @@ static brg_status token_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_te
             return brg_error(BRG_ERR_INVALID_ARG, "labels value %d at position %lld is outside [0, %lld) (or -100)",
                              v, (long long)i, (long long)c->num_labels);
     }
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 /* Pooled [CLS] of each (example, choice) row, one score each, reshaped to [B, num_choices];
@@ -281,17 +288,17 @@ static brg_status choice_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_t
     const brg_bert_config *c = cfg_of(m);
     int block = m->n_blocks - 1;
     float p = c->classifier_dropout >= 0 ? c->classifier_dropout : c->hidden_dropout_prob;
-    const brg_tensor *ids = b->input_ids;
+    const brg_tensor *ids = brg_bundle_input(b, "input_ids");
     int64_t B = ids->shape[0], N = ids->shape[1], shape[2] = {B, N};
-    brg_tensor *first, *pooled, *act, *dropped, *scores;
+    brg_tensor *labels = brg_bundle_input(b, "labels"), *first, *pooled, *act, *dropped, *scores;
     BRG_TRY(brg_select(tape, x, 1, 0, &first));
     BRG_TRY(brg_linear(tape, first, HP(m, CLS_POOLER_W), HP(m, CLS_POOLER_B), false, &pooled));
     BRG_TRY(brg_tanh(tape, pooled, &act));
     BRG_TRY(brg_dropout(tape, act, p, b->training, b->seed, enc_dropout_offset(block, 0), &dropped));
     BRG_TRY(brg_linear(tape, dropped, HP(m, CLS_W), HP(m, CLS_B), false, &scores));
     BRG_TRY(brg_reshape(tape, scores, 2, shape, &b->logits));
-    if (!b->labels) return BRG_OK;
-    const brg_tensor *l = b->labels;
+    if (!labels) return BRG_OK;
+    const brg_tensor *l = labels;
     if (l->dtype != BRG_DTYPE_I32 || brg_tensor_numel(l) != B || l->ndim != 1)
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 [batch] = [%lld] (the right choice of each example)",
                          (long long)B);
@@ -301,11 +308,11 @@ static brg_status choice_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_t
             return brg_error(BRG_ERR_INVALID_ARG, "labels[%lld] = %d is not a choice in [0, %lld) (or -100)",
                              (long long)i, v, (long long)N);
     }
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
-    brg_tensor *x = b->hidden;
+    brg_tensor *x = brg_bundle_carried(b, "hidden");
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
     b->loss = NULL;
     switch (cfg_of(m)->task) {
@@ -337,15 +344,23 @@ static brg_status flat_view(brg_tape *tape, brg_tensor *t, const char *name, brg
     return BRG_OK;
 }
 
+/* Input `name` of `b` viewed flat in `flat` (absent stays absent). */
+static brg_status flat_input(brg_tape *tape, const brg_bundle *b, const char *name, brg_bundle *flat) {
+    brg_tensor *v;
+    BRG_TRY(flat_view(tape, brg_bundle_input(b, name), name, &v));
+    return brg_tensor_map_put(&flat->inputs, name, v);
+}
+
 /* BertForMultipleChoice runs the encoder on every (example, choice) pair as one row. */
 static brg_status flat_inputs(brg_tape *tape, const brg_bundle *b, brg_bundle *flat) {
+    const brg_tensor *ids = brg_bundle_input(b, "input_ids"), *mask = brg_bundle_input(b, "attention_mask");
+    const brg_tensor *types = brg_bundle_input(b, "token_type_ids");
     *flat = *b;
-    if (!b->input_ids) return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be I32 [batch, num_choices, sequence]");
-    BRG_TRY(flat_view(tape, b->input_ids, "input_ids", &flat->input_ids));
-    BRG_TRY(flat_view(tape, b->attention_mask, "attention_mask", &flat->attention_mask));
-    BRG_TRY(flat_view(tape, b->token_type_ids, "token_type_ids", &flat->token_type_ids));
-    if (!brg_tensor_same_shape(b->input_ids, b->attention_mask ? b->attention_mask : b->input_ids) ||
-        !brg_tensor_same_shape(b->input_ids, b->token_type_ids ? b->token_type_ids : b->input_ids))
+    if (!ids) return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be I32 [batch, num_choices, sequence]");
+    BRG_TRY(flat_input(tape, b, "input_ids", flat));
+    BRG_TRY(flat_input(tape, b, "attention_mask", flat));
+    BRG_TRY(flat_input(tape, b, "token_type_ids", flat));
+    if (!brg_tensor_same_shape(ids, mask ? mask : ids) || !brg_tensor_same_shape(ids, types ? types : ids))
         return brg_error(BRG_ERR_INVALID_ARG, "attention_mask and token_type_ids must have the shape of input_ids");
     return BRG_OK;
 }
@@ -363,8 +378,7 @@ brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundl
     brg_bundle flat;
     BRG_TRY(flat_inputs(tape, b, &flat));
     BRG_TRY(encoder_block(m, blk, tape, &flat));
-    b->hidden = flat.hidden;
-    return BRG_OK;
+    return brg_bundle_carry(b, "hidden", brg_bundle_carried(&flat, "hidden"));
 }
 
 /* Labels that are not -100. */
@@ -381,17 +395,20 @@ static double counted_positions(const brg_tensor *pos, int64_t T) {
     return (double)n;
 }
 
-brg_loss_items bert_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+brg_loss_items bert_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     const brg_bert_config *c = cfg_of(m);
-    const brg_tensor *labels = batch->labels;
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
     if (c->task == BRG_BERT_SEQUENCE_CLASSIFICATION)
         return (brg_loss_items){(double)enc_sequence_loss_items(labels, c->num_labels, c->problem_type), 0};
     if (c->task == BRG_BERT_QUESTION_ANSWERING) {
-        int64_t T = batch->input_ids ? batch->input_ids->shape[1] : 0;
-        return (brg_loss_items){counted_positions(labels, T), counted_positions(batch->extra_labels, T)};
+        const brg_tensor *ids = brg_tensor_map_get(batch, "input_ids");
+        int64_t T = ids ? ids->shape[1] : 0;
+        return (brg_loss_items){counted_positions(brg_tensor_map_get(batch, "start_positions"), T),
+                                counted_positions(brg_tensor_map_get(batch, "end_positions"), T)};
     }
     if (c->task == BRG_BERT_BASE) return (brg_loss_items){0, 0};
-    double extra = c->task == BRG_BERT_PRETRAINING ? counted_labels(batch->extra_labels) : 0;
+    double extra =
+        c->task == BRG_BERT_PRETRAINING ? counted_labels(brg_tensor_map_get(batch, "next_sentence_label")) : 0;
     /* token classification, multiple choice and masked LM: the labels that are not -100 */
     return (brg_loss_items){counted_labels(labels), extra};
 }

@@ -31,12 +31,12 @@ enum { TOK_W, TOK_B };     /* token classification */
 enum { PT_POOL_W, PT_POOL_B, PT_NSP_W, PT_NSP_B, PT_MLM }; /* pretraining; the masked-LM head from PT_MLM */
 
 brg_status bert_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b);
-brg_loss_items bert_count_loss_items(const brg_model *m, const brg_bundle *batch);
+brg_loss_items bert_count_loss_items(const brg_model *m, const brg_tensor_map *batch);
 /* BertForPreTraining's ops->outputs: prediction_logits and seq_relationship_logits. */
-brg_status bert_pretraining_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+brg_status bert_pretraining_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
                                     brg_arena *arena, brg_named_tensor *out, int max, int *n);
 /* BertModel's ops->outputs: last_hidden_state and, with the pooler, pooler_output. */
-brg_status bert_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n);
+brg_status bert_base_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n);
 
 #endif

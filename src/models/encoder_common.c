@@ -115,7 +115,8 @@ brg_status enc_self_attention(brg_tape *tape, const brg_bundle *b, brg_tensor *x
     BRG_TRY(brg_split_heads(tape, q, 0, heads, D, &qh));
     BRG_TRY(brg_split_heads(tape, k, 0, heads, D, &kh));
     BRG_TRY(brg_split_heads(tape, v, 0, heads, D, &vh));
-    brg_attention_opts opts = {.scale = 1.0f / sqrtf((float)D), .causal = false, .key_mask = b->attention_mask,
+    brg_attention_opts opts = {.scale = 1.0f / sqrtf((float)D), .causal = false,
+                               .key_mask = brg_bundle_input(b, "attention_mask"),
                                .dropout = b->training ? attn_dropout : 0.0f, .seed = b->seed,
                                .offset = dropout_offset};
     BRG_TRY(brg_attention(tape, qh, kh, vh, &opts, &att));
@@ -158,7 +159,7 @@ static brg_status check_label_shape(const brg_tensor *labels, int64_t B, int64_t
 
 brg_status enc_sequence_loss(brg_tape *tape, const brg_bundle *b, brg_tensor *logits, brg_problem_type problem,
                              brg_tensor **loss) {
-    brg_tensor *labels = b->labels, *target;
+    brg_tensor *labels = brg_bundle_input(b, "labels"), *target;
     int64_t B = logits->shape[0], L = logits->shape[1];
     problem = resolve(problem, L, labels);
     BRG_TRY(check_label_shape(labels, B, L, problem));

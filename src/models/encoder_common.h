@@ -34,14 +34,14 @@ typedef struct enc_attention_weights {
 } enc_attention_weights;
 
 /* Bidirectional multi-head self-attention of x [B, T, C]: the merged heads [B, T, C] before the
- * output projection, masking keys where b->attention_mask is 0, with dropout on the attention
+ * output projection, masking keys where the input attention_mask is 0, with dropout on the attention
  * probabilities in training. */
 brg_status enc_self_attention(brg_tape *tape, const brg_bundle *b, brg_tensor *x, const enc_attention_weights *w,
                               int64_t heads, float attn_dropout, uint64_t dropout_offset, brg_tensor **out);
 
 /* ---- sequence-level loss (BertForSequenceClassification, ViTForImageClassification) ---- */
 
-/* The loss of logits [B, num_labels] against b->labels, as transformers'
+/* The loss of logits [B, num_labels] against the input labels, as transformers'
  * ForSequenceClassificationLoss, shared over b->loss_denominator examples (or labels != -100
  * for single-label classification). */
 brg_status enc_sequence_loss(brg_tape *tape, const brg_bundle *b, brg_tensor *logits, brg_problem_type problem,

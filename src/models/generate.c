@@ -259,8 +259,9 @@ static brg_status greedy_recompute(brg_model *model, int32_t *ids, int64_t n, in
         size_t mark = brg_arena_mark(arena);
         int64_t shape[2] = {1, n};
         brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, ids);
-        brg_bundle b = {.input_ids = &in};
-        st = brg_model_forward(model, tape, &b);
+        brg_bundle b = {0};
+        st = brg_tensor_map_put(&b.inputs, "input_ids", &in);
+        if (st == BRG_OK) st = brg_model_forward(model, tape, &b);
         if (st == BRG_OK) {
             ids[n] = argmax_last(b.logits, n);
             n++;

@@ -161,13 +161,13 @@ static uint64_t dropout_offset(int block, int site) { return ((uint64_t)block * 
 
 static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_gpt2_config *c = cfg_of(m);
-    brg_tensor *ids = b->input_ids;
+    brg_tensor *ids = brg_bundle_input(b, "input_ids");
     if (!ids || ids->ndim != 2) return brg_error(BRG_ERR_INVALID_ARG, "input_ids must be [batch, sequence]");
     int64_t B = ids->shape[0], T = ids->shape[1];
     if (T > c->n_positions)
         return brg_error(BRG_ERR_INVALID_ARG, "sequence length %lld exceeds n_positions %lld", (long long)T,
                          (long long)c->n_positions);
-    brg_tensor *tok, *pos_ids, *pos, *x;
+    brg_tensor *tok, *pos_ids, *pos, *x, *hidden;
     BRG_TRY(brg_embedding(tape, ids, P(m, P_WTE), &tok));
     int64_t pshape[2] = {B, T};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 2, pshape, false, "position ids", &pos_ids));
@@ -180,9 +180,9 @@ static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b
     brg_tape_donate(tape, pos);
     BRG_TRY(brg_add(tape, tok, pos, &x));
     brg_tape_donate(tape, x);
-    BRG_TRY(brg_dropout(tape, x, c->embd_pdrop, b->training, b->seed, dropout_offset(0, 0), &b->hidden));
+    BRG_TRY(brg_dropout(tape, x, c->embd_pdrop, b->training, b->seed, dropout_offset(0, 0), &hidden));
     brg_tape_donate(tape, NULL); /* without dropout the sum itself goes on, and every layer reads it */
-    return BRG_OK;
+    return brg_bundle_carry(b, "hidden", hidden);
 }
 
 static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b, brg_tensor *x,
@@ -197,7 +197,7 @@ static brg_status attention_forward(brg_model *m, int layer, brg_tape *tape, brg
     BRG_TRY(brg_split_heads(tape, qkv, 2 * C, H, D, &v));
     float scale = c->scale_attn_weights ? 1.0f / sqrtf((float)D) : 1.0f;
     if (c->scale_attn_by_inverse_layer_idx) scale /= (float)(layer + 1);
-    brg_attention_opts opts = {.scale = scale, .causal = true, .key_mask = b->attention_mask,
+    brg_attention_opts opts = {.scale = scale, .causal = true, .key_mask = brg_bundle_input(b, "attention_mask"),
                                .dropout = b->training ? c->attn_pdrop : 0.0f, .seed = b->seed,
                                .offset = dropout_offset(block, 0)};
     BRG_TRY(brg_attention(tape, q, k, v, &opts, &att));
@@ -219,7 +219,7 @@ static brg_status mlp_forward(brg_model *m, int layer, brg_tape *tape, brg_bundl
 
 static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b) {
     float eps = cfg_of(m)->layer_norm_epsilon;
-    brg_tensor *x = b->hidden, *n1, *att, *r1, *n2, *mlp;
+    brg_tensor *x = brg_bundle_carried(b, "hidden"), *n1, *att, *r1, *n2, *mlp, *out;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     BRG_TRY(brg_layer_norm(tape, x, LP(m, layer, L_LN1_W), LP(m, layer, L_LN1_B), eps, &n1));
     BRG_TRY(attention_forward(m, layer, tape, b, n1, &att));
@@ -230,7 +230,8 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     BRG_TRY(brg_layer_norm(tape, r1, LP(m, layer, L_LN2_W), LP(m, layer, L_LN2_B), eps, &n2));
     BRG_TRY(mlp_forward(m, layer, tape, b, n2, &mlp));
     brg_tape_donate(tape, mlp);
-    return brg_add(tape, r1, mlp, &b->hidden);
+    BRG_TRY(brg_add(tape, r1, mlp, &out));
+    return brg_bundle_carry(b, "hidden", out);
 }
 
 /* transformers shifts labels left by one (position t predicts token t+1); padding the last
@@ -248,18 +249,18 @@ static brg_status shifted_targets(brg_tape *tape, const brg_tensor *labels, brg_
 static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_gpt2_config *c = cfg_of(m);
     int ln_f = 2 + (int)c->n_layer * PER_LAYER;
-    brg_tensor *x = b->hidden, *n;
+    brg_tensor *x = brg_bundle_carried(b, "hidden"), *n, *labels = brg_bundle_input(b, "labels");
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
     b->loss = NULL;
     BRG_TRY(brg_layer_norm(tape, x, P(m, ln_f), P(m, ln_f + 1), c->layer_norm_epsilon, &n));
     if (c->task != BRG_GPT2_LM_HEAD) return gpt2_task_head(m, tape, b, n, ln_f + 2);
     brg_tensor *head_w = c->tie_word_embeddings ? P(m, P_WTE) : P(m, ln_f + 2);
     BRG_TRY(brg_linear(tape, n, head_w, NULL, false, &b->logits));
-    if (!b->labels) return BRG_OK;
-    if (!brg_tensor_same_shape(b->labels, b->input_ids))
+    if (!labels) return BRG_OK;
+    if (!brg_tensor_same_shape(labels, brg_bundle_input(b, "input_ids")))
         return brg_error(BRG_ERR_INVALID_ARG, "labels must have the shape of input_ids");
     brg_tensor *targets;
-    BRG_TRY(shifted_targets(tape, b->labels, &targets));
+    BRG_TRY(shifted_targets(tape, labels, &targets));
     return brg_cross_entropy_share(tape, b->logits, targets, -100, b->loss_denominator, &b->loss);
 }
 
@@ -309,9 +310,9 @@ static brg_status gpt2_save_config(const brg_model *m, const char *dir) {
 }
 
 /* Position t predicts label t + 1, so the first label of each row never counts. */
-static brg_loss_items gpt2_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+static brg_loss_items gpt2_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     if (cfg_of(m)->task != BRG_GPT2_LM_HEAD) return gpt2_task_count_loss_items(m, batch);
-    const brg_tensor *labels = batch->labels;
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
     int64_t B = labels->shape[0], T = labels->shape[1], n = 0;
     const int32_t *l = labels->data;
     for (int64_t i = 0; i < B; i++)
@@ -326,8 +327,17 @@ static void gpt2_free_config(void *config) {
     free(mc);
 }
 
-static const char *const gpt2_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
-static const char *const gpt2_base_inputs[] = {"input_ids", "attention_mask", NULL};
+static const brg_input_decl gpt2_inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {NULL},
+};
+static const brg_input_decl gpt2_base_inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
+    {NULL},
+};
 
 #define GPT2_OPS(arch, in, ...)                                                                                   \
     {.architecture = arch, .forward_block = gpt2_forward_block, .save_config = gpt2_save_config,                 \

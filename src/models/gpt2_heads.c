@@ -30,24 +30,25 @@ static brg_status last_positions(brg_tape *tape, const brg_gpt2_config *c, const
 static brg_status sequence_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *n, int head) {
     const brg_gpt2_config *c = cfg_of(m);
     brg_tensor *pos, *last;
-    BRG_TRY(last_positions(tape, c, b->input_ids, &pos));
+    BRG_TRY(last_positions(tape, c, brg_bundle_input(b, "input_ids"), &pos));
     /* score has no bias, so scoring the selected rows equals selecting the scored rows */
     BRG_TRY(brg_gather_positions(tape, n, pos, &last));
     BRG_TRY(brg_linear(tape, last, m->params[head].tensor, NULL, false, &b->logits));
-    if (!b->labels) return BRG_OK;
+    if (!brg_bundle_input(b, "labels")) return BRG_OK;
     return enc_sequence_loss(tape, b, b->logits, c->problem_type, &b->loss);
 }
 
 static brg_status token_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *n, int head) {
     const brg_gpt2_config *c = cfg_of(m);
+    brg_tensor *labels = brg_bundle_input(b, "labels");
     float p = c->classifier_dropout >= 0 ? c->classifier_dropout : 0.1f;
     brg_tensor *dropped;
     uint64_t offset = enc_dropout_offset(m->n_blocks - 1, 0);
     BRG_TRY(brg_dropout(tape, n, p, b->training, b->seed, offset, &dropped));
     BRG_TRY(brg_linear(tape, dropped, m->params[head].tensor, m->params[head + 1].tensor, false, &b->logits));
-    if (!b->labels) return BRG_OK;
-    const brg_tensor *l = b->labels;
-    if (l->dtype != BRG_DTYPE_I32 || !brg_tensor_same_shape(l, b->input_ids))
+    if (!labels) return BRG_OK;
+    const brg_tensor *l = labels;
+    if (l->dtype != BRG_DTYPE_I32 || !brg_tensor_same_shape(l, brg_bundle_input(b, "input_ids")))
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be I32 with the shape of input_ids [%lld, %lld]",
                          (long long)n->shape[0], (long long)n->shape[1]);
     for (int64_t i = 0; i < brg_tensor_numel(l); i++) {
@@ -56,7 +57,7 @@ static brg_status token_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_te
             return brg_error(BRG_ERR_INVALID_ARG, "labels value %d at position %lld is outside [0, %lld) (or -100)",
                              v, (long long)i, (long long)c->num_labels);
     }
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 brg_status gpt2_task_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *n, int head) {
@@ -69,9 +70,9 @@ brg_status gpt2_task_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tenso
     return brg_error(BRG_ERR_INTERNAL, "GPT-2 task %d has no task head", (int)cfg_of(m)->task);
 }
 
-brg_loss_items gpt2_task_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+brg_loss_items gpt2_task_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     const brg_gpt2_config *c = cfg_of(m);
-    const brg_tensor *labels = batch->labels;
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
     if (c->task == BRG_GPT2_SEQUENCE_CLASSIFICATION)
         return (brg_loss_items){(double)enc_sequence_loss_items(labels, c->num_labels, c->problem_type), 0};
     if (c->task != BRG_GPT2_TOKEN_CLASSIFICATION) return (brg_loss_items){0, 0};
@@ -80,8 +81,8 @@ brg_loss_items gpt2_task_count_loss_items(const brg_model *m, const brg_bundle *
     return (brg_loss_items){(double)k, 0};
 }
 
-brg_status gpt2_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n) {
+brg_status gpt2_base_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     (void)m, (void)batch, (void)arena;
     *n = 0;
     if (max < 1) return brg_error(BRG_ERR_INTERNAL, "no room for GPT2Model's outputs");

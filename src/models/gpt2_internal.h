@@ -25,9 +25,9 @@ brg_status gpt2_create_path(const char *config_path, brg_model **out);
 /* The heads after ln_f other than the LM head: `n` is ln_f's output [B, T, C], `head` the
  * index of the head's first parameter. */
 brg_status gpt2_task_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tensor *n, int head);
-brg_loss_items gpt2_task_count_loss_items(const brg_model *m, const brg_bundle *batch);
+brg_loss_items gpt2_task_count_loss_items(const brg_model *m, const brg_tensor_map *batch);
 /* GPT2Model's ops->outputs: last_hidden_state. */
-brg_status gpt2_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n);
+brg_status gpt2_base_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n);
 
 #endif

@@ -1,32 +1,34 @@
 /* Reads forward inputs by transformers' keyword names. Checks happen here, before any compute,
  * so bad input never reaches a kernel: ids are range-checked while still 64-bit (no silent
- * truncation to int32); shapes are checked against input_ids (or pixel_values). Which names a
- * model takes comes from its ops; each name has one role. */
+ * truncation to int32); shapes are checked against the batch's first input. What a model takes,
+ * and how each input is checked, comes from its declarations (brg_model_ops.inputs). */
 #include "brigade/inputs.h"
 
 #include <string.h>
 
-static const char *const default_inputs[] = {"input_ids", "attention_mask", "labels", NULL};
+static const brg_input_decl default_inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {.name = NULL},
+};
 
-/* extra_labels carries end_positions (its only use so far). */
-static const char *const input_names[BRG_BUNDLE_INPUTS] = {
-    "input_ids",         "attention_mask",         "labels",       "token_type_ids", "pixel_values",
-    "decoder_input_ids", "decoder_attention_mask", "end_positions"};
+static const char *const default_carried[] = {"hidden", NULL};
 
-const char *brg_bundle_input_name(int k) { return k >= 0 && k < BRG_BUNDLE_INPUTS ? input_names[k] : NULL; }
+const brg_input_decl *brg_model_inputs(const brg_model *m) { return m->ops->inputs ? m->ops->inputs : default_inputs; }
 
-brg_tensor **brg_bundle_input(brg_bundle *b, int k) {
-    switch (k) {
-    case 0: return &b->input_ids;
-    case 1: return &b->attention_mask;
-    case 2: return &b->labels;
-    case 3: return &b->token_type_ids;
-    case 4: return &b->pixel_values;
-    case 5: return &b->decoder_input_ids;
-    case 6: return &b->decoder_attention_mask;
-    case 7: return &b->extra_labels;
-    }
+const char *const *brg_model_carried(const brg_model *m) { return m->ops->carried ? m->ops->carried : default_carried; }
+
+const brg_input_decl *brg_model_input(const brg_model *m, const char *name) {
+    for (const brg_input_decl *d = brg_model_inputs(m); d->name; d++)
+        if (strcmp(d->name, name) == 0) return d;
     return NULL;
+}
+
+bool brg_model_has_targets(const brg_model *m, const brg_tensor_map *batch) {
+    for (const brg_input_decl *d = brg_model_inputs(m); d->name; d++)
+        if (d->target && brg_tensor_map_get(batch, d->name)) return true;
+    return false;
 }
 
 static void format_index(const brg_tensor *t, int64_t flat, char *buf, size_t len) {
@@ -77,10 +79,6 @@ static brg_status check_rank(const brg_tensor *t, const char *name, const brg_te
     return BRG_OK;
 }
 
-static brg_status check_2d(const brg_tensor *t, const char *name, const brg_tensor *like) {
-    return check_rank(t, name, like, false);
-}
-
 static bool choices_of(const brg_model *m) { return m->ops->choices; }
 
 static brg_status to_f32(brg_arena *arena, const brg_tensor *src, const char *name, brg_tensor **out) {
@@ -101,136 +99,177 @@ static brg_status load_mask(brg_arena *arena, const brg_tensor *src, const char 
     return BRG_OK;
 }
 
-/* Class ids, token labels and answer positions are integers (-100 ignored; the loss checks the
- * upper bound, which depends on the head); regression and multi-label targets are floats. */
-static brg_status load_labels(brg_arena *arena, const brg_tensor *src, const char *name, int64_t batch,
-                              brg_tensor **out) {
+static bool is_float(brg_dtype t) { return t == BRG_DTYPE_F32 || t == BRG_DTYPE_F16 || t == BRG_DTYPE_BF16; }
+
+static brg_status floats_to_f32(brg_arena *arena, const brg_tensor *src, const char *name, brg_tensor **out) {
+    if (!is_float(src->dtype))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be a float tensor, not %s", name, brg_dtype_name(src->dtype));
+    return to_f32(arena, src, name, out);
+}
+
+static brg_status check_batch_rows(const brg_tensor *src, const char *name, int64_t batch) {
     char s[64];
     if (src->ndim < 1 || src->shape[0] != batch)
         return brg_error(BRG_ERR_INVALID_ARG, "%s has shape %s: its first dimension must be the batch (%lld)", name,
                          brg_shape_str(src, s, sizeof s), (long long)batch);
-    if (src->dtype == BRG_DTYPE_I32 || src->dtype == BRG_DTYPE_I64)
-        return brg_inputs_to_i32(arena, src, name, 0, INT32_MAX, -100, out);
-    if (src->dtype == BRG_DTYPE_F32 || src->dtype == BRG_DTYPE_F16 || src->dtype == BRG_DTYPE_BF16)
-        return to_f32(arena, src, name, out);
-    return brg_error(BRG_ERR_INVALID_ARG, "%s must be an integer or float tensor, not %s", name, brg_dtype_name(src->dtype));
-}
-
-brg_status brg_inputs_from_tensors(const brg_model *model, brg_arena *arena, const brg_tensor *ids,
-                                   const brg_tensor *mask, const brg_tensor *labels, brg_bundle *b) {
-    memset(b, 0, sizeof *b);
-    bool choices = choices_of(model);
-    BRG_TRY(check_rank(ids, "input_ids", NULL, choices));
-    if (ids->shape[ids->ndim - 1] > model->max_positions)
-        return brg_error(BRG_ERR_INVALID_ARG, "input_ids has %lld positions, the model takes at most %lld",
-                         (long long)ids->shape[ids->ndim - 1], (long long)model->max_positions);
-    BRG_TRY(brg_inputs_to_i32(arena, ids, "input_ids", 0, model->vocab_size, 0, &b->input_ids));
-    if (mask) {
-        BRG_TRY(check_rank(mask, "attention_mask", ids, choices));
-        BRG_TRY(load_mask(arena, mask, "attention_mask", &b->attention_mask));
-    }
-    if (labels) {
-        if (labels->ndim == 2 && !choices) BRG_TRY(check_2d(labels, "labels", ids));
-        BRG_TRY(load_labels(arena, labels, "labels", ids->shape[0], &b->labels));
-    }
     return BRG_OK;
 }
 
-static bool takes(const brg_model *m, const char *name) {
-    const char *const *list = m->ops->inputs ? m->ops->inputs : default_inputs;
-    for (; *list; list++)
-        if (strcmp(*list, name) == 0) return true;
-    return false;
+/* Class ids, token labels and answer positions are integers (-100 ignored; the loss checks the
+ * upper bound, which depends on the head); regression and multi-label targets are floats. */
+static brg_status load_labels(brg_arena *arena, const brg_tensor *src, const char *name, int64_t batch,
+                              brg_tensor **out) {
+    BRG_TRY(check_batch_rows(src, name, batch));
+    if (src->dtype == BRG_DTYPE_I32 || src->dtype == BRG_DTYPE_I64)
+        return brg_inputs_to_i32(arena, src, name, 0, INT32_MAX, -100, out);
+    if (is_float(src->dtype)) return to_f32(arena, src, name, out);
+    return brg_error(BRG_ERR_INVALID_ARG, "%s must be an integer or float tensor, not %s", name, brg_dtype_name(src->dtype));
+}
+
+static brg_status load_pixels(brg_arena *arena, const brg_tensor *p, const char *name, brg_tensor **out) {
+    char s[64];
+    if (p->ndim != 4 || p->shape[0] < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be [batch, channels, height, width], got %s", name,
+                         brg_shape_str(p, s, sizeof s));
+    return floats_to_f32(arena, p, name, out);
+}
+
+static brg_status load_floats(brg_arena *arena, const brg_tensor *src, const char *name, int64_t batch,
+                              brg_tensor **out) {
+    BRG_TRY(check_batch_rows(src, name, batch));
+    return floats_to_f32(arena, src, name, out);
+}
+
+/* [batch] integers: a class per row (in [0, classes), or -100) or a position (any value). */
+static brg_status load_per_row(brg_arena *arena, const brg_tensor *src, const brg_input_decl *d, int64_t batch,
+                               brg_tensor **out) {
+    char sh[64];
+    if (src->ndim != 1 || src->shape[0] != batch)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s must be [batch] = [%lld], got %s", d->name, (long long)batch,
+                         brg_shape_str(src, sh, sizeof sh));
+    if (d->kind == BRG_INPUT_CLASSES) return brg_inputs_to_i32(arena, src, d->name, 0, d->classes, -100, out);
+    return brg_inputs_to_i32(arena, src, d->name, INT32_MIN, INT32_MAX, INT32_MIN, out);
+}
+
+/* The batch's first input: token ids bounded by the model's positions, or pixels. */
+static brg_status convert_first(const brg_model *m, brg_arena *arena, const brg_input_decl *d, const brg_tensor *src,
+                                brg_tensor **out) {
+    if (d->kind == BRG_INPUT_PIXELS) return load_pixels(arena, src, d->name, out);
+    if (d->kind == BRG_INPUT_FLOATS) {
+        if (src->ndim < 1 || src->shape[0] < 1)
+            return brg_error(BRG_ERR_INVALID_ARG, "%s must have at least one row", d->name);
+        return load_floats(arena, src, d->name, src->shape[0], out);
+    }
+    if (d->kind != BRG_INPUT_TOKENS)
+        return brg_error(BRG_ERR_INTERNAL, "%s's first input %s must be token ids, pixels or features",
+                         m->ops->architecture, d->name);
+    BRG_TRY(check_rank(src, d->name, NULL, choices_of(m)));
+    if (src->shape[src->ndim - 1] > m->max_positions)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s has %lld positions, the model takes at most %lld", d->name,
+                         (long long)src->shape[src->ndim - 1], (long long)m->max_positions);
+    return brg_inputs_to_i32(arena, src, d->name, 0, m->vocab_size, 0, out);
+}
+
+static brg_status check_like(const brg_tensor *src, const brg_input_decl *d, const brg_tensor_map *converted,
+                             bool choices) {
+    const brg_tensor *like = d->like ? brg_tensor_map_get(converted, d->like) : NULL;
+    if (d->like && !like)
+        return brg_error(BRG_ERR_INVALID_ARG, "%s is shaped as %s, which the inputs do not have", d->name, d->like);
+    BRG_TRY(check_rank(src, d->name, NULL, choices));
+    char a[128], b[128];
+    if (like && !brg_tensor_same_shape(src, like))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s has shape %s but %s has %s", d->name, brg_shape_str(src, a, sizeof a),
+                         d->like, brg_shape_str(like, b, sizeof b));
+    return BRG_OK;
+}
+
+brg_status brg_input_convert(const brg_model *m, brg_arena *arena, const brg_input_decl *d, const brg_tensor *src,
+                             const brg_tensor_map *converted, brg_tensor **out) {
+    if (converted->n == 0) return convert_first(m, arena, d, src, out);
+    const int64_t batch = brg_tensor_map_rows(converted);
+    const bool choices = choices_of(m);
+    switch (d->kind) {
+    case BRG_INPUT_TOKENS:
+        BRG_TRY(check_rank(src, d->name, NULL, choices));
+        if (src->shape[0] != batch) return brg_error(BRG_ERR_INVALID_ARG, "%s has a different batch size", d->name);
+        return brg_inputs_to_i32(arena, src, d->name, 0, m->vocab_size, 0, out);
+    case BRG_INPUT_TYPE_IDS:
+        BRG_TRY(check_like(src, d, converted, choices));
+        return brg_inputs_to_i32(arena, src, d->name, 0, INT32_MAX, 0, out);
+    case BRG_INPUT_MASK:
+        BRG_TRY(check_like(src, d, converted, choices));
+        return load_mask(arena, src, d->name, out);
+    case BRG_INPUT_PIXELS: {
+        BRG_TRY(load_pixels(arena, src, d->name, out));
+        if ((*out)->shape[0] != batch) return brg_error(BRG_ERR_INVALID_ARG, "%s has a different batch size", d->name);
+        return BRG_OK;
+    }
+    case BRG_INPUT_LABELS: return load_labels(arena, src, d->name, batch, out);
+    case BRG_INPUT_FLOATS: return load_floats(arena, src, d->name, batch, out);
+    case BRG_INPUT_CLASSES:
+    case BRG_INPUT_POSITIONS: return load_per_row(arena, src, d, batch, out);
+    }
+    return brg_error(BRG_ERR_INTERNAL, "%s declares input %s of an unknown kind %d", m->ops->architecture, d->name,
+                     (int)d->kind);
+}
+
+static brg_status put_converted(const brg_model *m, brg_arena *arena, const char *name, const brg_tensor *src,
+                                brg_tensor_map *inputs) {
+    const brg_input_decl *d = brg_model_input(m, name);
+    if (!d) return brg_error(BRG_ERR_INTERNAL, "%s takes no %s", m->ops->architecture, name);
+    brg_tensor *t;
+    BRG_TRY(brg_input_convert(m, arena, d, src, inputs, &t));
+    return brg_tensor_map_put(inputs, d->name, t);
+}
+
+brg_status brg_inputs_from_tensors(const brg_model *model, brg_arena *arena, const brg_tensor *ids,
+                                   const brg_tensor *mask, const brg_tensor *labels, brg_tensor_map *inputs) {
+    memset(inputs, 0, sizeof *inputs);
+    BRG_TRY(put_converted(model, arena, "input_ids", ids, inputs));
+    if (mask) BRG_TRY(put_converted(model, arena, "attention_mask", mask, inputs));
+    if (!labels) return BRG_OK;
+    /* token labels line up with the tokens */
+    if (labels->ndim == 2 && !choices_of(model)) BRG_TRY(check_rank(labels, "labels", ids, false));
+    return put_converted(model, arena, "labels", labels, inputs);
 }
 
 static brg_status check_names(const brg_model *m, const brg_safetensors *file) {
     for (size_t i = 0; i < brg_safetensors_count(file); i++) {
         const char *name = brg_safetensors_name(file, i);
-        if (takes(m, name)) continue;
+        if (brg_model_input(m, name)) continue;
         char list[256] = "";
         size_t o = 0;
-        for (const char *const *n = m->ops->inputs ? m->ops->inputs : default_inputs; *n && o < sizeof list; n++)
-            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", *n);
+        for (const brg_input_decl *d = brg_model_inputs(m); d->name && o < sizeof list; d++)
+            o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", o ? ", " : "", d->name);
         return brg_error(BRG_ERR_INVALID_ARG, "unexpected input tensor '%s' (%s takes: %s)", name, m->ops->architecture,
                          list);
     }
     return BRG_OK;
 }
 
-static const brg_tensor *get(const brg_safetensors *f, const char *name, brg_tensor *slot) {
-    if (!brg_safetensors_has(f, name) || brg_safetensors_get(f, name, slot) != BRG_OK) return NULL;
-    return slot;
-}
-
-static brg_status load_text_side(const brg_model *m, brg_arena *arena, const brg_safetensors *f, brg_bundle *b) {
-    brg_tensor t;
-    const brg_tensor *ids = get(f, "input_ids", &t);
-    if (!ids) return brg_error(BRG_ERR_INVALID_ARG, "the inputs have no 'input_ids' tensor");
-    brg_tensor ids_copy = *ids, mask_t, labels_t;
-    const brg_tensor *mask = get(f, "attention_mask", &mask_t);
-    const brg_tensor *labels = get(f, "labels", &labels_t);
-    BRG_TRY(brg_inputs_from_tensors(m, arena, &ids_copy, mask, NULL, b));
-    int64_t batch = ids_copy.shape[0];
-    brg_tensor x;
-    if (get(f, "token_type_ids", &x)) {
-        BRG_TRY(check_rank(&x, "token_type_ids", &ids_copy, choices_of(m)));
-        BRG_TRY(brg_inputs_to_i32(arena, &x, "token_type_ids", 0, INT32_MAX, 0, &b->token_type_ids));
-    }
-    if (get(f, "decoder_input_ids", &x)) {
-        BRG_TRY(check_2d(&x, "decoder_input_ids", NULL));
-        if (x.shape[0] != batch) return brg_error(BRG_ERR_INVALID_ARG, "decoder_input_ids has a different batch size");
-        BRG_TRY(brg_inputs_to_i32(arena, &x, "decoder_input_ids", 0, m->vocab_size, 0, &b->decoder_input_ids));
-        if (get(f, "decoder_attention_mask", &x)) {
-            BRG_TRY(check_2d(&x, "decoder_attention_mask", NULL));
-            if (!brg_tensor_same_shape(&x, b->decoder_input_ids))
-                return brg_error(BRG_ERR_INVALID_ARG, "decoder_attention_mask must have the shape of decoder_input_ids");
-            BRG_TRY(load_mask(arena, &x, "decoder_attention_mask", &b->decoder_attention_mask));
-        }
-    } else if (brg_safetensors_has(f, "decoder_attention_mask")) {
-        return brg_error(BRG_ERR_INVALID_ARG, "decoder_attention_mask needs decoder_input_ids");
-    }
-    if (labels) BRG_TRY(load_labels(arena, labels, "labels", batch, &b->labels));
-    /* BertForPreTraining's second target travels as extra_labels, as end_positions does */
-    if (get(f, "next_sentence_label", &x)) {
-        if (x.ndim != 1 || x.shape[0] != batch)
-            return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label must be [batch] = [%lld]", (long long)batch);
-        BRG_TRY(brg_inputs_to_i32(arena, &x, "next_sentence_label", 0, 2, -100, &b->extra_labels));
-    }
+/* An input that only makes sense with another (a decoder mask without decoder ids, half of an
+ * answer span). */
+static brg_status check_needs(const brg_model *m, const brg_safetensors *file) {
+    for (const brg_input_decl *d = brg_model_inputs(m); d->name; d++)
+        if (d->needs && brg_safetensors_has(file, d->name) && !brg_safetensors_has(file, d->needs))
+            return brg_error(BRG_ERR_INVALID_ARG, "%s needs %s", d->name, d->needs);
     return BRG_OK;
 }
 
-static brg_status load_positions(brg_arena *arena, const brg_safetensors *f, int64_t batch, brg_bundle *b) {
-    brg_tensor s, e;
-    const brg_tensor *start = get(f, "start_positions", &s), *end = get(f, "end_positions", &e);
-    if (!start && !end) return BRG_OK;
-    if (!start || !end) return brg_error(BRG_ERR_INVALID_ARG, "give both start_positions and end_positions, or neither");
-    /* Any position is accepted: the head clamps those outside the sequence, as transformers does. */
-    char sh[64];
-    if (start->ndim != 1 || start->shape[0] != batch || !brg_tensor_same_shape(start, end))
-        return brg_error(BRG_ERR_INVALID_ARG, "start_positions and end_positions must be [batch] = [%lld], got %s",
-                         (long long)batch, brg_shape_str(start, sh, sizeof sh));
-    BRG_TRY(brg_inputs_to_i32(arena, start, "start_positions", INT32_MIN, INT32_MAX, INT32_MIN, &b->labels));
-    return brg_inputs_to_i32(arena, end, "end_positions", INT32_MIN, INT32_MAX, INT32_MIN, &b->extra_labels);
-}
-
-static brg_status load_pixels(brg_arena *arena, const brg_safetensors *f, brg_bundle *b) {
-    brg_tensor p, l;
-    char s[64];
-    if (!get(f, "pixel_values", &p)) return brg_error(BRG_ERR_INVALID_ARG, "the inputs have no 'pixel_values' tensor");
-    if (p.ndim != 4 || p.shape[0] < 1)
-        return brg_error(BRG_ERR_INVALID_ARG, "pixel_values must be [batch, channels, height, width], got %s",
-                         brg_shape_str(&p, s, sizeof s));
-    if (p.dtype != BRG_DTYPE_F32 && p.dtype != BRG_DTYPE_F16 && p.dtype != BRG_DTYPE_BF16)
-        return brg_error(BRG_ERR_INVALID_ARG, "pixel_values must be a float tensor, not %s", brg_dtype_name(p.dtype));
-    BRG_TRY(to_f32(arena, &p, "pixel_values", &b->pixel_values));
-    if (get(f, "labels", &l)) BRG_TRY(load_labels(arena, &l, "labels", p.shape[0], &b->labels));
-    return BRG_OK;
-}
-
-brg_status brg_inputs_load(const brg_model *model, brg_arena *arena, const brg_safetensors *file, brg_bundle *b) {
-    memset(b, 0, sizeof *b);
+brg_status brg_inputs_load(const brg_model *model, brg_arena *arena, const brg_safetensors *file,
+                           brg_tensor_map *inputs) {
+    memset(inputs, 0, sizeof *inputs);
     BRG_TRY(check_names(model, file));
-    if (takes(model, "pixel_values")) return load_pixels(arena, file, b);
-    BRG_TRY(load_text_side(model, arena, file, b));
-    return load_positions(arena, file, b->input_ids->shape[0], b);
+    const brg_input_decl *first = brg_model_inputs(model);
+    if (!brg_safetensors_has(file, first->name))
+        return brg_error(BRG_ERR_INVALID_ARG, "the inputs have no '%s' tensor", first->name);
+    BRG_TRY(check_needs(model, file));
+    for (const brg_input_decl *d = first; d->name; d++) {
+        brg_tensor src, *t;
+        if (!brg_safetensors_has(file, d->name)) continue;
+        BRG_TRY(brg_safetensors_get(file, d->name, &src));
+        BRG_TRY(brg_input_convert(model, arena, d, &src, inputs, &t));
+        BRG_TRY(brg_tensor_map_put(inputs, d->name, t));
+    }
+    return BRG_OK;
 }

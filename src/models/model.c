@@ -299,9 +299,9 @@ static brg_status save_weights(const brg_model *m, const char *dir, brg_dtype dt
     return st;
 }
 
-brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+brg_loss_items brg_model_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     brg_loss_items none = {0, 0};
-    if (!batch->labels || !m->ops->count_loss_items) return none;
+    if (!brg_model_has_targets(m, batch) || !m->ops->count_loss_items) return none;
     return m->ops->count_loss_items(m, batch);
 }
 

@@ -195,8 +195,8 @@ static brg_status column(brg_arena *a, const brg_tensor *logits, int k, const ch
     return BRG_OK;
 }
 
-brg_status brg_model_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n) {
+brg_status brg_model_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     *n = 0;
     if (!logits) return brg_error(BRG_ERR_INTERNAL, "%s: the forward returned no outputs", m->ops->architecture);
     if (m->ops->outputs) return m->ops->outputs(m, batch, logits, arena, out, max, n);

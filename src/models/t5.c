@@ -69,14 +69,15 @@ static brg_status shift_right(brg_tape *tape, const brg_t5_config *c, const brg_
 }
 
 static brg_status decoder_ids(brg_tape *tape, const brg_t5_config *c, const brg_bundle *b, brg_tensor **out) {
-    if (b->decoder_input_ids) {
-        BRG_TRY(check_ids(b->decoder_input_ids, "decoder_input_ids"));
-        *out = b->decoder_input_ids;
+    brg_tensor *dec = brg_bundle_input(b, "decoder_input_ids"), *labels = brg_bundle_input(b, "labels");
+    if (dec) {
+        BRG_TRY(check_ids(dec, "decoder_input_ids"));
+        *out = dec;
         return BRG_OK;
     }
-    if (!b->labels) return brg_error(BRG_ERR_INVALID_ARG, "T5 needs decoder_input_ids or labels to derive them from");
-    BRG_TRY(check_ids(b->labels, "labels"));
-    return shift_right(tape, c, b->labels, out);
+    if (!labels) return brg_error(BRG_ERR_INVALID_ARG, "T5 needs decoder_input_ids or labels to derive them from");
+    BRG_TRY(check_ids(labels, "labels"));
+    return shift_right(tape, c, labels, out);
 }
 
 /* ---- sub-layers ---- */
@@ -180,102 +181,114 @@ static brg_status check_hidden(const brg_tensor *h, const char *what, int64_t B,
 
 static brg_status encoder_embeddings(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
-    BRG_TRY(check_ids(b->input_ids, "input_ids"));
-    BRG_TRY(check_mask(b->attention_mask, "attention_mask", b->input_ids->shape[0], b->input_ids->shape[1]));
-    brg_tensor *x;
-    BRG_TRY(brg_embedding(tape, b->input_ids, P(m, s->shared), &x));
-    return dropout(b, &s->cfg, 0, SITE_EMBED, x, tape, &b->hidden);
+    brg_tensor *ids = brg_bundle_input(b, "input_ids");
+    BRG_TRY(check_ids(ids, "input_ids"));
+    BRG_TRY(check_mask(brg_bundle_input(b, "attention_mask"), "attention_mask", ids->shape[0], ids->shape[1]));
+    brg_tensor *x, *hidden;
+    BRG_TRY(brg_embedding(tape, ids, P(m, s->shared), &x));
+    BRG_TRY(dropout(b, &s->cfg, 0, SITE_EMBED, x, tape, &hidden));
+    return brg_bundle_carry(b, "hidden", hidden);
 }
 
 static brg_status encoder_layer(brg_model *m, int layer, int block, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
     const t5_layer_idx *w = &s->layers[layer];
-    BRG_TRY(check_ids(b->input_ids, "input_ids"));
-    int64_t B = b->input_ids->shape[0], T = b->input_ids->shape[1];
-    BRG_TRY(check_mask(b->attention_mask, "attention_mask", B, T));
-    BRG_TRY(check_hidden(b->hidden, "encoder hidden state", B, T, s->cfg.d_model));
+    const brg_tensor *ids = brg_bundle_input(b, "input_ids");
+    brg_tensor *mask = brg_bundle_input(b, "attention_mask"), *hidden = brg_bundle_carried(b, "hidden");
+    BRG_TRY(check_ids(ids, "input_ids"));
+    int64_t B = ids->shape[0], T = ids->shape[1];
+    BRG_TRY(check_mask(mask, "attention_mask", B, T));
+    BRG_TRY(check_hidden(hidden, "encoder hidden state", B, T, s->cfg.d_model));
     brg_tensor *bias, *r, *h;
     BRG_TRY(position_bias(m, tape, w->rel_bias, T, true, &bias));
-    attn_call a = {&w->self, b->hidden, NULL, false, b->attention_mask, bias, block, SITE_SELF_PROBS};
+    attn_call a = {&w->self, hidden, NULL, false, mask, bias, block, SITE_SELF_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &a, SITE_SELF_OUT, &r));
     BRG_TRY(overflow_guard(tape, r, &r));
     BRG_TRY(feed_forward(m, tape, b, w, block, r, &h));
     BRG_TRY(overflow_guard(tape, h, &h));
-    if (layer + 1 < s->cfg.num_layers) {
-        b->hidden = h;
-        return BRG_OK;
-    }
+    if (layer + 1 < s->cfg.num_layers) return brg_bundle_carry(b, "hidden", h);
     /* The last encoder layer ends the stack: its output is the encoder output. */
-    brg_tensor *n;
+    brg_tensor *n, *out;
     BRG_TRY(brg_rms_norm(tape, h, P(m, s->enc_final_ln), s->cfg.layer_norm_epsilon, &n));
-    return dropout(b, &s->cfg, block, SITE_FINAL, n, tape, &b->hidden);
+    BRG_TRY(dropout(b, &s->cfg, block, SITE_FINAL, n, tape, &out));
+    return brg_bundle_carry(b, "hidden", out);
 }
 
 /* The first decoder block turns the encoder output into encoder_hidden and starts the decoder's
  * hidden states from the decoder tokens. */
 static brg_status start_decoder(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
-    BRG_TRY(check_hidden(b->hidden, "encoder output", b->input_ids->shape[0], b->input_ids->shape[1], s->cfg.d_model));
-    brg_tensor *ids, *x;
+    const brg_tensor *input_ids = brg_bundle_input(b, "input_ids");
+    brg_tensor *encoded = brg_bundle_carried(b, "hidden");
+    BRG_TRY(check_hidden(encoded, "encoder output", input_ids->shape[0], input_ids->shape[1], s->cfg.d_model));
+    brg_tensor *ids, *x, *hidden;
     BRG_TRY(decoder_ids(tape, &s->cfg, b, &ids));
-    if (ids->shape[0] != b->input_ids->shape[0])
+    if (ids->shape[0] != input_ids->shape[0])
         return brg_error(BRG_ERR_INVALID_ARG, "decoder_input_ids has batch %lld, input_ids %lld",
-                         (long long)ids->shape[0], (long long)b->input_ids->shape[0]);
+                         (long long)ids->shape[0], (long long)input_ids->shape[0]);
     BRG_TRY(brg_embedding(tape, ids, P(m, s->shared), &x));
-    b->encoder_hidden = b->hidden;
-    return dropout(b, &s->cfg, block, SITE_EMBED, x, tape, &b->hidden);
+    BRG_TRY(brg_bundle_carry(b, "encoder_hidden", encoded));
+    BRG_TRY(dropout(b, &s->cfg, block, SITE_EMBED, x, tape, &hidden));
+    return brg_bundle_carry(b, "hidden", hidden);
 }
 
 /* The decoder length: decoder_input_ids' when given, else labels'. */
 static int64_t decoder_length(const brg_bundle *b) {
-    const brg_tensor *t = b->decoder_input_ids ? b->decoder_input_ids : b->labels;
+    const brg_tensor *dec = brg_bundle_input(b, "decoder_input_ids");
+    const brg_tensor *t = dec ? dec : brg_bundle_input(b, "labels");
     return t && t->ndim == 2 ? t->shape[1] : -1;
 }
 
 static brg_status decoder_layer(brg_model *m, int layer, int block, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
     const t5_layer_idx *w = &s->layers[s->cfg.num_layers + layer];
-    BRG_TRY(check_ids(b->input_ids, "input_ids"));
-    int64_t B = b->input_ids->shape[0], Te = b->input_ids->shape[1], Td = decoder_length(b), C = s->cfg.d_model;
+    const brg_tensor *ids = brg_bundle_input(b, "input_ids");
+    brg_tensor *mask = brg_bundle_input(b, "attention_mask");
+    brg_tensor *dec_mask = brg_bundle_input(b, "decoder_attention_mask");
+    BRG_TRY(check_ids(ids, "input_ids"));
+    int64_t B = ids->shape[0], Te = ids->shape[1], Td = decoder_length(b), C = s->cfg.d_model;
     if (Td < 1) return brg_error(BRG_ERR_INVALID_ARG, "T5 needs decoder_input_ids or labels to derive them from");
-    BRG_TRY(check_mask(b->attention_mask, "attention_mask", B, Te));
+    BRG_TRY(check_mask(mask, "attention_mask", B, Te));
     if (layer == 0) BRG_TRY(start_decoder(m, block, tape, b));
-    BRG_TRY(check_hidden(b->hidden, "decoder hidden state", B, Td, C));
-    BRG_TRY(check_hidden(b->encoder_hidden, "encoder output (encoder_hidden)", B, Te, C));
-    BRG_TRY(check_mask(b->decoder_attention_mask, "decoder_attention_mask", B, Td));
+    /* read after start_decoder, which hands the encoder output on and starts the decoder's */
+    brg_tensor *hidden = brg_bundle_carried(b, "hidden"), *encoded = brg_bundle_carried(b, "encoder_hidden");
+    BRG_TRY(check_hidden(hidden, "decoder hidden state", B, Td, C));
+    BRG_TRY(check_hidden(encoded, "encoder output (encoder_hidden)", B, Te, C));
+    BRG_TRY(check_mask(dec_mask, "decoder_attention_mask", B, Td));
     brg_tensor *bias, *r1, *r2;
     BRG_TRY(position_bias(m, tape, w->rel_bias, Td, false, &bias));
-    attn_call self = {&w->self, b->hidden, NULL, true, b->decoder_attention_mask, bias, block, SITE_SELF_PROBS};
+    attn_call self = {&w->self, hidden, NULL, true, dec_mask, bias, block, SITE_SELF_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &self, SITE_SELF_OUT, &r1));
     BRG_TRY(overflow_guard(tape, r1, &r1));
-    attn_call cross = {&w->cross, r1, b->encoder_hidden, false, b->attention_mask, NULL, block,
-                       SITE_CROSS_PROBS};
+    attn_call cross = {&w->cross, r1, encoded, false, mask, NULL, block, SITE_CROSS_PROBS};
     BRG_TRY(attention_sublayer(m, tape, b, &cross, SITE_CROSS_OUT, &r2));
     BRG_TRY(overflow_guard(tape, r2, &r2));
-    brg_tensor *h;
+    brg_tensor *h, *out;
     BRG_TRY(feed_forward(m, tape, b, w, block, r2, &h));
-    return overflow_guard(tape, h, &b->hidden);
+    BRG_TRY(overflow_guard(tape, h, &out));
+    return brg_bundle_carry(b, "hidden", out);
 }
 
 static brg_status head(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     const t5_state *s = state_of(m);
     const brg_t5_config *c = &s->cfg;
-    if (!b->hidden || b->hidden->ndim != 3 || b->hidden->shape[2] != c->d_model)
+    brg_tensor *hidden = brg_bundle_carried(b, "hidden"), *labels = brg_bundle_input(b, "labels");
+    if (!hidden || hidden->ndim != 3 || hidden->shape[2] != c->d_model)
         return brg_error(BRG_ERR_INVALID_ARG, "no decoder hidden state [B, Td, %lld] reaches the head",
                          (long long)c->d_model);
     brg_tensor *n, *d, *x;
-    BRG_TRY(brg_rms_norm(tape, b->hidden, P(m, s->dec_final_ln), c->layer_norm_epsilon, &n));
+    BRG_TRY(brg_rms_norm(tape, hidden, P(m, s->dec_final_ln), c->layer_norm_epsilon, &n));
     BRG_TRY(dropout(b, c, block, SITE_FINAL, n, tape, &d));
     x = d;
     if (c->scale_decoder_outputs) BRG_TRY(brg_scale(tape, d, (float)(1.0 / sqrt((double)c->d_model)), &x));
     BRG_TRY(brg_linear(tape, x, P(m, s->lm_head), NULL, false, &b->logits));
     b->loss = NULL;
-    if (!b->labels) return BRG_OK;
-    BRG_TRY(check_ids(b->labels, "labels"));
-    if (b->labels->shape[0] != x->shape[0] || b->labels->shape[1] != x->shape[1])
+    if (!labels) return BRG_OK;
+    BRG_TRY(check_ids(labels, "labels"));
+    if (labels->shape[0] != x->shape[0] || labels->shape[1] != x->shape[1])
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be [%lld, %lld], the decoder's batch and length",
                          (long long)x->shape[0], (long long)x->shape[1]);
-    return brg_cross_entropy_share(tape, b->logits, b->labels, -100, b->loss_denominator, &b->loss);
+    return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 
 brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
@@ -292,10 +305,11 @@ brg_status t5_forward_block(brg_model *m, int block, brg_tape *tape, brg_bundle 
 }
 
 /* No shift: every label that is not -100 counts. */
-static brg_loss_items t5_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+static brg_loss_items t5_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     (void)m;
-    int64_t n = 0, total = brg_tensor_numel(batch->labels);
-    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(batch->labels, i) != -100;
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
+    int64_t n = 0, total = brg_tensor_numel(labels);
+    for (int64_t i = 0; i < total; i++) n += brg_tensor_get_int(labels, i) != -100;
     return (brg_loss_items){(double)n, 0};
 }
 
@@ -312,8 +326,17 @@ void t5_free_config(void *p) {
     free(s);
 }
 
-static const char *const t5_inputs[] = {"input_ids", "attention_mask", "decoder_input_ids",
-                                         "decoder_attention_mask", "labels", NULL};
+static const brg_input_decl t5_inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
+    {.name = "decoder_input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "decoder_attention_mask", .kind = BRG_INPUT_MASK, .like = "decoder_input_ids",
+     .needs = "decoder_input_ids"},
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {NULL},
+};
+/* The encoder output travels on beside the decoder's hidden states, for cross-attention. */
+static const char *const t5_carried[] = {"hidden", "encoder_hidden", NULL};
 
 static const brg_model_ops t5_ops = {
     .architecture = "T5ForConditionalGeneration",
@@ -322,6 +345,7 @@ static const brg_model_ops t5_ops = {
     .free_config = t5_free_config,
     .count_loss_items = t5_count_loss_items,
     .inputs = t5_inputs,
+    .carried = t5_carried,
     .token_loss = true,
 };
 

@@ -76,7 +76,7 @@ static brg_status cross_units(enc_pass *e, int first, int last) {
     const t5_state *st = state_of(d);
     const brg_t5_config *c = &st->cfg;
     const int64_t Te = d->enc_len, HD = c->num_heads * c->d_kv, N = d->rows * Te;
-    const float *enc = e->b.hidden->data;
+    const float *enc = brg_bundle_carried(&e->b, "hidden")->data;
     const int fd = brg_t5_first_decoder_block(d->m);
     for (int l = first - fd; l <= last - fd && l < c->num_decoder_layers; l++) {
         const t5_attn_idx *w = &st->layers[c->num_layers + l].cross;
@@ -101,7 +101,7 @@ static brg_status encode_units(void *ctx, int first, int last) {
 /* Between stages: the encoder's hidden states, then its output. */
 static int encode_carry(void *ctx, brg_named_tensor *items) {
     enc_pass *e = ctx;
-    items[0] = (brg_named_tensor){"hidden", e->b.hidden};
+    items[0] = (brg_named_tensor){"hidden", brg_bundle_carried(&e->b, "hidden")};
     return 1;
 }
 
@@ -110,9 +110,10 @@ static brg_status encode_take(void *ctx, const transport_msg *msg) {
     const brg_tensor *x = msg->n == 1 && strcmp(msg->items[0].name, "hidden") == 0 ? msg->items[0].tensor : NULL;
     if (!x || x->dtype != BRG_DTYPE_F32)
         return brg_error(BRG_ERR_FORMAT, "a T5 encoder stage received no hidden states");
-    BRG_TRY(brg_tensor_new(e->arena, BRG_DTYPE_F32, x->ndim, x->shape, "encoder hidden state", &e->b.hidden));
-    memcpy(e->b.hidden->data, x->data, brg_tensor_nbytes(x));
-    return BRG_OK;
+    brg_tensor *h;
+    BRG_TRY(brg_tensor_new(e->arena, BRG_DTYPE_F32, x->ndim, x->shape, "encoder hidden state", &h));
+    memcpy(h->data, x->data, brg_tensor_nbytes(x));
+    return brg_bundle_carry(&e->b, "hidden", h);
 }
 
 /* The encoder output through the tape, then every decoder layer's cross keys and values, each
@@ -139,10 +140,11 @@ static brg_status t5_encode(brg_decoder *d) {
         int64_t shape[2] = {R, Te};
         brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, shape, d->enc_ids);
         brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, shape, d->enc_mask);
-        e.b = (brg_bundle){.input_ids = &in, .attention_mask = &mask};
+        rc = brg_tensor_map_put(&e.b.inputs, "input_ids", &in);
+        if (rc == BRG_OK) rc = brg_tensor_map_put(&e.b.inputs, "attention_mask", &mask);
         const int fd = brg_t5_first_decoder_block(d->m);
         const dec_units units = {encode_units, &e, encode_carry, encode_take, NULL, 0};
-        rc = dec_run_units(d, &units, 0, fd + (int)c->num_decoder_layers - 1);
+        if (rc == BRG_OK) rc = dec_run_units(d, &units, 0, fd + (int)c->num_decoder_layers - 1);
         if (rc == BRG_OK) s->cross->len = Te;
     }
     free(e.kv);
@@ -360,8 +362,11 @@ static brg_status tape_forward(brg_decoder *d, int64_t T, float *logits) {
         brg_tensor in = brg_tensor_wrap(BRG_DTYPE_I32, 2, es, d->enc_ids);
         brg_tensor mask = brg_tensor_wrap(BRG_DTYPE_F32, 2, es, d->enc_mask);
         brg_tensor din = brg_tensor_wrap(BRG_DTYPE_I32, 2, ds, dec);
-        brg_bundle b = {.input_ids = &in, .attention_mask = &mask, .decoder_input_ids = &din};
-        st = brg_model_forward(d->m, tape, &b);
+        brg_bundle b = {0};
+        st = brg_tensor_map_put(&b.inputs, "input_ids", &in);
+        if (st == BRG_OK) st = brg_tensor_map_put(&b.inputs, "attention_mask", &mask);
+        if (st == BRG_OK) st = brg_tensor_map_put(&b.inputs, "decoder_input_ids", &din);
+        if (st == BRG_OK) st = brg_model_forward(d->m, tape, &b);
         if (st == BRG_OK) {
             const float *lg = b.logits->data;
             for (int64_t r = 0; r < R; r++) memcpy(logits + r * V, lg + (r * T + T - 1) * V, (size_t)V * sizeof(float));

@@ -8,11 +8,11 @@
 /* The last encoder layer has already normalised its output: that is the model's output. */
 static brg_status encoder_output(const brg_model *m, brg_bundle *b) {
     const brg_t5_config *c = m->config;
-    const brg_tensor *h = b->hidden;
+    brg_tensor *h = brg_bundle_carried(b, "hidden");
     if (!h || h->ndim != 3 || h->shape[2] != c->d_model)
         return brg_error(BRG_ERR_INVALID_ARG, "no encoder output [B, Te, %lld] reaches the head",
                          (long long)c->d_model);
-    b->logits = b->hidden;
+    b->logits = h;
     b->loss = NULL;
     return BRG_OK;
 }
@@ -22,7 +22,7 @@ static brg_status encoder_forward_block(brg_model *m, int block, brg_tape *tape,
     return t5_forward_block(m, block, tape, b);
 }
 
-static brg_status encoder_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+static brg_status encoder_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
                                   brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     (void)m, (void)batch, (void)arena;
     *n = 0;
@@ -32,7 +32,7 @@ static brg_status encoder_outputs(const brg_model *m, const brg_bundle *batch, c
 }
 
 /* No labels, so nothing counts towards a loss. */
-static brg_loss_items encoder_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+static brg_loss_items encoder_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     (void)m, (void)batch;
     return (brg_loss_items){0, 0};
 }
@@ -42,7 +42,11 @@ static brg_status encoder_save_config(const brg_model *m, const char *dir) {
     return t5_config_save(&s->cfg, s->extra, dir);
 }
 
-static const char *const encoder_inputs[] = {"input_ids", "attention_mask", NULL};
+static const brg_input_decl encoder_inputs[] = {
+    {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
+    {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
+    {NULL},
+};
 
 const brg_model_ops t5_encoder_ops = {
     .architecture = "T5EncoderModel",

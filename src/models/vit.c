@@ -315,22 +315,24 @@ static brg_status check_pixels(const brg_vit_config *c, const brg_tensor *px) {
 
 static brg_status embeddings_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_vit_config *c = cfg_of(m);
-    BRG_TRY(check_pixels(c, b->pixel_values));
-    brg_tensor *patches, *w, *emb, *with_cls, *x;
+    brg_tensor *pixels = brg_bundle_input(b, "pixel_values");
+    BRG_TRY(check_pixels(c, pixels));
+    brg_tensor *patches, *w, *emb, *with_cls, *x, *hidden;
     int64_t wshape[2] = {c->hidden_size, c->num_channels * c->patch_h * c->patch_w};
-    BRG_TRY(brg_patch_unfold(tape, b->pixel_values, c->patch_h, c->patch_w, &patches));
+    BRG_TRY(brg_patch_unfold(tape, pixels, c->patch_h, c->patch_w, &patches));
     BRG_TRY(brg_reshape(tape, P(m, E_PROJ_W), 2, wshape, &w));
     BRG_TRY(brg_linear(tape, patches, w, P(m, E_PROJ_B), false, &emb));
     BRG_TRY(brg_prepend_token(tape, P(m, E_CLS), emb, &with_cls));
     BRG_TRY(brg_add_broadcast(tape, with_cls, P(m, E_POS), &x));
-    return brg_dropout(tape, x, c->hidden_dropout_prob, b->training, b->seed, enc_dropout_offset(0, 0), &b->hidden);
+    BRG_TRY(brg_dropout(tape, x, c->hidden_dropout_prob, b->training, b->seed, enc_dropout_offset(0, 0), &hidden));
+    return brg_bundle_carry(b, "hidden", hidden);
 }
 
 static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bundle *b) {
     const brg_vit_config *c = cfg_of(m);
     int block = layer + 1;
     float eps = c->layer_norm_eps, p = c->hidden_dropout_prob;
-    brg_tensor *x = b->hidden, *n1, *ctx, *ao, *ad, *r1, *n2, *ia, *o, *od;
+    brg_tensor *x = brg_bundle_carried(b, "hidden"), *n1, *ctx, *ao, *ad, *r1, *n2, *ia, *o, *od, *out;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach layer %d", layer);
     BRG_TRY(brg_layer_norm(tape, x, LP(m, layer, L_LNB_W), LP(m, layer, L_LNB_B), eps, &n1));
     enc_attention_weights w = {LP(m, layer, L_Q_W), LP(m, layer, L_Q_B), LP(m, layer, L_K_W),
@@ -344,7 +346,8 @@ static brg_status layer_forward(brg_model *m, int layer, brg_tape *tape, brg_bun
     BRG_TRY(brg_linear_act(tape, n2, LP(m, layer, L_I_W), LP(m, layer, L_I_B), false, c->hidden_act, &ia));
     BRG_TRY(brg_linear(tape, ia, LP(m, layer, L_O_W), LP(m, layer, L_O_B), false, &o));
     BRG_TRY(brg_dropout(tape, o, p, b->training, b->seed, enc_dropout_offset(block, 2), &od));
-    return brg_add(tape, od, r1, &b->hidden);
+    BRG_TRY(brg_add(tape, od, r1, &out));
+    return brg_bundle_carry(b, "hidden", out);
 }
 
 /* LayerNorm is per position, so normalising only the [CLS] row gives the classifier exactly what
@@ -371,7 +374,7 @@ static brg_status base_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_ten
     return brg_concat_rows(tape, n, pooled, &b->logits);
 }
 
-static brg_status vit_base_outputs(const brg_model *m, const brg_bundle *batch, const brg_tensor *logits,
+static brg_status vit_base_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
                                    brg_arena *arena, brg_named_tensor *out, int max, int *n) {
     (void)batch;
     const brg_vit_config *c = cfg_of(m);
@@ -388,14 +391,14 @@ static brg_status vit_base_outputs(const brg_model *m, const brg_bundle *batch, 
 
 static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
     const brg_vit_config *c = cfg_of(m);
-    brg_tensor *x = b->hidden, *first, *n;
+    brg_tensor *x = brg_bundle_carried(b, "hidden"), *first, *n;
     if (!x) return brg_error(BRG_ERR_INVALID_ARG, "no hidden states reach the head");
     b->loss = NULL;
     if (c->task == BRG_VIT_BASE) return base_head(m, tape, b, x);
     BRG_TRY(brg_select(tape, x, 1, 0, &first));
     BRG_TRY(brg_layer_norm(tape, first, HP(m, H_LN_W), HP(m, H_LN_B), c->layer_norm_eps, &n));
     BRG_TRY(brg_linear(tape, n, HP(m, H_CLS_W), HP(m, H_CLS_B), false, &b->logits));
-    if (!b->labels) return BRG_OK;
+    if (!brg_bundle_input(b, "labels")) return BRG_OK;
     return enc_sequence_loss(tape, b, b->logits, c->problem_type, &b->loss);
 }
 
@@ -409,10 +412,11 @@ static brg_status vit_forward_block(brg_model *m, int block, brg_tape *tape, brg
     return brg_error(BRG_ERR_INTERNAL, "unknown block kind");
 }
 
-static brg_loss_items vit_count_loss_items(const brg_model *m, const brg_bundle *batch) {
+static brg_loss_items vit_count_loss_items(const brg_model *m, const brg_tensor_map *batch) {
     const brg_vit_config *c = cfg_of(m);
     if (c->task == BRG_VIT_BASE) return (brg_loss_items){0, 0};
-    return (brg_loss_items){(double)enc_sequence_loss_items(batch->labels, c->num_labels, c->problem_type), 0};
+    const brg_tensor *labels = brg_tensor_map_get(batch, "labels");
+    return (brg_loss_items){(double)enc_sequence_loss_items(labels, c->num_labels, c->problem_type), 0};
 }
 
 static void vit_free_config(void *config) {
@@ -422,8 +426,15 @@ static void vit_free_config(void *config) {
     free(mc);
 }
 
-static const char *const vit_inputs[] = {"pixel_values", "labels", NULL};
-static const char *const vit_base_inputs[] = {"pixel_values", NULL};
+static const brg_input_decl vit_inputs[] = {
+    {.name = "pixel_values", .kind = BRG_INPUT_PIXELS},
+    {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
+    {NULL},
+};
+static const brg_input_decl vit_base_inputs[] = {
+    {.name = "pixel_values", .kind = BRG_INPUT_PIXELS},
+    {NULL},
+};
 
 #define VIT_OPS(arch, in, ...)                                                                                    \
     {.architecture = arch, .forward_block = vit_forward_block, .save_config = vit_save_config,                   \

@@ -189,11 +189,15 @@ static brg_status run_rows(brg_task_pipeline *p, const brg_encoding *const *rows
     const int64_t R = p->inf ? (n + p->multiple - 1) / p->multiple * p->multiple : n;
     const int32_t pad = p->tokens.pad_id >= 0 ? p->tokens.pad_id : 0;
     brg_bundle in = {0};
-    BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_I32, "input_ids", &in.input_ids));
-    BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_F32, "attention_mask", &in.attention_mask));
-    if (p->token_types) BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_I32, "token_type_ids", &in.token_type_ids));
-    int32_t *ids = in.input_ids->data, *types = p->token_types ? in.token_type_ids->data : NULL;
-    float *mask = in.attention_mask->data;
+    brg_tensor *ids_t, *mask_t, *types_t = NULL;
+    BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_I32, "input_ids", &ids_t));
+    BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_F32, "attention_mask", &mask_t));
+    if (p->token_types) BRG_TRY(new_input(p->arena, R, T, BRG_DTYPE_I32, "token_type_ids", &types_t));
+    BRG_TRY(brg_tensor_map_put(&in.inputs, "input_ids", ids_t));
+    BRG_TRY(brg_tensor_map_put(&in.inputs, "attention_mask", mask_t));
+    if (types_t) BRG_TRY(brg_tensor_map_put(&in.inputs, "token_type_ids", types_t));
+    int32_t *ids = ids_t->data, *types = types_t ? types_t->data : NULL;
+    float *mask = mask_t->data;
     for (int64_t i = 0; i < R * T; i++) ids[i] = pad;
     for (int64_t r = 0; r < n; r++)
         for (size_t t = 0; t < rows[r]->n; t++) {
@@ -205,7 +209,7 @@ static brg_status run_rows(brg_task_pipeline *p, const brg_encoding *const *rows
     *T_out = T;
     if (p->inf) {
         brg_inference_outputs o;
-        BRG_TRY(brg_inference_run(p->inf, &in, p->arena, &o));
+        BRG_TRY(brg_inference_run(p->inf, &in.inputs, p->arena, &o));
         for (*n_outs = 0; *n_outs < o.n_named; (*n_outs)++) outs[*n_outs] = o.named[*n_outs];
         return BRG_OK;
     }
@@ -216,7 +220,7 @@ static brg_status run_rows(brg_task_pipeline *p, const brg_encoding *const *rows
     brg_status st = brg_model_forward(p->model, tape, &in);
     brg_compute_dtype_set(before);
     if (st == BRG_OK)
-        st = brg_model_outputs(p->model, &in, in.logits, p->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n_outs);
+        st = brg_model_outputs(p->model, &in.inputs, in.logits, p->arena, outs, BRG_INFERENCE_MAX_OUTPUTS, n_outs);
     brg_tape_destroy(tape);
     return st;
 }

@@ -156,8 +156,8 @@ static brg_status load(brg_task_pipeline *p, const char *model, const brg_ipu_co
     BRG_TRY(task_tokens_load(p->dir, p->model, p->tok, &p->tokens));
     char path[4200];
     BRG_TRY(brg_json_load_config(p->dir, path, sizeof path, &p->config));
-    for (const char *const *in = p->model->ops->inputs; in && *in; in++)
-        if (strcmp(*in, "token_type_ids") == 0) p->token_types = !p->tokens.no_token_types;
+    for (const brg_input_decl *d = brg_model_inputs(p->model); d->name; d++)
+        if (strcmp(d->name, "token_type_ids") == 0) p->token_types = !p->tokens.no_token_types;
     BRG_TRY(brg_arena_create("pipeline", 0, &p->arena));
     BRG_TRY(setup_devices(p, cfg));
     return p->def->setup ? p->def->setup(p) : BRG_OK;

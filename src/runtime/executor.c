@@ -12,16 +12,16 @@
 #include "brigade/trace.h"
 #include "runtime_internal.h"
 
-enum { CARRIED = 2 };
-
-/* What travels between stages, by name: slot k of the carried tensors. */
-static const char *const CARRIED_NAMES[CARRIED] = {"hidden", "encoder_hidden"};
-
-static int carried_slot(const char *name) {
-    for (int k = 0; k < CARRIED; k++)
-        if (strcmp(name, CARRIED_NAMES[k]) == 0) return k;
+/* What travels between stages is what the model declares (rt->carried); slot k of a device's
+ * carried inputs and outputs holds the tensor of the k-th name. */
+static int carried_slot(const brg_runtime *rt, const char *name) {
+    for (int k = 0; k < rt->n_carried; k++)
+        if (strcmp(name, rt->carried[k]) == 0) return k;
     return -1;
 }
+
+static brg_tensor **input_slots(brg_device *dev, int mb) { return &dev->inputs[mb * RUNTIME_CARRIED_MAX]; }
+static brg_tensor **output_slots(brg_device *dev, int mb) { return &dev->outputs[mb * RUNTIME_CARRIED_MAX]; }
 
 static uint64_t mix(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
@@ -30,7 +30,12 @@ static uint64_t mix(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-static brg_tensor **carried(brg_bundle *b, int k) { return k == 0 ? &b->hidden : &b->encoder_hidden; }
+static brg_tensor *carried(const brg_device *dev, const brg_bundle *b, int k) {
+    return brg_bundle_carried(b, dev->rt->carried[k]);
+}
+static brg_status set_carried(const brg_device *dev, brg_bundle *b, int k, brg_tensor *t) {
+    return brg_bundle_carry(b, dev->rt->carried[k], t);
+}
 
 static brg_arena *arena_of(const brg_device *dev, int mb) { return dev->slots[mb % dev->n_slots]; }
 
@@ -58,30 +63,23 @@ static brg_status receive_inputs(brg_device *dev, int mb, brg_bundle *b) {
     transport_msg msg;
     BRG_TRY(t->recv(t, dev->id, dev->id - 1, transport_tag(mb, TRANSPORT_FORWARD), &msg));
     brg_status st = BRG_OK;
-    for (int k = 0; k < CARRIED; k++) dev->inputs[mb * CARRIED + k] = NULL;
+    brg_tensor **in = input_slots(dev, mb);
+    for (int k = 0; k < dev->rt->n_carried; k++) in[k] = NULL;
     for (int i = 0; st == BRG_OK && i < msg.n; i++) {
-        int k = carried_slot(msg.items[i].name);
+        int k = carried_slot(dev->rt, msg.items[i].name);
         if (k < 0) st = brg_error(BRG_ERR_INTERNAL, "stage %d received an unknown tensor %s", dev->stage, msg.items[i].name);
-        else st = copy_in(dev, mb, msg.items[i].tensor, &dev->inputs[mb * CARRIED + k]);
+        else st = copy_in(dev, mb, msg.items[i].tensor, &in[k]);
     }
     t->release(t, dev->id, &msg);
-    for (int k = 0; k < CARRIED; k++) *carried(b, k) = dev->inputs[mb * CARRIED + k];
+    for (int k = 0; st == BRG_OK && k < dev->rt->n_carried; k++) st = set_carried(dev, b, k, in[k]);
     return st;
 }
 
 static void start_bundle(brg_device *dev, int mb, brg_bundle *b) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
-    const brg_micro_batch *in = &rt->mbs[global];
     memset(b, 0, sizeof *b);
-    b->input_ids = in->input_ids;
-    b->attention_mask = in->attention_mask;
-    b->labels = in->labels;
-    b->token_type_ids = in->token_type_ids;
-    b->pixel_values = in->pixel_values;
-    b->decoder_input_ids = in->decoder_input_ids;
-    b->decoder_attention_mask = in->decoder_attention_mask;
-    b->extra_labels = in->extra_labels;
+    b->inputs = rt->mbs[global];
     b->training = rt->opts.training;
     b->seed = mix(rt->seed ^ mix((uint64_t)global));
     b->loss_denominator = rt->denominators.labels;
@@ -110,21 +108,23 @@ static brg_status new_like(brg_arena *arena, const brg_tensor *src, const char *
 
 /* What a checkpointed layer handed on in slot k: one of its inputs (then the tensor that input was
  * copied from, so downstream gradients land there directly) or a tensor of its own. */
-static int input_slot(const checkpoint *c, const brg_tensor *o) {
-    for (int j = 0; j < CARRIED; j++)
+static int input_slot(const brg_runtime *rt, const checkpoint *c, const brg_tensor *o) {
+    for (int j = 0; j < rt->n_carried; j++)
         if (o && o == c->in[j]) return j;
     return -1;
 }
 
 /* Keeps the layer's own outputs across the arena reset that drops its scratch: same-shaped
  * hidden states go to a buffer taken before the mark, anything else through a host copy. */
-static brg_status keep_outputs(brg_arena *arena, checkpoint *c, brg_bundle *b, size_t mark, brg_tensor *pre) {
-    float *host[CARRIED] = {NULL, NULL};
-    brg_tensor shape[CARRIED];
+static brg_status keep_outputs(const brg_device *dev, brg_arena *arena, checkpoint *c, brg_bundle *b, size_t mark,
+                               brg_tensor *pre) {
+    const int n = dev->rt->n_carried;
+    float *host[RUNTIME_CARRIED_MAX] = {NULL};
+    brg_tensor shape[RUNTIME_CARRIED_MAX];
     brg_status st = BRG_OK;
-    for (int k = 0; k < CARRIED; k++) {
-        brg_tensor *o = *carried(b, k);
-        int j = input_slot(c, o);
+    for (int k = 0; k < n; k++) {
+        brg_tensor *o = carried(dev, b, k);
+        int j = input_slot(dev->rt, c, o);
         c->fresh[k] = o && j < 0;
         c->out[k] = j >= 0 ? c->prev[j] : NULL;
         if (!c->fresh[k]) continue;
@@ -139,13 +139,13 @@ static brg_status keep_outputs(brg_arena *arena, checkpoint *c, brg_bundle *b, s
         else memcpy(host[k], o->data, brg_tensor_nbytes(o));
     }
     brg_arena_reset(arena, mark);
-    for (int k = 0; k < CARRIED; k++) {
+    for (int k = 0; k < n; k++) {
         if (host[k] && st == BRG_OK &&
             (st = brg_tensor_new(arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
             memcpy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]));
         free(host[k]);
         if (c->fresh[k] && c->out[k]) c->out[k]->requires_grad = true;
-        *carried(b, k) = c->out[k];
+        if (st == BRG_OK) st = set_carried(dev, b, k, c->out[k]);
     }
     return st;
 }
@@ -156,19 +156,19 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
     checkpoint *c = ckpt_of(dev, mb, block);
     brg_tape *tape = tape_of(dev, mb, block);
     brg_arena *arena = arena_of(dev, mb);
-    for (int k = 0; k < CARRIED; k++) {
-        c->prev[k] = *carried(b, k);
+    for (int k = 0; k < dev->rt->n_carried; k++) {
+        c->prev[k] = carried(dev, b, k);
         c->in[k] = NULL;
         if (c->prev[k]) BRG_TRY(new_like(arena, c->prev[k], "recomputation checkpoint", &c->in[k]));
         if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(arena, c->in[k]));
-        *carried(b, k) = c->in[k];
+        BRG_TRY(set_carried(dev, b, k, c->in[k]));
     }
     brg_tensor *pre = NULL;
     if (c->in[0]) BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
     size_t mark = brg_arena_mark(arena);
     brg_tape_set_grad_enabled(tape, false);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
-    brg_status kept = keep_outputs(arena, c, b, mark, st == BRG_OK ? pre : NULL);
+    brg_status kept = keep_outputs(dev, arena, c, b, mark, st == BRG_OK ? pre : NULL);
     return st != BRG_OK ? st : kept;
 }
 
@@ -217,6 +217,16 @@ static brg_status forward_block(brg_device *dev, int mb, int blk, brg_bundle *b)
     return brg_model_forward_blocks(&dev->view, blk, blk, tape, b);
 }
 
+/* A stage hands on only what the model declares: a block that carries anything else would lose it
+ * at the next stage boundary, so it is an error at every one. */
+static brg_status check_carried(const brg_device *dev, const brg_bundle *b) {
+    for (int i = 0; i < b->carried.n; i++)
+        if (carried_slot(dev->rt, b->carried.items[i].name) < 0)
+            return brg_error(BRG_ERR_INTERNAL, "stage %d carries '%s', which %s does not declare (brg_model_ops.carried)",
+                             dev->stage, b->carried.items[i].name, dev->rt->model->ops->architecture);
+    return BRG_OK;
+}
+
 static brg_status forward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
     int global = dev->replica * rt->opts.micro_batches + mb;
@@ -233,21 +243,22 @@ static brg_status forward_step(brg_device *dev, int mb) {
     }
     dev->busy_seconds += runtime_now() - t0;
     if (dev->stage == rt->opts.stages - 1) {
-        dev->outputs[mb * CARRIED] = b->loss;
+        output_slots(dev, mb)[0] = b->loss;
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
         if (rt->logits && rt->logits[global] && b->logits)
             memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
         return rt->collect_out ? collect_logits(rt, global, b->logits) : BRG_OK;
     }
-    brg_named_tensor items[CARRIED];
+    BRG_TRY(check_carried(dev, b));
+    brg_named_tensor items[RUNTIME_CARRIED_MAX];
     int n = 0;
-    for (int k = 0; k < CARRIED; k++) {
-        brg_tensor *o = *carried(b, k);
-        dev->outputs[mb * CARRIED + k] = o;
+    for (int k = 0; k < rt->n_carried; k++) {
+        brg_tensor *o = carried(dev, b, k);
+        output_slots(dev, mb)[k] = o;
         if (!o) continue;
         /* The gradient the next stage sends back is added into this buffer. */
         if (o->requires_grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), o));
-        items[n++] = (brg_named_tensor){CARRIED_NAMES[k], o};
+        items[n++] = (brg_named_tensor){rt->carried[k], o};
     }
     return rt->transport->send(rt->transport, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_FORWARD), items, n);
 }
@@ -259,14 +270,14 @@ static void add_into(brg_tensor *dst, const float *g) {
 
 /* Sends the gradients of this stage's carried inputs back to the stage before. */
 static brg_status send_input_grads(brg_device *dev, int mb) {
-    brg_named_tensor items[CARRIED];
-    brg_tensor grads[CARRIED];
+    brg_named_tensor items[RUNTIME_CARRIED_MAX];
+    brg_tensor grads[RUNTIME_CARRIED_MAX];
     int n = 0;
-    for (int k = 0; k < CARRIED; k++) {
-        const brg_tensor *in = dev->inputs[mb * CARRIED + k];
+    for (int k = 0; k < dev->rt->n_carried; k++) {
+        const brg_tensor *in = input_slots(dev, mb)[k];
         if (!in || !in->grad) continue;
         grads[n] = brg_tensor_wrap(BRG_DTYPE_F32, in->ndim, in->shape, in->grad);
-        items[n] = (brg_named_tensor){CARRIED_NAMES[k], &grads[n]};
+        items[n] = (brg_named_tensor){dev->rt->carried[k], &grads[n]};
         n++;
     }
     transport *t = dev->rt->transport;
@@ -280,8 +291,8 @@ static brg_status receive_output_grads(brg_device *dev, int mb) {
     BRG_TRY(t->recv(t, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_BACKWARD), &msg));
     brg_status st = BRG_OK;
     for (int i = 0; st == BRG_OK && i < msg.n; i++) {
-        int k = carried_slot(msg.items[i].name);
-        brg_tensor *out = k < 0 ? NULL : dev->outputs[mb * CARRIED + k];
+        int k = carried_slot(dev->rt, msg.items[i].name);
+        brg_tensor *out = k < 0 ? NULL : output_slots(dev, mb)[k];
         const brg_tensor *g = msg.items[i].tensor;
         if (k < 0 || (out && (!brg_tensor_same_shape(out, g) || g->dtype != BRG_DTYPE_F32)))
             st = brg_error(BRG_ERR_INTERNAL, "stage %d received a gradient for %s that does not match what it sent",
@@ -307,12 +318,13 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
     brg_tape *tape = tape_of(dev, mb, block);
     brg_bundle b;
     start_bundle(dev, mb, &b);
-    for (int k = 0; k < CARRIED; k++) {
+    const int n = dev->rt->n_carried;
+    for (int k = 0; k < n; k++) {
         if (c->in[k]) {
             memset(c->in[k]->grad, 0, brg_tensor_nbytes(c->in[k]));
             c->in[k]->requires_grad = true;
         }
-        *carried(&b, k) = c->in[k];
+        BRG_TRY(set_carried(dev, &b, k, c->in[k]));
     }
     brg_arena *arena = arena_of(dev, mb);
     size_t mark = brg_arena_mark(arena);
@@ -321,14 +333,14 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
     const uint64_t t_re = brg_trace_enabled() ? brg_trace_now() : 0;
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, &b);
     if (t_re) brg_trace_span(BRG_TRACE_RECOMPUTE, t_re, block, mb, 0, NULL);
-    brg_tensor *outs[CARRIED] = {NULL, NULL};
-    const float *seeds[CARRIED] = {NULL, NULL};
-    for (int k = 0; k < CARRIED; k++)
-        if (c->fresh[k] && c->out[k]) outs[k] = *carried(&b, k), seeds[k] = c->out[k]->grad;
-    if (st == BRG_OK) st = brg_tape_backward_multi(tape, outs, seeds, CARRIED);
+    brg_tensor *outs[RUNTIME_CARRIED_MAX] = {NULL};
+    const float *seeds[RUNTIME_CARRIED_MAX] = {NULL};
+    for (int k = 0; k < n; k++)
+        if (c->fresh[k] && c->out[k]) outs[k] = carried(dev, &b, k), seeds[k] = c->out[k]->grad;
+    if (st == BRG_OK) st = brg_tape_backward_multi(tape, outs, seeds, n);
     brg_tape_clear(tape);
     brg_arena_reset(arena, mark);
-    for (int k = 0; st == BRG_OK && k < CARRIED; k++)
+    for (int k = 0; st == BRG_OK && k < n; k++)
         if (c->in[k]) st = add_grad(dev, mb, c->prev[k], c->in[k]->grad);
     return st;
 }
@@ -348,7 +360,7 @@ static brg_status backward_blocks(brg_device *dev, int mb) {
 
 static brg_status backward_step(brg_device *dev, int mb) {
     brg_runtime *rt = dev->rt;
-    brg_tensor **out = &dev->outputs[mb * CARRIED];
+    brg_tensor **out = output_slots(dev, mb);
     double t0;
     if (dev->stage == rt->opts.stages - 1) {
         t0 = runtime_now();

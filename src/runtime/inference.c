@@ -143,47 +143,34 @@ static brg_status rows_of(brg_arena *a, const brg_tensor *t, int64_t first, int6
     return BRG_OK;
 }
 
-typedef struct input_field {
-    const char *name;
-    size_t bundle_offset, micro_offset;
-} input_field;
-
-#define FIELD(f) {#f, offsetof(brg_bundle, f), offsetof(brg_micro_batch, f)}
-static const input_field input_fields[] = {
-    FIELD(input_ids),         FIELD(attention_mask),         FIELD(labels),      FIELD(token_type_ids),
-    FIELD(pixel_values),      FIELD(decoder_input_ids),      FIELD(decoder_attention_mask), FIELD(extra_labels),
-};
-#undef FIELD
-
-static brg_tensor *bundle_field(const brg_bundle *b, const input_field *f) {
-    return *(brg_tensor *const *)((const char *)b + f->bundle_offset);
-}
-
 /* Every input has the batch's rows as its first dimension. */
-static brg_status check_rows(const brg_bundle *batch, int64_t rows) {
-    for (size_t i = 0; i < sizeof input_fields / sizeof input_fields[0]; i++) {
-        const brg_tensor *t = bundle_field(batch, &input_fields[i]);
+static brg_status check_rows(const brg_tensor_map *batch, int64_t rows) {
+    for (int i = 0; i < batch->n; i++) {
+        const brg_tensor *t = batch->items[i].tensor;
         if (t && (t->ndim < 1 || t->shape[0] != rows))
             return brg_error(BRG_ERR_INVALID_ARG, "%s has %lld rows, the batch %lld: every input's first dimension is "
                                                   "the batch's",
-                             input_fields[i].name, (long long)(t->ndim ? t->shape[0] : 0), (long long)rows);
+                             batch->items[i].name, (long long)(t->ndim ? t->shape[0] : 0), (long long)rows);
     }
     return BRG_OK;
 }
 
-static brg_status slice_inputs(brg_arena *a, const brg_bundle *in, int64_t first, int64_t rows, brg_micro_batch *mb) {
+static brg_status slice_inputs(brg_arena *a, const brg_tensor_map *in, int64_t first, int64_t rows, brg_micro_batch *mb) {
     memset(mb, 0, sizeof *mb);
-    for (size_t i = 0; i < sizeof input_fields / sizeof input_fields[0]; i++)
-        BRG_TRY(rows_of(a, bundle_field(in, &input_fields[i]), first, rows,
-                        (brg_tensor **)((char *)mb + input_fields[i].micro_offset)));
+    for (int i = 0; i < in->n; i++) {
+        brg_tensor *view;
+        BRG_TRY(rows_of(a, in->items[i].tensor, first, rows, &view));
+        BRG_TRY(brg_tensor_map_put(mb, in->items[i].name, view));
+    }
     return BRG_OK;
 }
 
-brg_status brg_inference_run(brg_inference *inf, const brg_bundle *batch, brg_arena *arena,
+brg_status brg_inference_run(brg_inference *inf, const brg_tensor_map *batch, brg_arena *arena,
                              brg_inference_outputs *out) {
     memset(out, 0, sizeof *out);
-    const brg_tensor *lead = batch->input_ids ? batch->input_ids : batch->pixel_values;
-    if (!lead || lead->ndim < 1) return brg_error(BRG_ERR_INVALID_ARG, "the batch has no input_ids (nor pixel_values)");
+    const char *first_input = brg_model_inputs(inf->model)[0].name;
+    const brg_tensor *lead = brg_tensor_map_get(batch, first_input);
+    if (!lead || lead->ndim < 1) return brg_error(BRG_ERR_INVALID_ARG, "the batch has no %s", first_input);
     const int64_t B = lead->shape[0];
     const int replicas = inf->opts.replicas, iterations = inf->opts.micro_batches, slots = replicas * iterations;
     int64_t micro = 0;
@@ -200,13 +187,13 @@ brg_status brg_inference_run(brg_inference *inf, const brg_bundle *batch, brg_ar
     for (int r = 0; r < replicas; r++)
         for (int a = 0; a < iterations; a++) {
             const int slot = r * iterations + a;
-            first[slot] = ((int64_t)a * replicas + r) * micro;
+            first[slot] = brg_micro_batch_first_row(a, r, replicas, micro);
             BRG_TRY(slice_inputs(arena, batch, first[slot], micro, &mbs[slot]));
         }
     /* The loss is a mean over the whole batch: each micro-batch's share uses the batch's count. */
     const brg_loss_items denom = brg_model_count_loss_items(inf->model, batch);
     BRG_TRY(brg_runtime_infer_collect(inf->rt, mbs, first, B, &denom, arena, &out->logits, losses));
-    if (batch->labels) {
+    if (brg_model_has_targets(inf->model, batch)) {
         BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, 0, NULL, "loss", &out->loss));
         double sum = 0;
         for (int i = 0; i < slots; i++) sum += losses[i];
@@ -216,7 +203,7 @@ brg_status brg_inference_run(brg_inference *inf, const brg_bundle *batch, brg_ar
                              &out->n_named);
 }
 
-brg_status brg_infer(brg_model *model, const brg_ipu_config *cfg, const brg_bundle *batch, brg_arena *arena,
+brg_status brg_infer(brg_model *model, const brg_ipu_config *cfg, const brg_tensor_map *batch, brg_arena *arena,
                      brg_inference_outputs *out) {
     memset(out, 0, sizeof *out);
     brg_inference *inf;

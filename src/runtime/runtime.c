@@ -125,8 +125,8 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     dev->tapes = calloc((size_t)dev->n_tapes, sizeof *dev->tapes);
     dev->ckpts = calloc((size_t)dev->n_tapes, sizeof *dev->ckpts);
     dev->bundles = calloc((size_t)M, sizeof *dev->bundles);
-    dev->inputs = calloc((size_t)M * 2, sizeof *dev->inputs);
-    dev->outputs = calloc((size_t)M * 2, sizeof *dev->outputs);
+    dev->inputs = calloc((size_t)M * RUNTIME_CARRIED_MAX, sizeof *dev->inputs);
+    dev->outputs = calloc((size_t)M * RUNTIME_CARRIED_MAX, sizeof *dev->outputs);
     /* Training: as many activation slots as micro-batches can be in flight on this stage (1F1B:
      * stages - stage), so memory is reused across micro-batches; inference keeps each. */
     dev->n_slots = o->training ? brg_schedule_max_in_flight(&rt->schedule, dev->stage) : M;
@@ -241,13 +241,29 @@ static brg_status create(brg_runtime *rt, transport_factory make_transport) {
     return start_threads(rt);
 }
 
+/* What the model's stages hand each other, from its declaration (brg_model_ops.carried). */
+static brg_status count_carried(const brg_model *model, int *n) {
+    const char *const *names = brg_model_carried(model);
+    for (*n = 0; names[*n]; (*n)++)
+        if (*n == RUNTIME_CARRIED_MAX || strlen(names[*n]) >= BRG_TENSOR_NAME_MAX)
+            return brg_error(BRG_ERR_INVALID_ARG, "%s declares more than %d carried tensors or a name of %d characters "
+                                                  "or more",
+                             model->ops->architecture, RUNTIME_CARRIED_MAX, BRG_TENSOR_NAME_MAX);
+    if (*n == 0) return brg_error(BRG_ERR_INVALID_ARG, "%s declares no carried tensor", model->ops->architecture);
+    return BRG_OK;
+}
+
 brg_status runtime_create_over(brg_model *model, const brg_runtime_options *opts, transport_factory make_transport,
                                brg_runtime **out) {
     BRG_TRY(check_placement(model, opts));
+    int n_carried;
+    BRG_TRY(count_carried(model, &n_carried));
     brg_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return brg_error(BRG_ERR_OOM, "cannot allocate the runtime");
     rt->model = model;
     rt->opts = *opts;
+    rt->carried = brg_model_carried(model);
+    rt->n_carried = n_carried;
     rt->loss_scale = 1.0f;
     pthread_mutex_init(&rt->collect_lock, NULL);
     brg_gemm_set_threads(1);

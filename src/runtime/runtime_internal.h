@@ -12,9 +12,12 @@
 
 /* A recomputed block keeps only copies of its carried inputs; `prev` are the tensors they were
  * copied from (whose gradients the block's backward feeds) and `out` what it handed on. */
+/* The most tensors a model's stage may hand the next (brg_model_ops.carried). */
+#define RUNTIME_CARRIED_MAX 4
+
 typedef struct checkpoint {
-    brg_tensor *in[2], *prev[2], *out[2];
-    bool fresh[2]; /* out[k] is a tensor the block made (else one of its inputs handed on) */
+    brg_tensor *in[RUNTIME_CARRIED_MAX], *prev[RUNTIME_CARRIED_MAX], *out[RUNTIME_CARRIED_MAX];
+    bool fresh[RUNTIME_CARRIED_MAX]; /* out[k] is a tensor the block made (else one of its inputs handed on) */
 } checkpoint;
 
 struct brg_device {
@@ -35,8 +38,8 @@ struct brg_device {
     int n_tapes;
     struct checkpoint *ckpts; /* recomputed layers' saved inputs, same indexing as tapes */
     brg_bundle *bundles;   /* [micro_batches] */
-    brg_tensor **inputs;   /* stage input copies: [micro_batches][2] (hidden, encoder_hidden) */
-    brg_tensor **outputs;  /* carried outputs [micro_batches][2], or the loss in slot 0 on the last stage */
+    brg_tensor **inputs;   /* stage input copies: [micro_batches][RUNTIME_CARRIED_MAX], by rt->carried */
+    brg_tensor **outputs;  /* carried outputs, the same, or the loss in slot 0 on the last stage */
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
     struct packed_weights *packed; /* forward-only: weights packed once (packed_weights.h), or NULL */
     double busy_seconds;
@@ -49,6 +52,8 @@ struct brg_device {
 struct brg_runtime {
     brg_model *model;
     brg_runtime_options opts;
+    const char *const *carried; /* what a stage hands the next: the model's declaration */
+    int n_carried;
     int *block_stage;
     int n_devices;
     brg_device *devices;

@@ -142,8 +142,7 @@ static int row_parts(brg_runtime *rt, int d, void *ctx, host_part *parts, int ca
     int k = 0;
     for (int mb = 0; mb < M; mb++) {
         const int g = d / rt->opts.stages * M + mb;
-        const brg_tensor *lead = rt->mbs[g].input_ids ? rt->mbs[g].input_ids : rt->mbs[g].pixel_values;
-        const int64_t rows = lead && lead->ndim > 0 ? lead->shape[0] : 0;
+        const int64_t rows = brg_tensor_map_rows(&rt->mbs[g]);
         k = put(parts, cap, k, (char *)all->data + (size_t)rt->collect_rows[g] * row_bytes, (size_t)rows * row_bytes);
     }
     return k;

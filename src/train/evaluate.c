@@ -16,7 +16,7 @@ typedef struct hits {
 } hits;
 
 static void count_hits(const brg_bundle *b, int64_t rows, hits *h) {
-    const brg_tensor *y = b->labels, *z = b->logits;
+    const brg_tensor *y = brg_bundle_input(b, "labels"), *z = b->logits;
     h->classifier = y && z && y->dtype == BRG_DTYPE_I32 && y->ndim == 1 && z->dtype == BRG_DTYPE_F32 &&
                     z->ndim == 2 && z->shape[0] == rows && z->shape[1] > 1 && brg_tensor_is_contiguous(z);
     if (!h->classifier) return;
@@ -35,9 +35,9 @@ static void count_hits(const brg_bundle *b, int64_t rows, hits *h) {
 
 static brg_status eval_batch(brg_model *m, brg_tape *tape, const brg_dataset *d, int64_t first, int64_t rows,
                              brg_loss_items denominators, double *loss, hits *h) {
-    brg_tensor views[BRG_BUNDLE_INPUTS];
-    brg_bundle b;
-    brg_dataset_rows(d, first, rows, views, &b);
+    brg_tensor views[BRG_TENSOR_MAP_MAX];
+    brg_bundle b = {0};
+    brg_dataset_rows(d, first, rows, views, &b.inputs);
     b.loss_denominator = denominators.labels;
     b.extra_loss_denominator = denominators.extra;
     BRG_TRY(brg_model_forward(m, tape, &b));
