@@ -21,6 +21,19 @@ typedef struct brg_arena brg_arena;
 
 /* `name` names the device in messages ("device 3"); budget 0 means unlimited. */
 brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out);
+
+/* Where an arena's chunks come from: a device's memory (brg_backend). alloc_zeroed returns
+ * `bytes` zeroed bytes or NULL; release frees them. The default is the host's calloc/free. */
+typedef struct brg_allocator {
+    void *(*alloc_zeroed)(void *ctx, size_t bytes);
+    void (*release)(void *ctx, void *p);
+    void *ctx;
+} brg_allocator;
+/* The host's memory (calloc/free), every arena's default. */
+void *brg_host_alloc_zeroed(void *ctx, size_t bytes);
+void brg_host_release(void *ctx, void *p);
+/* Sets the allocator of a new arena (before its first allocation; its children inherit it). */
+void brg_arena_set_allocator(brg_arena *arena, const brg_allocator *allocator);
 void brg_arena_destroy(brg_arena *arena);
 
 /* An arena that draws on its parent's budget (the parent's messages and peak count both): a

@@ -4,6 +4,7 @@
 
 #include "brigade/status.h"
 #include "brigade/arena.h"
+#include "brigade/backend.h"
 #include "brigade/tensor.h"
 #include "brigade/tensor_map.h"
 #include "brigade/rng.h"

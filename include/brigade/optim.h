@@ -40,6 +40,7 @@
 #include <stdint.h>
 
 #include "brigade/arena.h"
+#include "brigade/backend.h"
 #include "brigade/status.h"
 
 #ifdef __cplusplus
@@ -102,6 +103,8 @@ typedef struct brg_optimizer brg_optimizer;
  * state buffers; see the memory note above. */
 brg_status brg_optimizer_create(const brg_optimizer_config *cfg, brg_arena *arena, brg_optimizer **out);
 void brg_optimizer_destroy(brg_optimizer *opt);
+/* The backend whose update kernels the steps run (a device's; the CPU's by default). */
+void brg_optimizer_set_backend(brg_optimizer *opt, const brg_backend *backend);
 
 const brg_optimizer_config *brg_optimizer_get_config(const brg_optimizer *opt);
 

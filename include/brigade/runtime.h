@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "brigade/backend.h"
 #include "brigade/model.h"
 #include "brigade/safetensors.h"
 #include "brigade/schedule.h"
@@ -30,6 +31,9 @@ typedef struct brg_runtime_options {
     bool recompute;          /* recompute_checkpoint_every_layer: keep block inputs only */
     bool pin_threads;        /* pin device d's thread to core d mod the cores available */
     int intra_threads;       /* threads per device for its matrix products; 0 or 1: one */
+    /* What every device computes with: its arena's memory, its copies, its kernels (the autograd
+     * ops', the executor's, the norm's and the optimizer's). NULL: brg_backend_cpu(). */
+    const brg_backend *backend;
     /* Replica 0 computes on the model's own parameter memory instead of copies (each parameter
      * on the stage whose block owns it; tied copies on other stages stay copies), so a run holds
      * its weights once and the model follows training step by step. The bytes still count
@@ -115,6 +119,8 @@ typedef struct brg_device_info {
 } brg_device_info;
 void brg_device_get_info(const brg_device *dev, brg_device_info *info);
 brg_arena *brg_device_arena(brg_device *dev);
+/* The backend the device computes with (brg_runtime_options.backend). */
+const brg_backend *brg_device_backend(const brg_device *dev);
 
 /* ZeRO-1 (replicated_tensor_sharding) cuts every parameter of n elements into BRG_SHARD_PARTS
  * parts, part k being elements [n k / P, n (k + 1) / P), and replica r of `replicas` owns the

@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "brigade/arena.h"
+#include "brigade/backend.h"
 #include "brigade/tensor.h"
 
 #ifdef __cplusplus
@@ -32,6 +33,10 @@ brg_status brg_tape_create(brg_arena *arena, brg_tape **out);
 void brg_tape_destroy(brg_tape *tape);
 
 brg_arena *brg_tape_arena(const brg_tape *tape);
+
+/* The backend whose kernels the ops recorded on this tape run (a device's; the CPU's by default). */
+void brg_tape_set_backend(brg_tape *tape, const brg_backend *backend);
+const brg_backend *brg_tape_backend(const brg_tape *tape);
 
 /* With grad disabled (inference) ops compute outputs but record nothing. */
 void brg_tape_set_grad_enabled(brg_tape *tape, bool enabled);

@@ -13,7 +13,7 @@ static brg_status add_bcast_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dp, tape, c->p);
-    brg_k_add_bcast_bwd(dx, dp, c->y->grad, c->A, c->M, c->I);
+    ops_k(tape)->add_bcast_bwd(dx, dp, c->y->grad, c->A, c->M, c->I);
     return BRG_OK;
 }
 
@@ -56,7 +56,7 @@ brg_status brg_add_broadcast(brg_tape *tape, brg_tensor *x, brg_tensor *p, brg_t
     const brg_tensor *ins[2] = {x, p};
     bool rec = brg_tape_needs(tape, ins, 2);
     BRG_TRY(ops_new_like(tape, x, rec, "add_broadcast output", y));
-    brg_k_add_bcast_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(p), A, M, I);
+    ops_k(tape)->add_bcast_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(p), A, M, I);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_bcast_backward, add_bcast_ctx, x, p, *y, A, M, I);
 }

@@ -12,7 +12,7 @@ static brg_status split_backward(brg_tape *tape, void *p) {
     split_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) brg_k_merge_heads(dx + c->col, c->y->grad, c->B, c->T, c->H, c->D, c->W, true);
+    if (dx) ops_k(tape)->merge_heads(dx + c->col, c->y->grad, c->B, c->T, c->H, c->D, c->W, true);
     return BRG_OK;
 }
 
@@ -28,7 +28,7 @@ brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t h
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[4] = {B, heads, T, head_dim};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, shape, rec, "split heads", y));
-    brg_k_split_heads(OPS_F32(*y), OPS_CF32(x) + col, B, T, heads, head_dim, W);
+    ops_k(tape)->split_heads(OPS_F32(*y), OPS_CF32(x) + col, B, T, heads, head_dim, W);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, split_backward, split_ctx, x, *y, col, B, T, heads, head_dim, W);
 }
@@ -65,7 +65,7 @@ brg_status brg_merge_heads(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[3] = {B, T, H * D};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "merged heads", y));
-    brg_k_merge_heads(OPS_F32(*y), OPS_CF32(x), B, T, H, D, H * D, false);
+    ops_k(tape)->merge_heads(OPS_F32(*y), OPS_CF32(x), B, T, H, D, H * D, false);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, merge_backward, merge_ctx, x, *y);
 }
@@ -84,7 +84,7 @@ static brg_status attention_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dk, tape, c->k);
     OPS_GRAD(dv, tape, c->v);
     OPS_GRAD(dbias, tape, c->bias);
-    brg_k_attention_bwd(dq, dk, dv, dbias, c->y->grad, OPS_CF32(c->y), c->lse, OPS_CF32(c->q), OPS_CF32(c->k),
+    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, c->y->grad, OPS_CF32(c->y), c->lse, OPS_CF32(c->q), OPS_CF32(c->k),
                         OPS_CF32(c->v), &c->args);
     return BRG_OK;
 }
@@ -130,7 +130,7 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(args.B * args.H * args.Tq) * sizeof(float),
                                  "attention statistics");
     if (!lse) return BRG_ERR_OOM;
-    brg_k_attention_fwd(OPS_F32(*y), lse, OPS_CF32(q), OPS_CF32(k), OPS_CF32(v), &args);
+    ops_k(tape)->attention_fwd(OPS_F32(*y), lse, OPS_CF32(q), OPS_CF32(k), OPS_CF32(v), &args);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, attention_backward, attention_ctx, q, k, v, opts->bias, *y, lse, args);
 }

@@ -10,7 +10,7 @@ static brg_status clamp_backward(brg_tape *tape, void *p) {
     clamp_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    brg_k_clamp_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), c->lo, c->hi);
+    ops_k(tape)->clamp_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), c->lo, c->hi);
     return BRG_OK;
 }
 
@@ -20,7 +20,7 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
     const brg_tensor *ins[1] = {x};
     const bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "clamp output", y));
-    brg_k_clamp_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), lo, hi);
+    ops_k(tape)->clamp_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), lo, hi);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, clamp_backward, clamp_ctx, x, *y, lo, hi);
 }
@@ -31,7 +31,7 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
 
 brg_status brg_fp16_overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     BRG_TRY(ops_check_f32("fp16_overflow_guard", x, 0));
-    const float m = brg_k_max_abs(OPS_CF32(x), brg_tensor_numel(x));
+    const float m = ops_k(tape)->max_abs(OPS_CF32(x), brg_tensor_numel(x));
     if (!(m > FP16_MAX)) {
         *y = x;
         return BRG_OK;

@@ -3,7 +3,11 @@
 #define BRIGADE_OPS_INTERNAL_H
 
 #include "brigade/ops.h"
+#include "kernels/backend.h"
 #include "kernels/kernels.h"
+
+/* The fp32 kernels of the tape's backend: every kernel an op runs is called through here. */
+static inline const brg_kernels *ops_k(const brg_tape *tape) { return brg_tape_backend(tape)->f32; }
 
 /* Fails unless t is a contiguous F32 tensor with at least `min_dims` dimensions. */
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims);

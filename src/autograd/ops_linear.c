@@ -14,7 +14,7 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    brg_k_linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
                      c->w_in_out);
     return BRG_OK;
 }
@@ -56,7 +56,7 @@ brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *
     BRG_TRY(new_rows(tape, x, out, rec, "linear output", y));
     int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
-    brg_k_linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
+    ops_k(tape)->linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_backward, linear_ctx, x, w, b, *y, n, in, out, w_in_out);
 }
@@ -78,8 +78,8 @@ static brg_status linear_act_backward(brg_tape *tape, void *p) {
     OPS_GRAD(db, tape, c->b);
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
-    brg_k_bias_gelu_bwd(dh, db, c->y->grad, OPS_CF32(c->h), c->n, c->out, c->kind);
-    brg_k_linear_bwd(dx, dw, dw_overwrite, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
+    ops_k(tape)->bias_gelu_bwd(dh, db, c->y->grad, OPS_CF32(c->h), c->n, c->out, c->kind);
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
                      c->w_in_out);
     return BRG_OK;
 }
@@ -98,8 +98,8 @@ brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tens
     int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
     brg_gelu_kind kind = act == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF;
-    brg_k_linear_fwd(OPS_F32(h), OPS_CF32(x), OPS_CF32(w), NULL, n, in, out, w_in_out);
-    brg_k_bias_gelu_fwd(OPS_F32(h), OPS_F32(*y), b ? OPS_CF32(b) : NULL, n, out, kind);
+    ops_k(tape)->linear_fwd(OPS_F32(h), OPS_CF32(x), OPS_CF32(w), NULL, n, in, out, w_in_out);
+    ops_k(tape)->bias_gelu_fwd(OPS_F32(h), OPS_F32(*y), b ? OPS_CF32(b) : NULL, n, out, kind);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_act_backward, linear_act_ctx, x, w, b, h, *y, n, in, out, w_in_out, kind);
 }
@@ -115,7 +115,7 @@ static brg_status matmul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    brg_k_bmm_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), c->batch, c->M, c->N, c->K, c->ta, c->tb);
+    ops_k(tape)->bmm_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), c->batch, c->M, c->N, c->K, c->ta, c->tb);
     return BRG_OK;
 }
 
@@ -143,7 +143,7 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
     shape[nd - 2] = M;
     shape[nd - 1] = N;
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, nd, shape, rec, "matmul output", y));
-    brg_k_bmm_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), batch, M, N, K, trans_a, trans_b);
+    ops_k(tape)->bmm_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), batch, M, N, K, trans_a, trans_b);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, matmul_backward, matmul_ctx, a, b, *y, batch, M, N, K, trans_a, trans_b);
 }

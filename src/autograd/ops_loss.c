@@ -17,7 +17,7 @@ static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     if (!c->loss->grad) return BRG_OK;
     OPS_GRAD(dl, tape, c->logits);
     if (dl)
-        brg_k_cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, OPS_CF32(c->logits), c->lse, (const int32_t *)c->targets->data,
+        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, OPS_CF32(c->logits), c->lse, (const int32_t *)c->targets->data,
                                 c->n, c->v, c->ignore_index, c->count);
     return BRG_OK;
 }
@@ -47,7 +47,7 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "cross_entropy statistics");
     if (!lse) return BRG_ERR_OOM;
     int64_t count = 0;
-    float mean = brg_k_cross_entropy_fwd(lse, &count, OPS_CF32(logits), t, n, v, ignore_index);
+    float mean = ops_k(tape)->cross_entropy_fwd(lse, &count, OPS_CF32(logits), t, n, v, ignore_index);
     double scale = denominator > 0 ? (double)count / denominator : 1.0;
     OPS_F32(*loss)[0] = (float)(mean * scale);
     if (!rec || count == 0) {
@@ -73,8 +73,8 @@ static brg_status pointwise_loss_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     float scale = c->loss->grad[0] * c->inv_denominator;
     int64_t n = brg_tensor_numel(c->x);
-    if (c->kind == LOSS_MSE) brg_k_mse_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
-    else brg_k_bce_logits_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
+    if (c->kind == LOSS_MSE) ops_k(tape)->mse_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
+    else ops_k(tape)->bce_logits_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
     return BRG_OK;
 }
 
@@ -93,8 +93,8 @@ static brg_status pointwise(brg_tape *tape, const char *op, pointwise_loss kind,
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1) && n > 0;
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss));
-    double sum = kind == LOSS_MSE ? brg_k_mse_sum_fwd(OPS_CF32(x), OPS_CF32(target), n)
-                                  : brg_k_bce_logits_sum_fwd(OPS_CF32(x), OPS_CF32(target), n);
+    double sum = kind == LOSS_MSE ? ops_k(tape)->mse_sum_fwd(OPS_CF32(x), OPS_CF32(target), n)
+                                  : ops_k(tape)->bce_logits_sum_fwd(OPS_CF32(x), OPS_CF32(target), n);
     OPS_F32(*loss)[0] = n > 0 ? (float)(sum / denom) : 0.0f;
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, pointwise_loss_backward, loss_ctx, x, target, *loss, (float)(1.0 / denom), kind);

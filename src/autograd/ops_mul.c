@@ -11,7 +11,7 @@ static brg_status mul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    brg_k_mul_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), brg_tensor_numel(c->y));
+    ops_k(tape)->mul_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), brg_tensor_numel(c->y));
     return BRG_OK;
 }
 
@@ -26,7 +26,7 @@ brg_status brg_mul(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     const brg_tensor *ins[2] = {a, b};
     bool rec = brg_tape_needs(tape, ins, 2);
     BRG_TRY(ops_new_like(tape, a, rec, "mul output", y));
-    brg_k_mul_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
+    ops_k(tape)->mul_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, mul_backward, mul_ctx, a, b, *y);
 }

@@ -17,7 +17,7 @@ static brg_status embedding_backward(brg_tape *tape, void *p) {
     embedding_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    if (dt) brg_k_embedding_bwd(dt, c->y->grad, (const int32_t *)c->ids->data, c->n, c->dim);
+    if (dt) ops_k(tape)->embedding_bwd(dt, c->y->grad, (const int32_t *)c->ids->data, c->n, c->dim);
     return BRG_OK;
 }
 
@@ -37,7 +37,7 @@ brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg
     for (int i = 0; i < ids->ndim; i++) shape[i] = ids->shape[i];
     shape[ids->ndim] = dim;
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, ids->ndim + 1, shape, rec, "embedding output", y));
-    brg_k_embedding_fwd(OPS_F32(*y), id, OPS_CF32(table), n, dim);
+    ops_k(tape)->embedding_fwd(OPS_F32(*y), id, OPS_CF32(table), n, dim);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, embedding_backward, embedding_ctx, ids, table, *y, n, dim);
 }
@@ -55,7 +55,7 @@ static brg_status layer_norm_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dg, tape, c->gamma);
     OPS_GRAD(db, tape, c->beta);
-    brg_k_layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n, c->c);
+    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n, c->c);
     return BRG_OK;
 }
 
@@ -74,7 +74,7 @@ brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_
     float *mean = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     float *rstd = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     if (!mean || !rstd) return BRG_ERR_OOM;
-    brg_k_layernorm_fwd(OPS_F32(*y), mean, rstd, OPS_CF32(x), OPS_CF32(gamma), OPS_CF32(beta), n, c, eps);
+    ops_k(tape)->layernorm_fwd(OPS_F32(*y), mean, rstd, OPS_CF32(x), OPS_CF32(gamma), OPS_CF32(beta), n, c, eps);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, layer_norm_backward, layer_norm_ctx, x, gamma, beta, *y, mean, rstd, n, c);
 }
@@ -91,7 +91,7 @@ static brg_status activation_backward(brg_tape *tape, void *p) {
     activation_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) brg_k_gelu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), gelu_kind(c->act));
+    if (dx) ops_k(tape)->gelu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), gelu_kind(c->act));
     return BRG_OK;
 }
 
@@ -100,7 +100,7 @@ brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, 
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "activation output", y));
-    brg_k_gelu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), gelu_kind(act));
+    ops_k(tape)->gelu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), gelu_kind(act));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, activation_backward, activation_ctx, x, *y, act);
 }
@@ -115,7 +115,7 @@ static brg_status softmax_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     int64_t cols = last_dim(c->x);
-    if (dx) brg_k_softmax_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
+    if (dx) ops_k(tape)->softmax_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
     return BRG_OK;
 }
 
@@ -125,7 +125,7 @@ brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "softmax output", y));
     int64_t cols = last_dim(x);
-    brg_k_softmax_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x) / (cols ? cols : 1), cols);
+    ops_k(tape)->softmax_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x) / (cols ? cols : 1), cols);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, softmax_backward, softmax_ctx, x, *y);
 }
@@ -141,8 +141,8 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     int64_t n = brg_tensor_numel(c->y);
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    if (da) brg_k_accumulate(da, c->y->grad, n);
-    if (db) brg_k_accumulate(db, c->y->grad, n);
+    if (da) ops_k(tape)->accumulate(da, c->y->grad, n);
+    if (db) ops_k(tape)->accumulate(db, c->y->grad, n);
     return BRG_OK;
 }
 
@@ -171,7 +171,7 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     bool rec = brg_tape_needs(tape, ins, 2);
     brg_tensor *over = brg_tape_take_donated(tape, b) ? b : brg_tape_take_donated(tape, a) ? a : NULL;
     BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : ops_new_like(tape, a, rec, "add output", y));
-    brg_k_add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
+    ops_k(tape)->add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_backward, add_ctx, a, b, *y);
 }
@@ -197,7 +197,7 @@ brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y) {
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "scale output", y));
-    brg_k_scale(OPS_F32(*y), OPS_CF32(x), s, brg_tensor_numel(x));
+    ops_k(tape)->scale(OPS_F32(*y), OPS_CF32(x), s, brg_tensor_numel(x));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, scale_backward, scale_ctx, x, *y, s);
 }
@@ -213,7 +213,7 @@ static brg_status dropout_backward(brg_tape *tape, void *p) {
     dropout_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) brg_k_dropout_bwd(dx, c->y->grad, brg_tensor_numel(c->x), c->p, c->seed, c->offset);
+    if (dx) ops_k(tape)->dropout_bwd(dx, c->y->grad, brg_tensor_numel(c->x), c->p, c->seed, c->offset);
     return BRG_OK;
 }
 
@@ -231,7 +231,7 @@ brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, ui
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(brg_tape_take_donated(tape, x) ? new_over(tape, x, rec, "dropout output", y)
                                            : ops_new_like(tape, x, rec, "dropout output", y));
-    brg_k_dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
+    ops_k(tape)->dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, dropout_backward, dropout_ctx, x, *y, p, seed, offset);
 }
@@ -245,7 +245,7 @@ static brg_status reshape_backward(brg_tape *tape, void *p) {
     reshape_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) brg_k_accumulate(dx, c->y->grad, brg_tensor_numel(c->x));
+    if (dx) ops_k(tape)->accumulate(dx, c->y->grad, brg_tensor_numel(c->x));
     return BRG_OK;
 }
 

@@ -1,8 +1,6 @@
 /* Concatenating rows and gathering one position per row, with their backward. */
 #include "autograd/ops_pack.h"
 
-#include <string.h>
-
 #include "ops_cost.h"
 #include "ops_internal.h"
 
@@ -17,12 +15,7 @@ static brg_status concat_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    const float *dy = c->y->grad;
-    int64_t row = c->na + c->nb;
-    for (int64_t r = 0; r < c->B; r++) {
-        for (int64_t i = 0; da && i < c->na; i++) da[r * c->na + i] += dy[r * row + i];
-        for (int64_t i = 0; db && i < c->nb; i++) db[r * c->nb + i] += dy[r * row + c->na + i];
-    }
+    ops_k(tape)->concat_rows_bwd(da, db, c->y->grad, c->B, c->na, c->nb);
     return BRG_OK;
 }
 
@@ -38,11 +31,7 @@ brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_ten
     bool rec = brg_tape_needs(tape, ins, 2);
     int64_t shape[2] = {B, na + nb};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "concat_rows output", y));
-    float *out = OPS_F32(*y);
-    for (int64_t r = 0; r < B; r++) {
-        memcpy(out + r * (na + nb), OPS_CF32(a) + r * na, (size_t)na * sizeof(float));
-        memcpy(out + r * (na + nb) + na, OPS_CF32(b) + r * nb, (size_t)nb * sizeof(float));
-    }
+    ops_k(tape)->concat_rows_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), B, na, nb);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, concat_backward, concat_ctx, a, b, *y, B, na, nb);
 }
@@ -58,10 +47,7 @@ static brg_status gather_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     if (!dx) return BRG_OK;
-    const int32_t *idx = c->index->data;
-    const float *dy = c->y->grad;
-    for (int64_t r = 0; r < c->B; r++)
-        for (int64_t k = 0; k < c->C; k++) dx[(r * c->T + idx[r]) * c->C + k] += dy[r * c->C + k];
+    ops_k(tape)->gather_positions_bwd(dx, c->y->grad, c->index->data, c->B, c->T, c->C);
     return BRG_OK;
 }
 
@@ -80,8 +66,7 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[2] = {B, C};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "gather_positions output", y));
-    for (int64_t r = 0; r < B; r++)
-        memcpy(OPS_F32(*y) + r * C, OPS_CF32(x) + (r * T + idx[r]) * C, (size_t)C * sizeof(float));
+    ops_k(tape)->gather_positions_fwd(OPS_F32(*y), OPS_CF32(x), idx, B, T, C);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, gather_backward, gather_ctx, x, index, *y, B, T, C);
 }

@@ -11,7 +11,7 @@ static brg_status unfold_backward(brg_tape *tape, void *p) {
     unfold_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->pixels);
-    brg_k_patch_unfold_bwd(dx, c->y->grad, &c->d);
+    ops_k(tape)->patch_unfold_bwd(dx, c->y->grad, &c->d);
     return BRG_OK;
 }
 
@@ -30,7 +30,7 @@ brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int6
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[3] = {d.B, (d.H / ph) * (d.W / pw), d.C * ph * pw};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "patches", y));
-    brg_k_patch_unfold_fwd(OPS_F32(*y), OPS_CF32(pixels), &d);
+    ops_k(tape)->patch_unfold_fwd(OPS_F32(*y), OPS_CF32(pixels), &d);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, unfold_backward, unfold_ctx, pixels, *y, d);
 }

@@ -12,7 +12,7 @@ static brg_status prepend_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->token);
     OPS_GRAD(dx, tape, c->x);
-    brg_k_prepend_token_bwd(dt, dx, c->y->grad, c->B, c->n, c->c);
+    ops_k(tape)->prepend_token_bwd(dt, dx, c->y->grad, c->B, c->n, c->c);
     return BRG_OK;
 }
 
@@ -28,7 +28,7 @@ brg_status brg_prepend_token(brg_tape *tape, brg_tensor *token, brg_tensor *x, b
     bool rec = brg_tape_needs(tape, ins, 2);
     int64_t shape[3] = {B, n + 1, c};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "prepend_token output", y));
-    brg_k_prepend_token_fwd(OPS_F32(*y), OPS_CF32(token), OPS_CF32(x), B, n, c);
+    ops_k(tape)->prepend_token_fwd(OPS_F32(*y), OPS_CF32(token), OPS_CF32(x), B, n, c);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, prepend_backward, prepend_ctx, token, x, *y, B, n, c);
 }

@@ -13,7 +13,7 @@ brg_status brg_relative_position_buckets(brg_tape *tape, int64_t Tq, int64_t Tk,
                          (long long)num_buckets, (long long)max_distance);
     int64_t shape[2] = {Tq, Tk};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_I32, 2, shape, false, "relative position buckets", buckets));
-    brg_k_relative_position_buckets((*buckets)->data, Tq, Tk, bidirectional, num_buckets, max_distance);
+    ops_k(tape)->relative_position_buckets((*buckets)->data, Tq, Tk, bidirectional, num_buckets, max_distance);
     return BRG_OK;
 }
 
@@ -25,7 +25,7 @@ static brg_status relpos_backward(brg_tape *tape, void *p) {
     relpos_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    brg_k_relpos_bias_bwd(dt, c->y->grad, c->buckets->data, c->table->shape[1], c->buckets->shape[0],
+    ops_k(tape)->relpos_bias_bwd(dt, c->y->grad, c->buckets->data, c->table->shape[1], c->buckets->shape[0],
                           c->buckets->shape[1]);
     return BRG_OK;
 }
@@ -45,7 +45,7 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t H = table->shape[1], Tq = buckets->shape[0], Tk = buckets->shape[1], shape[3] = {H, Tq, Tk};
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "relative position bias", bias));
-    brg_k_relpos_bias_fwd(OPS_F32(*bias), OPS_CF32(table), bk, H, Tq, Tk);
+    ops_k(tape)->relpos_bias_fwd(OPS_F32(*bias), OPS_CF32(table), bk, H, Tq, Tk);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, relpos_backward, relpos_ctx, table, buckets, *bias);
 }

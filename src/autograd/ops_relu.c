@@ -10,7 +10,7 @@ static brg_status relu_backward(brg_tape *tape, void *p) {
     relu_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    brg_k_relu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x));
+    ops_k(tape)->relu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 
@@ -19,7 +19,7 @@ brg_status brg_relu(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "relu output", y));
-    brg_k_relu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x));
+    ops_k(tape)->relu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, relu_backward, relu_ctx, x, *y);
 }

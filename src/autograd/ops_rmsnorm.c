@@ -13,7 +13,7 @@ static brg_status rms_norm_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dw, tape, c->w);
-    brg_k_rmsnorm_bwd(dx, dw, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->rstd, c->n, c->c);
+    ops_k(tape)->rmsnorm_bwd(dx, dw, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->rstd, c->n, c->c);
     return BRG_OK;
 }
 
@@ -30,7 +30,7 @@ brg_status brg_rms_norm(brg_tape *tape, brg_tensor *x, brg_tensor *weight, float
     BRG_TRY(ops_new_like(tape, x, rec, "rms_norm output", y));
     float *rstd = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "rms_norm statistics");
     if (!rstd) return BRG_ERR_OOM;
-    brg_k_rmsnorm_fwd(OPS_F32(*y), rstd, OPS_CF32(x), OPS_CF32(weight), n, c, eps);
+    ops_k(tape)->rmsnorm_fwd(OPS_F32(*y), rstd, OPS_CF32(x), OPS_CF32(weight), n, c, eps);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, rms_norm_backward, rms_norm_ctx, x, weight, *y, rstd, n, c);
 }

@@ -12,7 +12,7 @@ static brg_status select_backward(brg_tape *tape, void *p) {
     select_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    brg_k_select_bwd(dx, c->y->grad, c->outer, c->n, c->inner, c->index);
+    ops_k(tape)->select_bwd(dx, c->y->grad, c->outer, c->n, c->inner, c->index);
     return BRG_OK;
 }
 
@@ -32,7 +32,7 @@ brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim - 1, shape, rec, "select output", y));
-    brg_k_select_fwd(OPS_F32(*y), OPS_CF32(x), outer, x->shape[dim], inner, index);
+    ops_k(tape)->select_fwd(OPS_F32(*y), OPS_CF32(x), outer, x->shape[dim], inner, index);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, select_backward, select_ctx, x, *y, outer, x->shape[dim], inner, index);
 }

@@ -10,7 +10,7 @@ static brg_status tanh_backward(brg_tape *tape, void *p) {
     tanh_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    brg_k_tanh_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x));
+    ops_k(tape)->tanh_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 
@@ -19,7 +19,7 @@ brg_status brg_tanh(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "tanh output", y));
-    brg_k_tanh_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x));
+    ops_k(tape)->tanh_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x));
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, tanh_backward, tanh_ctx, x, *y);
 }

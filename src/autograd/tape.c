@@ -27,6 +27,7 @@ typedef struct tensor_list {
 
 struct brg_tape {
     brg_arena *arena;
+    const brg_backend *backend; /* whose kernels the recorded ops run */
     bool grad_enabled;
     node *nodes;
     size_t count;
@@ -53,10 +54,14 @@ brg_status brg_tape_create(brg_arena *arena, brg_tape **out) {
     brg_tape *t = calloc(1, sizeof *t);
     if (!t) return brg_error(BRG_ERR_OOM, "cannot allocate a tape");
     t->arena = arena;
+    t->backend = brg_backend_cpu();
     t->grad_enabled = true;
     *out = t;
     return BRG_OK;
 }
+
+void brg_tape_set_backend(brg_tape *tape, const brg_backend *backend) { tape->backend = backend; }
+const brg_backend *brg_tape_backend(const brg_tape *tape) { return tape->backend; }
 
 void brg_tape_destroy(brg_tape *tape) {
     if (!tape) return;

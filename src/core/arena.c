@@ -15,9 +15,9 @@ typedef struct chunk {
     struct chunk *next;
     size_t capacity;
     size_t used;
-    size_t dirty; /* bytes from data on that were ever handed out; past them calloc's zeros stand */
+    size_t dirty; /* bytes from data on that were ever handed out; past them the allocator's zeros stand */
     unsigned char *data;
-    void *raw; /* calloc's block, data aligned within it */
+    void *raw; /* the allocator's block, data aligned within it */
 } chunk;
 
 struct brg_arena {
@@ -31,13 +31,25 @@ struct brg_arena {
     size_t borrowed;      /* memory held elsewhere that the device computes on, see brg_arena_borrow */
     chunk *first;
     chunk *current;
+    brg_allocator allocator;
 };
+
+void *brg_host_alloc_zeroed(void *ctx, size_t bytes) {
+    (void)ctx;
+    return calloc(1, bytes);
+}
+
+void brg_host_release(void *ctx, void *p) {
+    (void)ctx;
+    free(p);
+}
 
 brg_status brg_arena_create(const char *name, size_t budget, brg_arena **out) {
     brg_arena *a = calloc(1, sizeof *a);
     if (!a) return brg_error(BRG_ERR_OOM, "cannot allocate arena for %s", name);
     snprintf(a->name, sizeof a->name, "%s", name ? name : "host");
     a->budget = budget;
+    a->allocator = (brg_allocator){brg_host_alloc_zeroed, brg_host_release, NULL};
     *out = a;
     return BRG_OK;
 }
@@ -46,7 +58,13 @@ brg_status brg_arena_create_child(brg_arena *parent, const char *name, brg_arena
     BRG_ASSERT(parent && !parent->parent);
     BRG_TRY(brg_arena_create(name, BRG_ARENA_UNLIMITED, out));
     (*out)->parent = parent;
+    (*out)->allocator = parent->allocator;
     return BRG_OK;
+}
+
+void brg_arena_set_allocator(brg_arena *arena, const brg_allocator *allocator) {
+    BRG_ASSERT(!arena->first);
+    arena->allocator = *allocator;
 }
 
 void brg_arena_destroy(brg_arena *arena) {
@@ -55,7 +73,7 @@ void brg_arena_destroy(brg_arena *arena) {
     chunk *c = arena->first;
     while (c) {
         chunk *next = c->next;
-        free(c->raw);
+        arena->allocator.release(arena->allocator.ctx, c->raw);
         free(c);
         c = next;
     }
@@ -64,13 +82,14 @@ void brg_arena_destroy(brg_arena *arena) {
 
 static size_t align_up(size_t n) { return (n + BRG_ARENA_ALIGN - 1) & ~(size_t)(BRG_ARENA_ALIGN - 1); }
 
-static chunk *chunk_new(size_t capacity) {
+static chunk *chunk_new(const brg_allocator *allocator, size_t capacity) {
     chunk *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    /* calloc, not aligned_alloc + memset: a large block comes as fresh zero pages, so bytes never
-     * written are never touched (a model whose weights then live in an executable-cache entry's
-     * mapping costs no page of its own). */
-    c->raw = capacity + BRG_ARENA_ALIGN > capacity ? calloc(1, capacity + BRG_ARENA_ALIGN) : NULL;
+    /* Zeroed by the allocator: the host's calloc, not aligned_alloc + memset, gives a large block
+     * as fresh zero pages, so bytes never written are never touched (a model whose weights then
+     * live in an executable-cache entry's mapping costs no page of its own). */
+    c->raw = capacity + BRG_ARENA_ALIGN > capacity ? allocator->alloc_zeroed(allocator->ctx, capacity + BRG_ARENA_ALIGN)
+                                                   : NULL;
     if (!c->raw) {
         free(c);
         return NULL;
@@ -92,7 +111,7 @@ static void *bump(brg_arena *a, size_t bytes) {
     while (c && c->used + bytes > c->capacity && c->next) c = c->next;
     if (!c || c->used + bytes > c->capacity) {
         size_t cap = bytes > MIN_CHUNK ? bytes : MIN_CHUNK;
-        chunk *n = chunk_new(cap);
+        chunk *n = chunk_new(&a->allocator, cap);
         if (!n) return NULL;
         if (c) c->next = n;
         else a->first = n;

@@ -16,6 +16,7 @@
 
 #include "brigade/arena.h"
 #include "brigade/status.h"
+#include "brigade/optim.h"
 #include "brigade/tensor.h"
 
 /* ---- GEMM: the one interface every matrix product goes through ---------------------------
@@ -338,5 +339,27 @@ void brg_k_relpos_bias_fwd(float *bias, const float *table, const int32_t *bucke
                            int64_t Tk);
 void brg_k_relpos_bias_bwd(float *dtable, const float *dbias, const int32_t *buckets, int64_t H, int64_t Tq,
                            int64_t Tk);
+
+
+/* ---- rows side by side and one position per row (concat_rows.c, gather_positions.c) ------- */
+/* y[B, na + nb] = [a[B, na], b[B, nb]]; backward accumulates into da, db (either may be NULL). */
+void brg_k_concat_rows_fwd(float *y, const float *a, const float *b, int64_t B, int64_t na, int64_t nb);
+void brg_k_concat_rows_bwd(float *da, float *db, const float *dy, int64_t B, int64_t na, int64_t nb);
+/* y[B, C] = x[r, index[r], :] of x [B, T, C] (index in [0, T)); backward accumulates into dx. */
+void brg_k_gather_positions_fwd(float *y, const float *x, const int32_t *index, int64_t B, int64_t T, int64_t C);
+void brg_k_gather_positions_bwd(float *dx, const float *dy, const int32_t *index, int64_t B, int64_t T, int64_t C);
+
+/* ---- optimizer updates (optimizer_update.c) ------------------------------------------------ */
+/* One parameter's elements (or a part of them) and their optimizer state, indexed as the
+ * optimizer lays its state keys out (exp_avg, exp_avg_sq; momentum_buffer; ...). */
+typedef struct brg_k_optim_slot {
+    float *value;
+    const float *grad;
+    int64_t n;
+    bool decay; /* weight decay applies */
+    float *state[3];
+} brg_k_optim_slot;
+/* torch.optim's update of step t (from 1) for c->kind, element by element in torch's order. */
+void brg_k_optimizer_update(const brg_optimizer_config *c, brg_k_optim_slot *s, double lr, int64_t t);
 
 #endif

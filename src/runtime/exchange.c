@@ -68,7 +68,7 @@ static brg_status from_model_job(brg_device *dev, void *arg) {
         if (dev->id == 0 && dev->holds[p]) {
             brg_tensor *own = dev->view.params[p].tensor;
             if (own->data != m->params[p].tensor->data)
-                memcpy(own->data, m->params[p].tensor->data, brg_tensor_nbytes(own));
+                dev->backend->copy(own->data, m->params[p].tensor->data, brg_tensor_nbytes(own), BRG_COPY_TO_DEVICE);
         }
     }
     transport *t = dev->rt->transport;

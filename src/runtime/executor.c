@@ -53,7 +53,7 @@ static brg_status copy_in(brg_device *dev, int mb, const brg_tensor *src, brg_te
         return BRG_OK;
     }
     BRG_TRY(brg_tensor_new(arena_of(dev, mb), BRG_DTYPE_F32, src->ndim, src->shape, "stage input", out));
-    memcpy((*out)->data, src->data, brg_tensor_nbytes(src));
+    dev->backend->copy((*out)->data, src->data, brg_tensor_nbytes(src), BRG_COPY_TO_DEVICE);
     (*out)->requires_grad = dev->rt->opts.training;
     return BRG_OK;
 }
@@ -100,9 +100,10 @@ static bool recomputed(const brg_device *dev, int block) {
     return dev->rt->opts.recompute && dev->rt->opts.training && dev->view.blocks[block].kind == BRG_BLOCK_LAYER;
 }
 
-static brg_status new_like(brg_arena *arena, const brg_tensor *src, const char *what, brg_tensor **out) {
+static brg_status new_like(const brg_device *dev, brg_arena *arena, const brg_tensor *src, const char *what,
+                           brg_tensor **out) {
     BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, src->ndim, src->shape, what, out));
-    memcpy((*out)->data, src->data, brg_tensor_nbytes(src));
+    dev->backend->copy((*out)->data, src->data, brg_tensor_nbytes(src), BRG_COPY_ON_DEVICE);
     return BRG_OK;
 }
 
@@ -129,20 +130,20 @@ static brg_status keep_outputs(const brg_device *dev, brg_arena *arena, checkpoi
         c->out[k] = j >= 0 ? c->prev[j] : NULL;
         if (!c->fresh[k]) continue;
         if (k == 0 && pre && brg_tensor_same_shape(o, pre)) {
-            memcpy(pre->data, o->data, brg_tensor_nbytes(o));
+            dev->backend->copy(pre->data, o->data, brg_tensor_nbytes(o), BRG_COPY_ON_DEVICE);
             c->out[k] = pre;
             continue;
         }
         shape[k] = *o;
         host[k] = malloc(brg_tensor_nbytes(o));
         if (!host[k]) st = brg_error(BRG_ERR_OOM, "cannot keep a recomputed layer's output");
-        else memcpy(host[k], o->data, brg_tensor_nbytes(o));
+        else dev->backend->copy(host[k], o->data, brg_tensor_nbytes(o), BRG_COPY_TO_HOST);
     }
     brg_arena_reset(arena, mark);
     for (int k = 0; k < n; k++) {
         if (host[k] && st == BRG_OK &&
             (st = brg_tensor_new(arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
-            memcpy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]));
+            dev->backend->copy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]), BRG_COPY_TO_DEVICE);
         free(host[k]);
         if (c->fresh[k] && c->out[k]) c->out[k]->requires_grad = true;
         if (st == BRG_OK) st = set_carried(dev, b, k, c->out[k]);
@@ -159,7 +160,7 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
     for (int k = 0; k < dev->rt->n_carried; k++) {
         c->prev[k] = carried(dev, b, k);
         c->in[k] = NULL;
-        if (c->prev[k]) BRG_TRY(new_like(arena, c->prev[k], "recomputation checkpoint", &c->in[k]));
+        if (c->prev[k]) BRG_TRY(new_like(dev, arena, c->prev[k], "recomputation checkpoint", &c->in[k]));
         if (c->in[k]) BRG_TRY(brg_tensor_ensure_grad(arena, c->in[k]));
         BRG_TRY(set_carried(dev, b, k, c->in[k]));
     }
@@ -175,7 +176,8 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
 /* brg_runtime_infer_collect: micro-batch `global`'s logits [b, ...] into rows [first, first + b)
  * of the batch's [rows, ...] tensor, which the first micro-batch to get here allocates with its
  * shape past the first dimension (every later one must have the same). */
-static brg_status collect_logits(brg_runtime *rt, int global, const brg_tensor *lg) {
+static brg_status collect_logits(const brg_device *dev, int global, const brg_tensor *lg) {
+    brg_runtime *rt = dev->rt;
     char got[128], want[128];
     if (!lg) return brg_error(BRG_ERR_INTERNAL, "the model's last block gave no logits");
     const int64_t first = rt->collect_rows[global], rows = lg->ndim > 0 ? lg->shape[0] : 0;
@@ -202,7 +204,7 @@ static brg_status collect_logits(brg_runtime *rt, int global, const brg_tensor *
     pthread_mutex_unlock(&rt->collect_lock);
     BRG_TRY(st);
     const size_t row_bytes = rows ? brg_tensor_nbytes(lg) / (size_t)rows : 0;
-    memcpy((char *)all->data + (size_t)first * row_bytes, lg->data, brg_tensor_nbytes(lg));
+    dev->backend->copy((char *)all->data + (size_t)first * row_bytes, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
     return BRG_OK;
 }
 
@@ -246,8 +248,8 @@ static brg_status forward_step(brg_device *dev, int mb) {
         output_slots(dev, mb)[0] = b->loss;
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
         if (rt->logits && rt->logits[global] && b->logits)
-            memcpy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits));
-        return rt->collect_out ? collect_logits(rt, global, b->logits) : BRG_OK;
+            dev->backend->copy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits), BRG_COPY_TO_HOST);
+        return rt->collect_out ? collect_logits(dev, global, b->logits) : BRG_OK;
     }
     BRG_TRY(check_carried(dev, b));
     brg_named_tensor items[RUNTIME_CARRIED_MAX];
@@ -263,9 +265,9 @@ static brg_status forward_step(brg_device *dev, int mb) {
     return rt->transport->send(rt->transport, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_FORWARD), items, n);
 }
 
-static void add_into(brg_tensor *dst, const float *g) {
-    int64_t n = brg_tensor_numel(dst);
-    for (int64_t i = 0; i < n; i++) dst->grad[i] += g[i];
+/* dst's gradient += g, on the device's kernels. */
+static void add_into(const brg_device *dev, brg_tensor *dst, const float *g) {
+    dev->backend->f32->accumulate(dst->grad, g, brg_tensor_numel(dst));
 }
 
 /* Sends the gradients of this stage's carried inputs back to the stage before. */
@@ -297,7 +299,7 @@ static brg_status receive_output_grads(brg_device *dev, int mb) {
         if (k < 0 || (out && (!brg_tensor_same_shape(out, g) || g->dtype != BRG_DTYPE_F32)))
             st = brg_error(BRG_ERR_INTERNAL, "stage %d received a gradient for %s that does not match what it sent",
                            dev->stage, msg.items[i].name);
-        else if (out && out->grad) add_into(out, g->data);
+        else if (out && out->grad) add_into(dev, out, g->data);
     }
     t->release(t, dev->id, &msg);
     return st;
@@ -306,8 +308,7 @@ static brg_status receive_output_grads(brg_device *dev, int mb) {
 static brg_status add_grad(brg_device *dev, int mb, brg_tensor *t, const float *g) {
     if (!t || !g || !t->requires_grad) return BRG_OK;
     if (!t->grad) BRG_TRY(brg_tensor_ensure_grad(arena_of(dev, mb), t));
-    int64_t n = brg_tensor_numel(t);
-    for (int64_t i = 0; i < n; i++) t->grad[i] += g[i];
+    add_into(dev, t, g);
     return BRG_OK;
 }
 

@@ -54,7 +54,7 @@ static brg_status sq_norm_job(brg_device *dev, void *arg) {
         for (int k = k0; k < k1; k++) {
             int64_t first, count;
             brg_shard_part_range(brg_tensor_numel(t), k, &first, &count);
-            partial[(size_t)p * BRG_SHARD_PARTS + (size_t)k] = brg_simd_sum_squares(t->grad + first, count);
+            partial[(size_t)p * BRG_SHARD_PARTS + (size_t)k] = dev->backend->f32->sum_squares(t->grad + first, count);
         }
     }
     return BRG_OK;
@@ -101,8 +101,7 @@ static brg_status grad_job(brg_device *dev, void *arg) {
         brg_tensor *t = dev->view.params[p].tensor;
         int64_t n = brg_tensor_numel(t);
         if (op->zero) t->grad_zero_pending = true; /* cleared by the next run (see runtime.h) */
-        else
-            for (int64_t i = 0; i < n; i++) t->grad[i] *= op->factor;
+        else dev->backend->f32->scale(t->grad, t->grad, op->factor, n);
     }
     return BRG_OK;
 }

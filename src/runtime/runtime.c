@@ -97,7 +97,7 @@ static brg_status make_view(brg_device *dev, const brg_model *m) {
             BRG_TRY(share_param(dev, src, m->params[p].name, &t));
         } else {
             BRG_TRY(brg_tensor_new(dev->arena, BRG_DTYPE_F32, src->ndim, src->shape, m->params[p].name, &t));
-            memcpy(t->data, src->data, brg_tensor_nbytes(src));
+            dev->backend->copy(t->data, src->data, brg_tensor_nbytes(src), BRG_COPY_TO_DEVICE);
         }
         dev->view.params[p].tensor = t;
     }
@@ -120,7 +120,9 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     if (!transport_is_local(rt->transport, id)) return runtime_init_remote_device(dev); /* another rank's */
     char name[32];
     snprintf(name, sizeof name, "device %d", id);
+    dev->backend = o->backend ? o->backend : brg_backend_cpu();
     BRG_TRY(brg_arena_create(name, o->device_memory, &dev->arena));
+    brg_arena_set_allocator(dev->arena, &dev->backend->allocator);
     dev->n_tapes = M * (dev->last_block - dev->first_block + 1);
     dev->tapes = calloc((size_t)dev->n_tapes, sizeof *dev->tapes);
     dev->ckpts = calloc((size_t)dev->n_tapes, sizeof *dev->ckpts);
@@ -137,7 +139,10 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
         return brg_error(BRG_ERR_OOM, "cannot allocate device %d", id);
     for (int s = 0; s < dev->n_slots; s++) BRG_TRY(brg_arena_create_child(dev->arena, name, &dev->slots[s]));
     int blocks = dev->last_block - dev->first_block + 1;
-    for (int i = 0; i < dev->n_tapes; i++) BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
+    for (int i = 0; i < dev->n_tapes; i++) {
+        BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
+        brg_tape_set_backend(dev->tapes[i], dev->backend);
+    }
     BRG_TRY(make_view(dev, rt->model));
     if (!o->training) BRG_TRY(packed_weights_create(&dev->view, dev->holds, dev->arena, &dev->packed));
     dev->persistent_peak = brg_arena_used(dev->arena) + brg_arena_borrowed(dev->arena);
@@ -324,6 +329,7 @@ void brg_device_get_info(const brg_device *dev, brg_device_info *info) {
 }
 
 brg_arena *brg_device_arena(brg_device *dev) { return dev->arena; }
+const brg_backend *brg_device_backend(const brg_device *dev) { return dev->backend; }
 double brg_runtime_schedule_seconds(const brg_runtime *rt) { return rt->schedule_seconds; }
 
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out) {

@@ -8,6 +8,7 @@
 
 #include "brigade/runtime.h"
 #include "brigade/tape.h"
+#include "kernels/backend.h"
 #include "transport.h"
 
 /* A recomputed block keeps only copies of its carried inputs; `prev` are the tensors they were
@@ -23,6 +24,7 @@ typedef struct checkpoint {
 struct brg_device {
     brg_runtime *rt;
     int id, replica, stage, first_block, last_block;
+    const brg_backend *backend; /* its memory, copies and kernels (rt->opts.backend) */
     brg_arena *arena;      /* persistent: parameters, gradients, optimizer state */
     brg_arena **slots;     /* activation memory, one child arena per micro-batch in flight */
     int n_slots;           /* micro-batch mb uses slots[mb % n_slots] */

@@ -46,6 +46,7 @@ static brg_status create_optimizer(brg_device *dev, void *arg) {
     brg_optimizer *opt;
     BRG_TRY(brg_optimizer_create(&t->opts.optimizer, t->opts.optimizer_state_offchip ? NULL : brg_device_arena(dev),
                                  &opt));
+    brg_optimizer_set_backend(opt, brg_device_backend(dev));
     t->optimizers[info.id] = opt;
     for (int p = 0; p < info.view->n_params; p++) {
         if (!info.holds[p]) continue;
