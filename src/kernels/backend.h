@@ -8,6 +8,7 @@
 #define BRIGADE_KERNELS_BACKEND_H
 
 #include "brigade/backend.h"
+#include "kernels/gemv.h"
 #include "kernels/kernels.h"
 
 /* fp32 kernels: every op's forward and backward, the executor's gradient accumulation, the
@@ -81,6 +82,9 @@ typedef struct brg_kernels {
     void (*split_heads)(float *dst, const float *src, int64_t B, int64_t T, int64_t H, int64_t D, int64_t row_stride);
     void (*tanh_bwd)(float *dx, const float *dy, const float *y, int64_t n);
     void (*tanh_fwd)(float *y, const float *x, int64_t n);
+    /* decode steps: a few rows against a weight read once (gemv.h) */
+    void (*linear_rows_fwd)(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                            int64_t out, bool w_in_out);
     void (*concat_rows_fwd)(float *y, const float *a, const float *b, int64_t B, int64_t na, int64_t nb);
     void (*concat_rows_bwd)(float *da, float *db, const float *dy, int64_t B, int64_t na, int64_t nb);
     void (*gather_positions_fwd)(float *y, const float *x, const int32_t *index, int64_t B, int64_t T, int64_t C);

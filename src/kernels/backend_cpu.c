@@ -58,6 +58,7 @@ static const brg_kernels cpu_f32 = {
     .split_heads = brg_k_split_heads,
     .tanh_bwd = brg_k_tanh_bwd,
     .tanh_fwd = brg_k_tanh_fwd,
+    .linear_rows_fwd = brg_k_linear_rows_fwd,
     .concat_rows_fwd = brg_k_concat_rows_fwd,
     .concat_rows_bwd = brg_k_concat_rows_bwd,
     .gather_positions_fwd = brg_k_gather_positions_fwd,

@@ -28,8 +28,8 @@ brg_status brg_decoder_create(brg_model *model, int64_t rows, int64_t capacity, 
                          (long long)capacity);
     brg_decoder *d = calloc(1, sizeof *d);
     if (!d) return brg_error(BRG_ERR_OOM, "cannot allocate a decoder");
-    *d = (brg_decoder){.m = model, .arch = arch, .rows = rows, .cap = capacity, .vocab = model->vocab_size,
-                       .use_cache = use_cache};
+    *d = (brg_decoder){.m = model, .k = brg_backend_cpu()->f32, .arch = arch, .rows = rows, .cap = capacity,
+                       .vocab = model->vocab_size, .use_cache = use_cache};
     const size_t n = (size_t)(rows * capacity);
     d->ids = calloc(n, sizeof *d->ids);
     d->mask = calloc(n, sizeof *d->mask);

@@ -3,6 +3,7 @@
 #define BRIGADE_MODELS_DECODER_INTERNAL_H
 
 #include "brigade/generate.h"
+#include "kernels/backend.h"
 #include "models/decode_stages.h"
 #include "runtime/transport.h"
 
@@ -10,6 +11,7 @@ typedef struct dec_arch dec_arch;
 
 struct brg_decoder {
     brg_model *m;
+    const brg_kernels *k; /* the kernels its steps run: the CPU backend's */
     const dec_arch *arch;
     void *state; /* the architecture's caches */
     int64_t rows, cap, len, vocab;

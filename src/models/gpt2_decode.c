@@ -19,10 +19,10 @@ static float *LP(const brg_decoder *d, int layer, int which) { return P(d, 2 + l
 
 /* A decode step (one new position per row) multiplies by the weights without packing them; the
  * prefill's many rows go through the GEMM. */
-static void linear(float *y, const float *x, const float *w, const float *b, int64_t N, int64_t in, int64_t out,
-                   bool w_in_out, int64_t n) {
-    if (n == 1) brg_k_linear_rows_fwd(y, x, w, b, N, in, out, w_in_out);
-    else brg_k_linear_fwd(y, x, w, b, N, in, out, w_in_out);
+static void linear(const brg_decoder *d, float *y, const float *x, const float *w, const float *b, int64_t N,
+                   int64_t in, int64_t out, bool w_in_out, int64_t n) {
+    if (n == 1) d->k->linear_rows_fwd(y, x, w, b, N, in, out, w_in_out);
+    else d->k->linear_fwd(y, x, w, b, N, in, out, w_in_out);
 }
 
 static brg_status gpt2_create(brg_decoder *d) {
@@ -95,19 +95,19 @@ static brg_status work_alloc(work *w, int64_t rows, int64_t N, int64_t C, int64_
 static void attention(const brg_decoder *d, kv_cache *cache, int l, work *w, int64_t n) {
     const brg_gpt2_config *c = cfg_of(d);
     const int64_t R = d->rows, N = R * n, C = c->n_embd, H = c->n_head, D = C / H;
-    brg_k_layernorm_fwd(w->h, w->mean, w->rstd, w->x, LP(d, l, L_LN1_W), LP(d, l, L_LN1_B), N, C,
+    d->k->layernorm_fwd(w->h, w->mean, w->rstd, w->x, LP(d, l, L_LN1_W), LP(d, l, L_LN1_B), N, C,
                         c->layer_norm_epsilon);
-    linear(w->wide, w->h, LP(d, l, L_ATTN_W), LP(d, l, L_ATTN_B), N, C, 3 * C, true, n);
+    linear(d, w->wide, w->h, LP(d, l, L_ATTN_W), LP(d, l, L_ATTN_B), N, C, 3 * C, true, n);
     kv_cache_write(cache, l, w->wide, n, 3 * C, C, 2 * C);
-    brg_k_split_heads(w->q, w->wide, R, n, H, D, 3 * C);
+    d->k->split_heads(w->q, w->wide, R, n, H, D, 3 * C);
     float scale = c->scale_attn_weights ? 1.0f / sqrtf((float)D) : 1.0f;
     if (c->scale_attn_by_inverse_layer_idx) scale /= (float)(l + 1);
     const brg_attn_args args = {.B = R, .H = H, .Tq = n, .Tk = cache->len + n, .D = D, .scale = scale,
                                 .causal = true, .key_mask = w->mask, .kv_stride = cache->capacity};
-    brg_k_attention_fwd(w->att, NULL, w->q, cache->blocks[l].k, cache->blocks[l].v, &args);
-    brg_k_merge_heads(w->merged, w->att, R, n, H, D, C, false);
-    linear(w->proj, w->merged, LP(d, l, L_APROJ_W), LP(d, l, L_APROJ_B), N, C, C, true, n);
-    brg_k_add_fwd(w->x, w->x, w->proj, N * C);
+    d->k->attention_fwd(w->att, NULL, w->q, cache->blocks[l].k, cache->blocks[l].v, &args);
+    d->k->merge_heads(w->merged, w->att, R, n, H, D, C, false);
+    linear(d, w->proj, w->merged, LP(d, l, L_APROJ_W), LP(d, l, L_APROJ_B), N, C, C, true, n);
+    d->k->add_fwd(w->x, w->x, w->proj, N * C);
 }
 
 /* x += MLP of layer l. */
@@ -115,12 +115,12 @@ static void mlp(const brg_decoder *d, int l, work *w, int64_t N, int64_t n) {
     const brg_gpt2_config *c = cfg_of(d);
     const int64_t C = c->n_embd, I = c->n_inner ? c->n_inner : 4 * C;
     const brg_gelu_kind kind = c->activation == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF;
-    brg_k_layernorm_fwd(w->h, w->mean, w->rstd, w->x, LP(d, l, L_LN2_W), LP(d, l, L_LN2_B), N, C,
+    d->k->layernorm_fwd(w->h, w->mean, w->rstd, w->x, LP(d, l, L_LN2_W), LP(d, l, L_LN2_B), N, C,
                         c->layer_norm_epsilon);
-    linear(w->wide, w->h, LP(d, l, L_FC_W), NULL, N, C, I, true, n);
-    brg_k_bias_gelu_fwd(w->wide, w->act, LP(d, l, L_FC_B), N, I, kind);
-    linear(w->proj, w->act, LP(d, l, L_MPROJ_W), LP(d, l, L_MPROJ_B), N, I, C, true, n);
-    brg_k_add_fwd(w->x, w->x, w->proj, N * C);
+    linear(d, w->wide, w->h, LP(d, l, L_FC_W), NULL, N, C, I, true, n);
+    d->k->bias_gelu_fwd(w->wide, w->act, LP(d, l, L_FC_B), N, I, kind);
+    linear(d, w->proj, w->act, LP(d, l, L_MPROJ_W), LP(d, l, L_MPROJ_B), N, I, C, true, n);
+    d->k->add_fwd(w->x, w->x, w->proj, N * C);
 }
 
 /* One forward's state, handed from unit to unit (and stage to stage). */
@@ -149,9 +149,9 @@ static brg_status take(void *ctx, const transport_msg *msg) {
 static void embed(const fwd *f) {
     const brg_decoder *d = f->d;
     const int64_t N = d->rows * f->n, C = cfg_of(d)->n_embd;
-    brg_k_embedding_fwd(f->w->x, f->w->ids, P(d, P_WTE), N, C);
-    brg_k_embedding_fwd(f->w->h, f->w->pos, P(d, P_WPE), N, C);
-    brg_k_add_fwd(f->w->x, f->w->x, f->w->h, N * C);
+    d->k->embedding_fwd(f->w->x, f->w->ids, P(d, P_WTE), N, C);
+    d->k->embedding_fwd(f->w->h, f->w->pos, P(d, P_WPE), N, C);
+    d->k->add_fwd(f->w->x, f->w->x, f->w->h, N * C);
 }
 
 /* ln_f and the LM head at each row's last new position only. */
@@ -162,9 +162,9 @@ static void head(const fwd *f) {
     work *w = f->w;
     for (int64_t r = 0; r < R; r++) memcpy(w->last + r * C, w->x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
     const int ln_f = 2 + (int)c->n_layer * PER_LAYER;
-    brg_k_layernorm_fwd(w->h, w->mean, w->rstd, w->last, P(d, ln_f), P(d, ln_f + 1), R, C, c->layer_norm_epsilon);
+    d->k->layernorm_fwd(w->h, w->mean, w->rstd, w->last, P(d, ln_f), P(d, ln_f + 1), R, C, c->layer_norm_epsilon);
     const float *lm = c->tie_word_embeddings ? P(d, P_WTE) : P(d, ln_f + 2);
-    linear(f->logits, w->h, lm, NULL, R, C, V, false, 1); /* one position per row: the same for every batch */
+    linear(d, f->logits, w->h, lm, NULL, R, C, V, false, 1); /* one position per row: the same for every batch */
 }
 
 /* Units as the model's blocks: 0 the embeddings, 1..n_layer the layers, n_layer + 1 the head. */

@@ -80,9 +80,9 @@ static brg_status cross_units(enc_pass *e, int first, int last) {
     const int fd = brg_t5_first_decoder_block(d->m);
     for (int l = first - fd; l <= last - fd && l < c->num_decoder_layers; l++) {
         const t5_attn_idx *w = &st->layers[c->num_layers + l].cross;
-        brg_k_linear_fwd(e->tmp, enc, P(d, w->k), NULL, N, c->d_model, HD, false);
+        d->k->linear_fwd(e->tmp, enc, P(d, w->k), NULL, N, c->d_model, HD, false);
         for (int64_t i = 0; i < N; i++) memcpy(e->kv + i * 2 * HD, e->tmp + i * HD, (size_t)HD * sizeof *e->kv);
-        brg_k_linear_fwd(e->tmp, enc, P(d, w->v), NULL, N, c->d_model, HD, false);
+        d->k->linear_fwd(e->tmp, enc, P(d, w->v), NULL, N, c->d_model, HD, false);
         for (int64_t i = 0; i < N; i++) memcpy(e->kv + i * 2 * HD + HD, e->tmp + i * HD, (size_t)HD * sizeof *e->kv);
         kv_cache_write(s->cross, l, e->kv, Te, 2 * HD, 0, HD);
     }
@@ -157,9 +157,10 @@ static brg_status t5_encode(brg_decoder *d) {
 /* ---- the cached step ---- */
 
 /* A decode step (one new position per row) multiplies by the weights without packing them. */
-static void linear(float *y, const float *x, const float *w, int64_t N, int64_t in, int64_t out, int64_t n) {
-    if (n == 1) brg_k_linear_rows_fwd(y, x, w, NULL, N, in, out, false);
-    else brg_k_linear_fwd(y, x, w, NULL, N, in, out, false);
+static void linear(const brg_decoder *d, float *y, const float *x, const float *w, int64_t N, int64_t in, int64_t out,
+                   int64_t n) {
+    if (n == 1) d->k->linear_rows_fwd(y, x, w, NULL, N, in, out, false);
+    else d->k->linear_fwd(y, x, w, NULL, N, in, out, false);
 }
 
 typedef struct work {
@@ -196,12 +197,12 @@ static void attention_sublayer(const brg_decoder *d, const t5_attn_idx *w, kv_ca
                                const float *bias, const float *key_mask, work *wk, int64_t n) {
     const brg_t5_config *c = &state_of(d)->cfg;
     const int64_t R = d->rows, N = R * n, C = c->d_model, H = c->num_heads, D = c->d_kv, HD = H * D;
-    brg_k_rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ln), N, C, c->layer_norm_epsilon);
-    linear(wk->q, wk->h, P(d, w->q), N, C, HD, n);
+    d->k->rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ln), N, C, c->layer_norm_epsilon);
+    linear(d, wk->q, wk->h, P(d, w->q), N, C, HD, n);
     int64_t Tk = cache->len;
     if (self) {
-        linear(wk->k, wk->h, P(d, w->k), N, C, HD, n);
-        linear(wk->v, wk->h, P(d, w->v), N, C, HD, n);
+        linear(d, wk->k, wk->h, P(d, w->k), N, C, HD, n);
+        linear(d, wk->v, wk->h, P(d, w->v), N, C, HD, n);
         for (int64_t i = 0; i < N; i++) {
             memcpy(wk->kv + i * 2 * HD, wk->k + i * HD, (size_t)HD * sizeof(float));
             memcpy(wk->kv + i * 2 * HD + HD, wk->v + i * HD, (size_t)HD * sizeof(float));
@@ -209,20 +210,20 @@ static void attention_sublayer(const brg_decoder *d, const t5_attn_idx *w, kv_ca
         kv_cache_write(cache, l, wk->kv, n, 2 * HD, 0, HD);
         Tk += n;
     }
-    brg_k_split_heads(wk->merged, wk->q, R, n, H, D, HD); /* merged holds the split queries for now */
+    d->k->split_heads(wk->merged, wk->q, R, n, H, D, HD); /* merged holds the split queries for now */
     const brg_attn_args args = {.B = R, .H = H, .Tq = n, .Tk = Tk, .D = D, .scale = 1.0f, .causal = self,
                                 .key_mask = key_mask, .bias = bias, .kv_stride = cache->capacity};
-    brg_k_attention_fwd(wk->att, NULL, wk->merged, cache->blocks[l].k, cache->blocks[l].v, &args);
-    brg_k_merge_heads(wk->merged, wk->att, R, n, H, D, HD, false);
-    linear(wk->proj, wk->merged, P(d, w->o), N, HD, C, n);
-    brg_k_add_fwd(wk->x, wk->x, wk->proj, N * C);
+    d->k->attention_fwd(wk->att, NULL, wk->merged, cache->blocks[l].k, cache->blocks[l].v, &args);
+    d->k->merge_heads(wk->merged, wk->att, R, n, H, D, HD, false);
+    linear(d, wk->proj, wk->merged, P(d, w->o), N, HD, C, n);
+    d->k->add_fwd(wk->x, wk->x, wk->proj, N * C);
 }
 
-static void activation(const brg_t5_config *c, float *y, const float *x, int64_t n) {
+static void activation(const brg_decoder *d, const brg_t5_config *c, float *y, const float *x, int64_t n) {
     switch (c->act) {
-    case BRG_T5_ACT_RELU: brg_k_relu_fwd(y, x, n); break;
-    case BRG_T5_ACT_GELU_ERF: brg_k_gelu_fwd(y, x, n, BRG_GELU_ERF); break;
-    case BRG_T5_ACT_GELU_TANH: brg_k_gelu_fwd(y, x, n, BRG_GELU_TANH); break;
+    case BRG_T5_ACT_RELU: d->k->relu_fwd(y, x, n); break;
+    case BRG_T5_ACT_GELU_ERF: d->k->gelu_fwd(y, x, n, BRG_GELU_ERF); break;
+    case BRG_T5_ACT_GELU_TANH: d->k->gelu_fwd(y, x, n, BRG_GELU_TANH); break;
     }
 }
 
@@ -230,18 +231,18 @@ static void activation(const brg_t5_config *c, float *y, const float *x, int64_t
 static void feed_forward(const brg_decoder *d, const t5_layer_idx *w, work *wk, int64_t N, int64_t n) {
     const brg_t5_config *c = &state_of(d)->cfg;
     const int64_t C = c->d_model, F = c->d_ff;
-    brg_k_rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ff_ln), N, C, c->layer_norm_epsilon);
+    d->k->rmsnorm_fwd(wk->h, wk->rstd, wk->x, P(d, w->ff_ln), N, C, c->layer_norm_epsilon);
     if (c->is_gated_act) {
-        linear(wk->ff, wk->h, P(d, w->wi_0), N, C, F, n);
-        activation(c, wk->ff2, wk->ff, N * F);
-        linear(wk->ff, wk->h, P(d, w->wi_1), N, C, F, n);
-        brg_k_mul_fwd(wk->ff2, wk->ff2, wk->ff, N * F);
+        linear(d, wk->ff, wk->h, P(d, w->wi_0), N, C, F, n);
+        activation(d, c, wk->ff2, wk->ff, N * F);
+        linear(d, wk->ff, wk->h, P(d, w->wi_1), N, C, F, n);
+        d->k->mul_fwd(wk->ff2, wk->ff2, wk->ff, N * F);
     } else {
-        linear(wk->ff, wk->h, P(d, w->wi), N, C, F, n);
-        activation(c, wk->ff2, wk->ff, N * F);
+        linear(d, wk->ff, wk->h, P(d, w->wi), N, C, F, n);
+        activation(d, c, wk->ff2, wk->ff, N * F);
     }
-    linear(wk->proj, wk->ff2, P(d, w->wo), N, F, C, n);
-    brg_k_add_fwd(wk->x, wk->x, wk->proj, N * C);
+    linear(d, wk->proj, wk->ff2, P(d, w->wo), N, F, C, n);
+    d->k->add_fwd(wk->x, wk->x, wk->proj, N * C);
 }
 
 /* One cached step's state, handed from unit to unit (and stage to stage). */
@@ -278,13 +279,13 @@ static void step_embed(const step_pass *p) {
     const brg_t5_config *c = &st->cfg;
     work *w = p->w;
     const int64_t n = p->n, start = p->start, Tk = start + n;
-    brg_k_embedding_fwd(w->x, w->ids, P(d, st->shared), d->rows * n, c->d_model);
+    d->k->embedding_fwd(w->x, w->ids, P(d, st->shared), d->rows * n, c->d_model);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < Tk; j++)
             w->buckets[i * Tk + j] = brg_k_relative_position_bucket(j - (start + i), false,
                                                                     c->relative_attention_num_buckets,
                                                                     c->relative_attention_max_distance);
-    brg_k_relpos_bias_fwd(w->bias, P(d, st->layers[c->num_layers].rel_bias), w->buckets, c->num_heads, n, Tk);
+    d->k->relpos_bias_fwd(w->bias, P(d, st->layers[c->num_layers].rel_bias), w->buckets, c->num_heads, n, Tk);
 }
 
 static void step_layer(const step_pass *p, int l) {
@@ -305,13 +306,13 @@ static void step_head(const step_pass *p) {
     work *w = p->w;
     const int64_t R = d->rows, C = c->d_model, n = p->n;
     for (int64_t r = 0; r < R; r++) memcpy(w->last + r * C, w->x + (r * n + n - 1) * C, (size_t)C * sizeof(float));
-    brg_k_rmsnorm_fwd(w->h, w->rstd, w->last, P(d, st->dec_final_ln), R, C, c->layer_norm_epsilon);
+    d->k->rmsnorm_fwd(w->h, w->rstd, w->last, P(d, st->dec_final_ln), R, C, c->layer_norm_epsilon);
     const float *x = w->h;
     if (c->scale_decoder_outputs) {
-        brg_k_scale(w->last, w->h, (float)(1.0 / sqrt((double)c->d_model)), R * C);
+        d->k->scale(w->last, w->h, (float)(1.0 / sqrt((double)c->d_model)), R * C);
         x = w->last;
     }
-    linear(p->logits, x, P(d, st->lm_head), R, C, d->vocab, 1);
+    linear(d, p->logits, x, P(d, st->lm_head), R, C, d->vocab, 1);
 }
 
 /* Units as the model's blocks: the first decoder block also embeds, the last block is the head. */
