@@ -4,7 +4,8 @@
  *   brigade_bench [--model small|tiny|bert-base|vit-base|t5-small|all] [--mode train|infer|decode|all]
  *                 [--bt 4x64|8x128|default|all] [--config NAME[,NAME...]|all] [--steps N] [--warmup N]
  *                 [--peak-only] [--no-peak] [--peak1 GFLOPS --peak2 GFLOPS] [--env-tag NAME] [--verbose]
- *                 [--precision 32.32|16.32|bf16.32|16.16|bf16.16] (training only; RESULT precision=)
+ *                 [--precision 32.32|16.32|bf16.32|16.16|bf16.16] (training; decode: the X.32 modes'
+ *                 products, steps reading half weights; RESULT precision=)
  *                 [--trace FILE.json] (training traced into FILE; RESULT trace=on)
  *                 [--mode decode [--prompt N] [--new-tokens N] [--bw-mib N]]
  *
@@ -439,7 +440,8 @@ static void on_step(void *ctx, int64_t step, double loss, float lr) {
     if (step >= 1 && step <= c->n) c->t[step - 1] = now();
 }
 
-/* --precision: the mode training runs in (inference stays fp32). */
+/* --precision: the mode training runs in, and decode's compute type (its .32 modes); the forward
+ * passes of --mode infer stay fp32. */
 static brg_precision train_precision = BRG_PRECISION_32_32;
 /* --trace FILE: training runs traced into FILE (what tracing costs; RESULT trace=on). */
 static const char *train_trace;
@@ -658,6 +660,7 @@ static brg_status generate_once(brg_model *m, const brg_prompts *p, int64_t new_
     brg_generation_config_default(&cfg);
     cfg.max_new_tokens = new_tokens, cfg.min_new_tokens = new_tokens;
     cfg.n_eos = 0;
+    cfg.compute_dtype = brg_precision_compute_dtype(train_precision);
     brg_generation g;
     const double t = now();
     BRG_TRY(brg_generate(m, &cfg, p, &g));
@@ -668,14 +671,16 @@ static brg_status generate_once(brg_model *m, const brg_prompts *p, int64_t new_
 }
 
 /* Bytes a decode step reads: every weight once (the tied LM head is the token embedding, so
- * it counts once; of the position embedding only the row in use), and each row's keys and
- * values over the mean cache length of the steps. */
+ * it counts once; of the position embedding only the row in use), in the compute type's size
+ * (a half type's steps read half copies), and each row's fp32 keys and values over the mean
+ * cache length of the steps. */
 static double decode_step_bytes(const brg_model *m, const model_spec *ms, int64_t batch, int64_t prompt,
                                 int64_t new_tokens) {
     const double C = (double)ms->width, L = (double)ms->layers;
     const double weights = (double)brg_model_num_parameters(m) - ((double)ms->positions - 1) * C;
     const double mean_len = (double)prompt + (double)new_tokens / 2.0; /* keys of steps prompt+1 .. prompt+new-1 */
-    return 4.0 * (weights + (double)batch * 2.0 * L * mean_len * C);
+    const double weight_bytes = (double)brg_dtype_size(brg_precision_compute_dtype(train_precision));
+    return weight_bytes * weights + 4.0 * (double)batch * 2.0 * L * mean_len * C;
 }
 
 typedef struct decode_timing {
@@ -716,12 +721,12 @@ static void report_decode(const model_spec *ms, const brg_model *m, int64_t batc
     printf("RESULT impl=brigade model=%s mode=decode bt=%lldx%lld config=%s cores=%d threads=%d batch=%lld prompt=%lld "
            "new_tokens=%lld prefill_ms=%.3f ms_per_step=%.3f decode_tokens_per_s=%.3f tokens_per_s=%.3f gflops=%.3f "
            "bytes_per_token=%.0f bw_gbps=%.3f bw_bound_tokens_per_s=%.3f params=%lld gemm=%s simd=%s peak_rss_mb=%.1f "
-           "rss=%s%s%s\n",
+           "rss=%s precision=%s%s%s\n",
            ms->name, (long long)batch, (long long)P, threads > 1 ? "1dev2t" : "1dev", threads, threads,
            (long long)batch, (long long)P, (long long)G, t->prefill_s * 1e3, t->decode_s / (double)(G - 1) * 1e3, tps,
            tps, gflops, step_bytes / (double)batch, bw, bound, (long long)brg_model_num_parameters(m),
            brg_gemm_backend(), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
-           set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+           brg_precision_name(train_precision), set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;
 }
@@ -793,6 +798,7 @@ static bool bench_decode_requests(brg_model *m, const model_spec *ms, bool pipe,
     brg_generation_config cfg;
     brg_generation_config_default(&cfg);
     cfg.max_new_tokens = G, cfg.min_new_tokens = G, cfg.n_eos = 0;
+    cfg.compute_dtype = brg_precision_compute_dtype(train_precision);
     const brg_generate_placement pl = {pipe ? 2 : 1, stage, 1};
     brg_generation outs[DECODE_REQUESTS];
     double best = 1e30;

@@ -38,6 +38,13 @@ got=$("$brigade" generate --model $gpt2 --prompt "The quick brown fox jumps over
 got=$("$brigade" generate --model $gpt2 --prompt "The quick brown fox jumps over" --max-new-tokens 12 --json --no-cache |
   json_field generated_ids)
 [[ $got == "$want" ]] && ok || bad "greedy --no-cache: '$got' != '$want'"
+# In a half compute type (the products' operands rounded, the steps reading half weights): 12 new
+# ids, and a .16 mode refused (a forward pass keeps the weights as loaded).
+got=$("$brigade" generate --model $gpt2 --prompt "The quick brown fox jumps over" --max-new-tokens 12 --json \
+  --precision bf16.32 | json_field generated_ids)
+[[ $(tr -cd , <<<"$got" | wc -c) == 11 ]] && ok || bad "greedy bf16.32: '$got'"
+expect_fail gen-bf16.16 1 "--precision bf16.16 keeps half master weights" "$brigade" generate --model $gpt2 \
+  --prompt hi --precision bf16.16
 # The plain output is the prompt and its continuation, one line.
 expect_out plain "The quick brown fox jumps over" "$brigade" generate --model $gpt2 --prompt "The quick brown fox jumps over"
 (($(wc -l <"$tmp/out.txt") == 1)) && ok || bad "plain output: $(cat "$tmp/out.txt")"
@@ -102,7 +109,7 @@ s1=$("$brigade" generate --model "$tmp/bytes" --prompt "abc" --max-new-tokens 8 
 # Many prompts as requests in flight over 2 stages x 2 replicas: the lines of one device, in order.
 printf '{"prompt": "p%d q"}\n' 1 2 3 4 5 6 7 >"$tmp/many.jsonl"
 echo '{"inference_ipus_per_replica": 2, "inference_layers_per_ipu": [1, 1], "inference_replication_factor": 2}' >"$tmp/ipu2x2.json"
-for extra in "" "--do-sample --seed 4" "--num-beams 2"; do
+for extra in "" "--do-sample --seed 4" "--num-beams 2" "--num-beams 2 --precision bf16.32" "--precision 16.32"; do
   # shellcheck disable=SC2086
   a=$("$brigade" generate --model "$tmp/bytes" --input "$tmp/many.jsonl" --max-new-tokens 6 --batch-size 2 --json $extra) &&
     b=$("$brigade" generate --model "$tmp/bytes" --input "$tmp/many.jsonl" --max-new-tokens 6 --batch-size 2 --json $extra \

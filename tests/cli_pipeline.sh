@@ -88,8 +88,10 @@ awk 'FNR == NR { a[FNR] = $0; next } { gsub(/[0-9.e-]+}/, "}", a[FNR]); t = $0; 
 grep -qx '\[{"label": "neutral", "score": 0\.7[0-9]*}\]' "$tmp/tc_bf16.jsonl" &&
   ! cmp -s "$tmp/a.jsonl" "$tmp/tc_bf16.jsonl" && ok ||
   bad "text-classification bf16.32: $(cat "$tmp/tc_bf16.jsonl") (float32: $(cat "$tmp/a.jsonl"))"
-expect_fail "generation in bf16" 1 "text-generation decodes in fp32" "$brigade" pipeline text-generation \
-  --model tests/fixtures/gpt2_tiny --text hi --precision bf16.32
+"$brigade" pipeline text-generation --model tests/fixtures/generate_gpt2 --text "The quick" --precision bf16.32 \
+  --generate-kwargs '{"max_new_tokens": 8}' \
+  >"$tmp/gen_bf16.jsonl" && grep -q '"generated_text"' "$tmp/gen_bf16.jsonl" && ok ||
+  bad "text-generation bf16.32: $(cat "$tmp/gen_bf16.jsonl")"
 expect_fail "pipeline bf16.16" 1 "--precision bf16.16 keeps half master weights" "$brigade" pipeline \
   text-classification --model "$fix/text_classification" --text hi --precision bf16.16
 expect_fail "not an image classifier" 1 "is a BertForSequenceClassification: image-classification takes ViTForImageClassification" \

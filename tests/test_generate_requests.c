@@ -1,7 +1,10 @@
 /* brg_generate_requests: requests generated at once over pipeline stages and replicas give what
  * brg_generate gives for each alone (greedy, seeded sampling, beam search; GPT-2 and T5 split
- * over the stages, T5 with and without its caches), bad placements are refused, and a failing
- * request is named while the others' results are released. */
+ * over the stages, T5 with and without its caches; fp32 and the half compute types), bad
+ * placements are refused, and a failing request is named while the others' results are
+ * released. A decoder in a half compute type gives logits near fp32's, not them, for the
+ * prompt (the GEMM's rounded operands) and for a cached step (the half weight copies). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -84,6 +87,50 @@ static void check_equal(brg_model *m, const brg_generation_config *cfg, const br
     CHECK_MSG(tokens > REQUESTS * PER, "%s: only %lld tokens generated", what, (long long)tokens);
 }
 
+/* Logits of the prompt (ids[0..n-1]) and of one cached step after it, in `type`. */
+static void decoder_logits(brg_model *m, bool encoder, brg_dtype type, const int32_t *ids, int64_t n, float *prompt,
+                           float *step) {
+    brg_decoder *d = NULL;
+    CHECK_OK(brg_decoder_create(m, 1, T_MAX, true, &d));
+    if (!d) return;
+    CHECK_OK(brg_decoder_set_compute_dtype(d, type));
+    const int32_t enc[4] = {3, 9, 27, 81 % V};
+    if (encoder) CHECK_OK(brg_decoder_encode(d, enc, 4, NULL));
+    CHECK_OK(brg_decoder_step(d, ids, n - 1, NULL, prompt));
+    CHECK_OK(brg_decoder_step(d, ids + n - 1, 1, NULL, step));
+    CHECK_ERR(brg_decoder_set_compute_dtype(d, BRG_DTYPE_F32), BRG_ERR_INVALID_ARG, "before its first step");
+    brg_decoder_destroy(d);
+}
+
+static void check_near(const float *half, const float *full, const char *what) {
+    double diff = 0, scale = 0;
+    for (int i = 0; i < V; i++) {
+        diff = fmax(diff, fabs((double)half[i] - full[i]));
+        scale = fmax(scale, fabs((double)full[i]));
+    }
+    CHECK_MSG(diff > 0 && diff <= 0.03 * scale, "%s: logits differ from fp32's by %.3g (largest %.3g)", what, diff,
+              scale);
+}
+
+static void check_half_logits(brg_model *m, bool encoder, const char *name) {
+    const int32_t ids[5] = {4, 8, 15, 16, 23};
+    float full[2][V], bf16[2][V], f16[2][V];
+    decoder_logits(m, encoder, BRG_DTYPE_F32, ids, 5, full[0], full[1]);
+    decoder_logits(m, encoder, BRG_DTYPE_BF16, ids, 5, bf16[0], bf16[1]);
+    decoder_logits(m, encoder, BRG_DTYPE_F16, ids, 5, f16[0], f16[1]);
+    char what[64];
+    for (int k = 0; k < 2; k++) {
+        snprintf(what, sizeof what, "%s bf16 %s", name, k ? "cached step" : "prompt");
+        check_near(bf16[k], full[k], what);
+        snprintf(what, sizeof what, "%s fp16 %s", name, k ? "cached step" : "prompt");
+        check_near(f16[k], full[k], what);
+    }
+    brg_decoder *d = NULL;
+    CHECK_OK(brg_decoder_create(m, 1, T_MAX, true, &d));
+    CHECK_ERR(brg_decoder_set_compute_dtype(d, BRG_DTYPE_I32), BRG_ERR_INVALID_ARG, "not I32");
+    brg_decoder_destroy(d);
+}
+
 static void test_gpt2(void) {
     brg_model *m = random_gpt2(5);
     if (!m) return;
@@ -104,6 +151,12 @@ static void test_gpt2(void) {
     cfg.do_sample = false, cfg.num_beams = 3, cfg.num_return_sequences = 2, cfg.length_penalty = 0.6f;
     cfg.eos_token_ids[0] = 5, cfg.n_eos = 1;
     check_equal(m, &cfg, &pipe2, "beam search, 2 stages");
+    cfg.compute_dtype = BRG_DTYPE_BF16;
+    check_equal(m, &cfg, &pipe2x2, "bf16 beam search, 2 stages x 2 replicas");
+    cfg.compute_dtype = BRG_DTYPE_F16;
+    check_equal(m, &cfg, &pipe3, "fp16 beam search, 3 stages");
+    cfg.compute_dtype = BRG_DTYPE_F32;
+    check_half_logits(m, false, "GPT-2");
     /* bad placements */
     request_set s;
     make_requests(&s, 4);
@@ -136,8 +189,13 @@ static void test_t5(void) {
     check_equal(m, &cfg, &pipe2x2, "T5 greedy, 2 stages x 2 replicas");
     cfg.num_beams = 2;
     check_equal(m, &cfg, &pipe2x2, "T5 beam search, 2 stages x 2 replicas");
+    cfg.compute_dtype = BRG_DTYPE_BF16;
+    check_equal(m, &cfg, &pipe2x2, "T5 bf16 beam search, 2 stages x 2 replicas");
     cfg.num_beams = 1, cfg.use_cache = false;
+    check_equal(m, &cfg, &pipe2x2, "T5 bf16 without caches, 2 stages x 2 replicas");
+    cfg.compute_dtype = BRG_DTYPE_F32;
     check_equal(m, &cfg, &pipe2x2, "T5 without caches, 2 stages x 2 replicas");
+    check_half_logits(m, true, "T5");
     free(stages);
     brg_model_destroy(m);
 }

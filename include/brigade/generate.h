@@ -62,6 +62,9 @@ typedef struct brg_generation_config {
     int32_t decoder_start_token_id; /* encoder-decoder models; -1: none (then bos_token_id) */
     uint64_t seed;                /* sampling */
     bool use_cache;               /* true; false recomputes the whole sequence every step */
+    /* brigade's, not generation_config.json's: the products' type (brg_decoder_set_compute_dtype),
+     * F32 by default; `generate --precision bf16.32 | 16.32` sets BF16 / F16. */
+    brg_dtype compute_dtype;
 } brg_generation_config;
 
 /* transformers' global defaults (GenerationConfig._get_default_generation_params), no special
@@ -107,6 +110,11 @@ brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t 
  * unmasked tokens before it in its row (padding gets 0), so a left-padded row gives the logits
  * of the same row unpadded. A row's positions must stay below the model's limit. */
 brg_status brg_decoder_step(brg_decoder *d, const int32_t *ids, int64_t n, const float *mask, float *logits);
+/* The products' type (before the first step or encode): F32 (the default), or BF16 / F16 as the
+ * forward passes' X.32 modes run them: operands rounded to it, sums in fp32. A decode step
+ * reads every weight matrix stored in that type (copies the decoder keeps: half the bytes of
+ * the fp32 weights), so it moves half the bytes. */
+brg_status brg_decoder_set_compute_dtype(brg_decoder *d, brg_dtype type);
 /* Row r continues as row src[r] was (beam search); src[r] in [0, rows). */
 brg_status brg_decoder_reorder(brg_decoder *d, const int32_t *src);
 /* Positions fed so far. */

@@ -215,8 +215,8 @@ void brg_model_init_some(brg_model *m, uint64_t seed, const bool *which);
 
 /* The model's named outputs for logits a forward of `batch` returned, as transformers names them:
  * ops->outputs, else one tensor per logits_names column, else "logits" itself (not copied). */
-brg_status brg_model_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits, brg_arena *arena,
-                             brg_named_tensor *out, int max, int *n);
+brg_status brg_model_outputs(const brg_model *m, const brg_tensor_map *batch, const brg_tensor *logits,
+                             brg_arena *arena, brg_named_tensor *out, int max, int *n);
 /* A new tensor of shape [B, shape...] holding elements [offset, offset + prod(shape)) of each row
  * of packed [B, ...] (for ops->outputs). */
 brg_status brg_model_output_span(brg_arena *arena, const brg_tensor *packed, const char *name, int64_t offset,

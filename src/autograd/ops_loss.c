@@ -17,8 +17,8 @@ static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     if (!c->loss->grad) return BRG_OK;
     OPS_GRAD(dl, tape, c->logits);
     if (dl)
-        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, OPS_CF32(c->logits), c->lse, (const int32_t *)c->targets->data,
-                                c->n, c->v, c->ignore_index, c->count);
+        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, OPS_CF32(c->logits), c->lse,
+                                       (const int32_t *)c->targets->data, c->n, c->v, c->ignore_index, c->count);
     return BRG_OK;
 }
 

@@ -55,7 +55,8 @@ static brg_status layer_norm_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dg, tape, c->gamma);
     OPS_GRAD(db, tape, c->beta);
-    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n, c->c);
+    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n,
+                               c->c);
     return BRG_OK;
 }
 

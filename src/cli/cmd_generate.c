@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "io/json.h"
 #include "lines.h"
+#include "precision_flag.h"
 #include "progress.h"
 #include "rank_flags.h"
 #include "trace_flag.h"
@@ -268,7 +269,7 @@ static brg_status generate_all(run *r, int64_t batch_size) {
 /* ---- flags ---- */
 
 typedef struct flags {
-    const char *model, *prompt, *input, *ipu_config, *overrides, *early, *eos, *trace;
+    const char *model, *prompt, *input, *ipu_config, *overrides, *early, *eos, *trace, *precision;
     int64_t max_new, min_new, top_k, beams, num_return, ngram, seed, stop, batch_size;
     double temperature, top_p, typical_p, repetition, length_penalty;
     bool sample, json, no_cache, quiet;
@@ -322,6 +323,7 @@ static brg_status build_config(run *r, const flags *f, const arg_spec *specs, in
     if (seen(specs, n, "length-penalty")) c->length_penalty = (float)f->length_penalty;
     if (seen(specs, n, "num-return-sequences")) c->num_return_sequences = f->num_return;
     if (f->no_cache) c->use_cache = false;
+    BRG_TRY(cli_forward_precision(f->precision, &c->compute_dtype));
     if (f->early) {
         if (strcmp(f->early, "true") == 0) c->early_stopping = BRG_EARLY_STOPPING_TRUE;
         else if (strcmp(f->early, "false") == 0) c->early_stopping = BRG_EARLY_STOPPING_FALSE;
@@ -403,6 +405,8 @@ int cmd_generate(int argc, char **argv) {
         {"stop-token", ARG_INT, &f.stop, false, "stop after this token id (one eos id)", false},
         {"batch-size", ARG_INT, &f.batch_size, false, "prompts generated together, left-padded (8)", false},
         {"no-cache", ARG_FLAG, &f.no_cache, false, "recompute the whole sequence every step (no KV cache)", false},
+        {"precision", ARG_STRING, &f.precision, false, CLI_PRECISION_HELP "; steps read the weights in that type",
+         false},
         {"ipu-config", ARG_STRING, &f.ipu_config, false, "generate over this IPUConfig's inference pipeline (inference_layers_per_ipu, replicas)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},

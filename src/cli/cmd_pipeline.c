@@ -257,7 +257,7 @@ int cmd_pipeline(int argc, char **argv) {
          "run the forward passes as this IPUConfig's inference pipeline (generation: checked, decoded on one device)",
          false},
         {"ipu-config-overrides", ARG_STRING, &f.overrides, false, "\"k1=v1,k2=[1 2]\" over --ipu-config", false},
-        {"precision", ARG_STRING, &f.precision, false, CLI_PRECISION_HELP " (not the generation tasks)", false},
+        {"precision", ARG_STRING, &f.precision, false, CLI_PRECISION_HELP, false},
         CLI_RANK_FLAG_SPECS(ranks),
         {"trace", ARG_STRING, &f.trace, false, "write a timeline of the run (Chrome trace-event JSON, Perfetto) to FILE.json",
          false},

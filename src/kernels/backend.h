@@ -85,6 +85,9 @@ typedef struct brg_kernels {
     /* decode steps: a few rows against a weight read once (gemv.h) */
     void (*linear_rows_fwd)(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, bool w_in_out);
+    /* the same with half weights (BF16 or F16) and x rounded to their type, fp32 sums */
+    void (*linear_rows_half_fwd)(float *y, const float *x, const uint16_t *w, brg_dtype type, const float *b,
+                                 int64_t m, int64_t in, int64_t out, bool w_in_out);
     void (*concat_rows_fwd)(float *y, const float *a, const float *b, int64_t B, int64_t na, int64_t nb);
     void (*concat_rows_bwd)(float *da, float *db, const float *dy, int64_t B, int64_t na, int64_t nb);
     void (*gather_positions_fwd)(float *y, const float *x, const int32_t *index, int64_t B, int64_t T, int64_t C);

@@ -59,6 +59,7 @@ static const brg_kernels cpu_f32 = {
     .tanh_bwd = brg_k_tanh_bwd,
     .tanh_fwd = brg_k_tanh_fwd,
     .linear_rows_fwd = brg_k_linear_rows_fwd,
+    .linear_rows_half_fwd = brg_k_linear_rows_half_fwd,
     .concat_rows_fwd = brg_k_concat_rows_fwd,
     .concat_rows_bwd = brg_k_concat_rows_bwd,
     .gather_positions_fwd = brg_k_gather_positions_fwd,

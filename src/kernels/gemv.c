@@ -4,50 +4,9 @@
 
 #include "brigade/status.h"
 #include "kernels/gemv_avx512.h"
+#include "kernels/gemv_parts.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
-
-/* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
- * 8 decode rows is compute-bound on SSE2). The file is built without floating-point contraction
- * and every lane computes the same chain of correctly rounded operations in every version, so
- * all three give the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ROW_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define ROW_LOOP
-#endif
-
-/* Lanes of the dot products: independent partial sums the compiler turns into vector registers
- * (a fixed order, so no -ffast-math reassociation is needed). */
-#define LANES 16
-
-/* Output columns of W [in, out] per pass down its depth: the m rows' partial outputs for them
- * stay in L1 while every weight row of the tile streams past once. Without the tile each weight
- * row would be applied to m whole output rows, which for a batch of 8 moves more bytes of y
- * through the cache than W holds. The tile is as wide as TILE_Y_FLOATS partial outputs allow
- * (at least TILE, the unit a team splits by): for one row, 4096 columns, so a pass reads each
- * weight row whole (GPT-2's are 3-12 KiB) instead of 2 KiB of it before jumping to the next:
- * short strided runs that the hardware prefetcher follows badly (one decode row's GPT-2 layer
- * products took 28 ms a step instead of 38 in an alternating test). Each element still adds its
- * k terms in order, so the tile changes no bit. */
-#define TILE 512
-#define TILE_Y_FLOATS 4096
-
-/* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
- * arithmetic, bounds the product, and the portable loops' fewer memory streams read it faster. */
-#define BLOCK_ROWS 4
-
-/* Inlined, so each clone of its caller vectorises it for that CPU. */
-static inline __attribute__((always_inline)) float dot(const float *a, const float *b, int64_t n) {
-    float acc[LANES] = {0};
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES)
-        for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * b[i + l];
-    for (int l = 0; i < n; i++, l++) acc[l] += a[i] * b[i];
-    float s = 0.0f;
-    for (int l = 0; l < LANES; l++) s += acc[l];
-    return s;
-}
 
 typedef struct rows_job {
     float *y;
@@ -92,7 +51,7 @@ static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
         brg_gemv_in_out_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
         return;
     }
-    const int64_t fit = TILE_Y_FLOATS / (j->m > 0 ? j->m : 1) / 16 * 16, tile = fit > TILE ? fit : TILE;
+    const int64_t tile = gemv_tile_width(j->m);
     for (int64_t t0 = c0; t0 < c1; t0 += tile) {
         const int64_t n = c1 - t0 < tile ? c1 - t0 : tile;
         in_out_tile(j->y + t0, j->out, j->x, j->in, j->w + t0, j->out, j->b ? j->b + t0 : NULL, j->m, n);

@@ -11,7 +11,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "brigade/tensor.h"
+
 void brg_k_linear_rows_fwd(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                            int64_t out, bool w_in_out);
+
+/* The same with W stored as `type` (BRG_DTYPE_BF16 or F16) and x rounded to it: bit for bit
+ * brg_k_linear_rows_fwd on the widened operands, reading half the weight bytes (gemv_half.c). */
+void brg_k_linear_rows_half_fwd(float *y, const float *x, const uint16_t *w, brg_dtype type, const float *b,
+                                int64_t m, int64_t in, int64_t out, bool w_in_out);
 
 #endif

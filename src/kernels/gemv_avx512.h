@@ -18,4 +18,11 @@ void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const floa
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1);
 
+/* The same with W stored as bf16 (widened as loaded: the bits of the fp32 bodies on the widened
+ * values; gemv_half.c). */
+void brg_gemv_in_out_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
+                                 int64_t out, int64_t c0, int64_t c1);
+void brg_gemv_out_in_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
+                                 int64_t out, int64_t c0, int64_t c1);
+
 #endif

@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "brigade/precision.h"
 #include "brigade/trace.h"
+#include "kernels/half.h"
 #include "models/decode_ranks.h"
 #include "models/decoder_internal.h"
 
@@ -55,7 +57,40 @@ void brg_decoder_destroy(brg_decoder *d) {
     free(d->seen);
     free(d->enc_ids);
     free(d->enc_mask);
+    for (int i = 0; i < d->n_half; i++) free(d->half[i].bits);
+    free(d->half);
     free(d);
+}
+
+const uint16_t *dec_half_of(const brg_decoder *d, const float *w) {
+    for (int i = 0; i < d->n_half; i++)
+        if (d->half[i].src == w) return d->half[i].bits;
+    return NULL;
+}
+
+brg_status brg_decoder_set_compute_dtype(brg_decoder *d, brg_dtype type) {
+    BRG_TRY(brg_compute_dtype_check(type));
+    if (d->len > 0 || d->enc_ids)
+        return brg_error(BRG_ERR_INVALID_ARG, "a decoder's compute type is set before its first step");
+    for (int i = 0; i < d->n_half; i++) free(d->half[i].bits);
+    free(d->half);
+    d->half = NULL;
+    d->n_half = 0;
+    d->compute = type;
+    if (type == BRG_DTYPE_F32) return BRG_OK;
+    d->half = calloc((size_t)d->m->n_params, sizeof *d->half);
+    if (!d->half) return brg_error(BRG_ERR_OOM, "cannot list the decoder's half weights");
+    for (int p = 0; p < d->m->n_params; p++) {
+        const brg_tensor *t = d->m->params[p].tensor;
+        if (t->ndim != 2 || t->dtype != BRG_DTYPE_F32) continue;
+        const int64_t n = brg_tensor_numel(t);
+        uint16_t *bits = malloc((size_t)n * sizeof *bits);
+        if (!bits) return brg_error(BRG_ERR_OOM, "cannot store %s in %s", d->m->params[p].name, brg_dtype_name(type));
+        if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(bits, t->data, n);
+        else brg_f32_to_f16_row(bits, t->data, n);
+        d->half[d->n_half++] = (dec_half_weight){t->data, bits};
+    }
+    return BRG_OK;
 }
 
 int64_t brg_decoder_length(const brg_decoder *d) { return d->len; }
@@ -81,18 +116,28 @@ brg_status brg_decoder_encode(brg_decoder *d, const int32_t *input_ids, int64_t 
     }
     d->enc_len = n;
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    const brg_dtype prev = brg_compute_dtype_set(d->compute);
     brg_status st = d->arch->encode(d);
+    brg_compute_dtype_set(prev);
     if (t0) brg_trace_named("encode", t0, -1);
+    return st;
+}
+
+/* Runs units on this thread with the products in the decoder's type. */
+static brg_status run_in_type(const dec_units *u, int first, int last) {
+    const brg_dtype prev = brg_compute_dtype_set(u->compute);
+    brg_status st = u->fn(u->ctx, first, last);
+    brg_compute_dtype_set(prev);
     return st;
 }
 
 brg_status dec_unit_job_run(void *p) {
     const dec_unit_job *j = p;
-    return j->u->fn(j->u->ctx, j->first, j->last);
+    return run_in_type(j->u, j->first, j->last);
 }
 
 brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last) {
-    if (!d->route.stages) return u->fn(u->ctx, first, last);
+    if (!d->route.stages) return run_in_type(u, first, last);
     if (d->route.ranks) return decode_ranks_run_units(&d->route, u, first, last);
     const int *stage = d->route.unit_stage;
     for (int a = first; a <= last;) {
@@ -155,12 +200,14 @@ brg_status brg_decoder_step(brg_decoder *d, const int32_t *ids, int64_t n, const
     brg_status st;
     /* On the trace: the prompt's step, then one per new position (its index). */
     const uint64_t t0 = brg_trace_enabled() ? brg_trace_now() : 0;
+    const brg_dtype prev = brg_compute_dtype_set(d->compute); /* for what runs here, outside the units */
     if (d->use_cache) {
         st = d->arch->forward(d, d->len, n, logits);
     } else {
         d->arch->reset(d);
         st = d->arch->forward(d, 0, d->len + n, logits);
     }
+    brg_compute_dtype_set(prev);
     if (t0) brg_trace_named(d->len == 0 ? "prefill" : "decode step", t0, d->len == 0 ? -1 : d->len);
     if (st != BRG_OK) {
         for (int64_t r = 0; r < d->rows; r++) /* the step did not happen */

@@ -9,9 +9,20 @@
 
 typedef struct dec_arch dec_arch;
 
+/* A weight matrix's copy in the decoder's compute type (brg_decoder_set_compute_dtype). */
+typedef struct dec_half_weight {
+    const float *src;
+    uint16_t *bits;
+} dec_half_weight;
+
 struct brg_decoder {
     brg_model *m;
     const brg_kernels *k; /* the kernels its steps run: the CPU backend's */
+    /* The products' type: F32, or BF16/F16 (operands rounded to it, sums in fp32): the decode
+     * steps read `half`, every 2-D weight stored in that type; longer runs round as they go. */
+    brg_dtype compute;
+    dec_half_weight *half;
+    int n_half;
     const dec_arch *arch;
     void *state; /* the architecture's caches */
     int64_t rows, cap, len, vocab;
@@ -43,8 +54,11 @@ typedef struct dec_units {
     brg_status (*take)(void *ctx, const transport_msg *msg);
     float *result;
     int64_t result_n;
+    brg_dtype compute; /* the decoder's: every thread that runs a unit computes in it */
 } dec_units;
 brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last);
+/* w's copy in the decoder's half compute type, or NULL (fp32 decoding, or not a stored weight). */
+const uint16_t *dec_half_of(const brg_decoder *d, const float *w);
 /* Units first..last of u as one job of a stage thread (decode_stages_run's fn and arg). */
 typedef struct dec_unit_job {
     const dec_units *u;

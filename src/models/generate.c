@@ -150,6 +150,7 @@ static brg_status run(gen_job *j, const int32_t *const *prompts, const int64_t *
     float *mask = NULL, *logits = NULL;
     brg_status st = build_batch(j, prompts, lengths, longest, &batch, &mask);
     if (st == BRG_OK) st = brg_decoder_create(j->m, j->rows, j->max_length, j->cfg.use_cache, &j->dec);
+    if (st == BRG_OK) st = brg_decoder_set_compute_dtype(j->dec, j->cfg.compute_dtype);
     if (st == BRG_OK) dec_route(j->dec, &j->route);
     if (st == BRG_OK) {
         logits = malloc((size_t)(j->rows * j->vocab) * sizeof *logits);

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "brigade/generate.h"
+#include "brigade/precision.h"
 #include "brigade/gpt2.h"
 #include "brigade/t5.h"
 #include "io/json.h"
@@ -25,6 +26,7 @@ void brg_generation_config_default(brg_generation_config *c) {
     c->num_return_sequences = 1;
     c->pad_token_id = c->bos_token_id = c->decoder_start_token_id = -1;
     c->use_cache = true;
+    c->compute_dtype = BRG_DTYPE_F32;
 }
 
 static void set_eos(brg_generation_config *c, const int64_t *ids, int n) {
@@ -209,6 +211,7 @@ static brg_status check_token(const char *name, int32_t id, const brg_model *m) 
 }
 
 brg_status brg_generation_config_validate(const brg_generation_config *c, const brg_model *m) {
+    BRG_TRY(brg_compute_dtype_check(c->compute_dtype));
     if (c->max_new_tokens == 0 || c->max_new_tokens < -1)
         return brg_error(BRG_ERR_INVALID_ARG, "max_new_tokens %lld: give at least 1", (long long)c->max_new_tokens);
     if (c->max_length == 0 || c->max_length < -1)

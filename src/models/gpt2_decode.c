@@ -21,8 +21,10 @@ static float *LP(const brg_decoder *d, int layer, int which) { return P(d, 2 + l
  * prefill's many rows go through the GEMM. */
 static void linear(const brg_decoder *d, float *y, const float *x, const float *w, const float *b, int64_t N,
                    int64_t in, int64_t out, bool w_in_out, int64_t n) {
-    if (n == 1) d->k->linear_rows_fwd(y, x, w, b, N, in, out, w_in_out);
-    else d->k->linear_fwd(y, x, w, b, N, in, out, w_in_out);
+    const uint16_t *half = n == 1 ? dec_half_of(d, w) : NULL;
+    if (half) d->k->linear_rows_half_fwd(y, x, half, d->compute, b, N, in, out, w_in_out);
+    else if (n == 1 && d->compute == BRG_DTYPE_F32) d->k->linear_rows_fwd(y, x, w, b, N, in, out, w_in_out);
+    else d->k->linear_fwd(y, x, w, b, N, in, out, w_in_out); /* rounds its operands in a half compute type */
 }
 
 static brg_status gpt2_create(brg_decoder *d) {
@@ -200,7 +202,7 @@ static brg_status gpt2_forward(brg_decoder *d, int64_t start, int64_t n, float *
                              (long long)c->n_positions);
         }
     fwd f = {d, &w, n, logits, {0}};
-    const dec_units units = {run_units, &f, carry, take, logits, R * c->vocab_size};
+    const dec_units units = {run_units, &f, carry, take, logits, R * c->vocab_size, d->compute};
     const brg_status st = dec_run_units(d, &units, 0, (int)c->n_layer + 1);
     /* The layers read the cache's length as the positions before this step: it advances once
      * every layer has written its keys (on every rank, whichever layers it holds). */

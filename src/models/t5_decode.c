@@ -143,7 +143,7 @@ static brg_status t5_encode(brg_decoder *d) {
         rc = brg_tensor_map_put(&e.b.inputs, "input_ids", &in);
         if (rc == BRG_OK) rc = brg_tensor_map_put(&e.b.inputs, "attention_mask", &mask);
         const int fd = brg_t5_first_decoder_block(d->m);
-        const dec_units units = {encode_units, &e, encode_carry, encode_take, NULL, 0};
+        const dec_units units = {encode_units, &e, encode_carry, encode_take, NULL, 0, d->compute};
         if (rc == BRG_OK) rc = dec_run_units(d, &units, 0, fd + (int)c->num_decoder_layers - 1);
         if (rc == BRG_OK) s->cross->len = Te;
     }
@@ -159,8 +159,10 @@ static brg_status t5_encode(brg_decoder *d) {
 /* A decode step (one new position per row) multiplies by the weights without packing them. */
 static void linear(const brg_decoder *d, float *y, const float *x, const float *w, int64_t N, int64_t in, int64_t out,
                    int64_t n) {
-    if (n == 1) d->k->linear_rows_fwd(y, x, w, NULL, N, in, out, false);
-    else d->k->linear_fwd(y, x, w, NULL, N, in, out, false);
+    const uint16_t *half = n == 1 ? dec_half_of(d, w) : NULL;
+    if (half) d->k->linear_rows_half_fwd(y, x, half, d->compute, NULL, N, in, out, false);
+    else if (n == 1 && d->compute == BRG_DTYPE_F32) d->k->linear_rows_fwd(y, x, w, NULL, N, in, out, false);
+    else d->k->linear_fwd(y, x, w, NULL, N, in, out, false); /* rounds its operands in a half compute type */
 }
 
 typedef struct work {
@@ -336,7 +338,7 @@ static brg_status cached_forward(brg_decoder *d, int64_t start, int64_t n, float
     BRG_TRY(work_alloc(&w, c, d->rows, n, start + n));
     dec_gather_ids(d, start, n, w.ids, false);
     step_pass p = {d, &w, start, n, logits, {{0}}};
-    const dec_units units = {step_units, &p, step_carry, step_take, logits, d->rows * d->vocab};
+    const dec_units units = {step_units, &p, step_carry, step_take, logits, d->rows * d->vocab, d->compute};
     const int fd = brg_t5_first_decoder_block(d->m);
     const brg_status rc = dec_run_units(d, &units, fd, fd + (int)c->num_decoder_layers);
     /* every layer has appended its keys (on every rank, whichever layers it holds): the cache
@@ -395,7 +397,7 @@ static brg_status whole_unit(void *ctx, int first, int last) {
 static brg_status t5_forward(brg_decoder *d, int64_t start, int64_t n, float *logits) {
     if (d->use_cache) return cached_forward(d, start, n, logits);
     whole_pass p = {d, start + n, logits};
-    const dec_units units = {whole_unit, &p, NULL, NULL, logits, d->rows * d->vocab};
+    const dec_units units = {whole_unit, &p, NULL, NULL, logits, d->rows * d->vocab, d->compute};
     return dec_run_units(d, &units, 0, 0);
 }
 

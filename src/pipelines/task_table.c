@@ -183,9 +183,6 @@ brg_status brg_task_pipeline_create(const char *task, const char *model, const b
     if (opts) o = *opts;
     else brg_task_options_default(&o);
     BRG_TRY(check_options(&o));
-    if (generates(def) && o.inference.compute_dtype != BRG_DTYPE_F32)
-        return brg_error(BRG_ERR_INVALID_ARG, "%s decodes in fp32: a half compute type is for the other tasks' forward "
-                         "passes", task);
     brg_task_pipeline *p = calloc(1, sizeof *p);
     if (!p) return brg_error(BRG_ERR_OOM, "no memory for a pipeline");
     p->def = def;

@@ -116,6 +116,7 @@ static brg_status setup_causal(brg_task_pipeline *p) {
     if (!set[0] && !set[1]) c->max_new_tokens = 256;
     if (!set[3] && sample) c->temperature = 0.7f;
     if (!set[4] && p->tokens.pad_id >= 0 && p->tokens.pad_id < p->model->vocab_size) c->pad_token_id = p->tokens.pad_id;
+    c->compute_dtype = p->opts.inference.compute_dtype; /* --precision: the decode's products */
     return brg_generation_config_validate(c, p->model);
 }
 
@@ -164,6 +165,7 @@ static brg_status setup_seq2seq(brg_task_pipeline *p, const char *out_key) {
     if (c->pad_token_id < 0 && p->tokens.pad_id >= 0 && p->tokens.pad_id < p->model->vocab_size)
         c->pad_token_id = p->tokens.pad_id;
     BRG_TRY(apply_kwargs(p, c));
+    c->compute_dtype = p->opts.inference.compute_dtype; /* --precision: the decode's products */
     return brg_generation_config_validate(c, p->model);
 }
 

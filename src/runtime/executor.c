@@ -204,7 +204,8 @@ static brg_status collect_logits(const brg_device *dev, int global, const brg_te
     pthread_mutex_unlock(&rt->collect_lock);
     BRG_TRY(st);
     const size_t row_bytes = rows ? brg_tensor_nbytes(lg) / (size_t)rows : 0;
-    dev->backend->copy((char *)all->data + (size_t)first * row_bytes, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
+    dev->backend->copy((char *)all->data + (size_t)first * row_bytes, lg->data, brg_tensor_nbytes(lg),
+                       BRG_COPY_TO_HOST);
     return BRG_OK;
 }
 
@@ -224,7 +225,8 @@ static brg_status forward_block(brg_device *dev, int mb, int blk, brg_bundle *b)
 static brg_status check_carried(const brg_device *dev, const brg_bundle *b) {
     for (int i = 0; i < b->carried.n; i++)
         if (carried_slot(dev->rt, b->carried.items[i].name) < 0)
-            return brg_error(BRG_ERR_INTERNAL, "stage %d carries '%s', which %s does not declare (brg_model_ops.carried)",
+            return brg_error(BRG_ERR_INTERNAL,
+                             "stage %d carries '%s', which %s does not declare (brg_model_ops.carried)",
                              dev->stage, b->carried.items[i].name, dev->rt->model->ops->architecture);
     return BRG_OK;
 }

@@ -155,7 +155,8 @@ static brg_status check_rows(const brg_tensor_map *batch, int64_t rows) {
     return BRG_OK;
 }
 
-static brg_status slice_inputs(brg_arena *a, const brg_tensor_map *in, int64_t first, int64_t rows, brg_micro_batch *mb) {
+static brg_status slice_inputs(brg_arena *a, const brg_tensor_map *in, int64_t first, int64_t rows,
+                               brg_micro_batch *mb) {
     memset(mb, 0, sizeof *mb);
     for (int i = 0; i < in->n; i++) {
         brg_tensor *view;

@@ -1,0 +1,182 @@
+/* Decode rows against half-precision weights: what `generate` runs in a half compute type.
+ *
+ * y[m, out] = round(x) W + b with W stored as F16 or BF16 and x rounded to the same type: every
+ * operand is a half value, every product and sum fp32. The weights go through the same chains of
+ * operations as the fp32 kernel's portable loops (gemv.c), so the result is, bit for bit,
+ * brg_k_linear_rows_fwd on the widened operands, while only half the weight bytes are read,
+ * which is what bounds a decode step. BF16 widens in the loops themselves (a shift); F16 is
+ * widened a few rows (or one row) at a time into the thread's scratch first, by F16C where the
+ * CPU has it (the extra pass costs most of what the halved bytes save). */
+#include <string.h>
+
+#include "brigade/status.h"
+#include "kernels/gemv.h"
+#include "kernels/gemv_avx512.h"
+#include "kernels/gemv_parts.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
+#include "kernels/simd.h"
+
+typedef struct half_job {
+    float *y;
+    const float *x; /* rounded to the weights' type, widened back */
+    const uint16_t *w;
+    brg_dtype type;
+    const float *b;
+    int64_t m, in, out;
+    bool w_in_out;
+} half_job;
+
+static void widen(brg_dtype type, float *dst, const uint16_t *src, int64_t n) {
+    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
+    else brg_f16_to_f32_row(dst, src, n);
+}
+
+/* Four widened weight rows w0..w3 into each of the m output rows' tile y[r, 0:n], the terms
+ * added one after the other (gemv.c's in_out_tile). */
+ROW_LOOP static void add_four_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
+                                   const float *restrict w0, const float *restrict w1, const float *restrict w2,
+                                   const float *restrict w3, int64_t m, int64_t n) {
+    for (int64_t r = 0; r < m; r++) {
+        float *restrict yr = y + r * ldy;
+        const float *xr = x + r * in + k;
+        const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3];
+        for (int64_t j = 0; j < n; j++) yr[j] = (((yr[j] + a0 * w0[j]) + a1 * w1[j]) + a2 * w2[j]) + a3 * w3[j];
+    }
+}
+
+ROW_LOOP static void add_one_row(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
+                                 const float *restrict wk, int64_t m, int64_t n) {
+    for (int64_t r = 0; r < m; r++) {
+        float *restrict yr = y + r * ldy;
+        const float a = x[r * in + k];
+        for (int64_t j = 0; j < n; j++) yr[j] += a * wk[j];
+    }
+}
+
+/* bf16 bits -> fp32: exact. */
+static inline float bf16_value(uint16_t h) {
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+/* add_four_rows and add_one_row with the bf16 weights read in place, eight rows at a time: the
+ * terms are still added one after the other, so the bits are those of four at a time, with half
+ * the loads and stores of y per weight byte (which bound this loop once the weights are halved). */
+ROW_LOOP static void add_eight_bf16_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
+                                         const uint16_t *restrict w0, int64_t ldw, int64_t m, int64_t n) {
+    const uint16_t *restrict w1 = w0 + ldw, *restrict w2 = w1 + ldw, *restrict w3 = w2 + ldw;
+    const uint16_t *restrict w4 = w3 + ldw, *restrict w5 = w4 + ldw, *restrict w6 = w5 + ldw, *restrict w7 = w6 + ldw;
+    for (int64_t r = 0; r < m; r++) {
+        float *restrict yr = y + r * ldy;
+        const float *xr = x + r * in + k;
+        const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3], a4 = xr[4], a5 = xr[5], a6 = xr[6], a7 = xr[7];
+        for (int64_t j = 0; j < n; j++) {
+            const float lo = (((yr[j] + a0 * bf16_value(w0[j])) + a1 * bf16_value(w1[j])) + a2 * bf16_value(w2[j])) +
+                             a3 * bf16_value(w3[j]);
+            yr[j] = (((lo + a4 * bf16_value(w4[j])) + a5 * bf16_value(w5[j])) + a6 * bf16_value(w6[j])) +
+                    a7 * bf16_value(w7[j]);
+        }
+    }
+}
+
+ROW_LOOP static void add_one_bf16_row(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
+                                      const uint16_t *restrict wk, int64_t m, int64_t n) {
+    for (int64_t r = 0; r < m; r++) {
+        float *restrict yr = y + r * ldy;
+        const float a = x[r * in + k];
+        for (int64_t j = 0; j < n; j++) yr[j] += a * bf16_value(wk[j]);
+    }
+}
+
+/* gemv_parts.h's dot with b in bf16: the same lanes and order. */
+static inline __attribute__((always_inline)) float dot_bf16(const float *a, const uint16_t *b, int64_t n) {
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * bf16_value(b[i + l]);
+    for (int l = 0; i < n; i++, l++) acc[l] += a[i] * bf16_value(b[i]);
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++) s += acc[l];
+    return s;
+}
+
+ROW_LOOP static void dot_bf16_rows(const half_job *j, int64_t c) {
+    const uint16_t *wc = j->w + c * j->in;
+    const float bc = j->b ? j->b[c] : 0.0f;
+    for (int64_t r = 0; r < j->m; r++) j->y[r * j->out + c] = dot_bf16(j->x + r * j->in, wc, j->in) + bc;
+}
+
+/* Columns [t0, t0 + n) of W [in, out]. */
+static void in_out_tile(const half_job *j, int64_t t0, int64_t n, float *rows) {
+    for (int64_t r = 0; r < j->m; r++) {
+        if (j->b) memcpy(j->y + r * j->out + t0, j->b + t0, (size_t)n * sizeof(float));
+        else memset(j->y + r * j->out + t0, 0, (size_t)n * sizeof(float));
+    }
+    int64_t k = 0;
+    if (j->type == BRG_DTYPE_BF16) {
+        for (; k + 8 <= j->in; k += 8)
+            add_eight_bf16_rows(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->out, j->m, n);
+        for (; k < j->in; k++) add_one_bf16_row(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->m, n);
+        return;
+    }
+    float *w0 = rows, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+    for (; k + 4 <= j->in; k += 4) {
+        for (int q = 0; q < 4; q++) widen(j->type, rows + q * n, j->w + (k + q) * j->out + t0, n);
+        add_four_rows(j->y + t0, j->out, j->x, j->in, k, w0, w1, w2, w3, j->m, n);
+    }
+    for (; k < j->in; k++) {
+        widen(j->type, w0, j->w + k * j->out + t0, n);
+        add_one_row(j->y + t0, j->out, j->x, j->in, k, w0, j->m, n);
+    }
+}
+
+ROW_LOOP static void dot_rows(const half_job *j, int64_t c, const float *wc) {
+    const float bc = j->b ? j->b[c] : 0.0f;
+    for (int64_t r = 0; r < j->m; r++) j->y[r * j->out + c] = dot(j->x + r * j->in, wc, j->in) + bc;
+}
+
+/* A team splits the output columns as the fp32 kernel does; each thread widens into its own
+ * scratch. */
+static void columns_slice(void *ctx, int i, int n) {
+    const half_job *j = ctx;
+    int64_t first, last;
+    brg_team_slice(j->out, TILE, i, n, &first, &last);
+    if (first >= last) return;
+    if (j->type == BRG_DTYPE_BF16 && brg_simd_avx512() && j->m >= BLOCK_ROWS) { /* the register blocks */
+        if (j->w_in_out) brg_gemv_in_out_avx512_bf16(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
+        else brg_gemv_out_in_avx512_bf16(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
+        return;
+    }
+    if (j->w_in_out) {
+        const int64_t tile = gemv_tile_width(j->m);
+        float *rows = j->type == BRG_DTYPE_BF16 ? NULL : brg_scratch(BRG_SCRATCH_GEMM_B, (size_t)(4 * tile));
+        for (int64_t t0 = first; t0 < last; t0 += tile) in_out_tile(j, t0, last - t0 < tile ? last - t0 : tile, rows);
+        return;
+    }
+    if (j->type == BRG_DTYPE_BF16) {
+        for (int64_t c = first; c < last; c++) dot_bf16_rows(j, c);
+        return;
+    }
+    float *row = brg_scratch(BRG_SCRATCH_GEMM_B, (size_t)j->in);
+    for (int64_t c = first; c < last; c++) {
+        widen(j->type, row, j->w + c * j->in, j->in);
+        dot_rows(j, c, row);
+    }
+}
+
+void brg_k_linear_rows_half_fwd(float *y, const float *x, const uint16_t *w, brg_dtype type, const float *b,
+                                int64_t m, int64_t in, int64_t out, bool w_in_out) {
+    BRG_ASSERT(m >= 0 && in >= 0 && out >= 0 && (type == BRG_DTYPE_BF16 || type == BRG_DTYPE_F16));
+    /* the input rows rounded to the weights' type once, on this thread, for every slice */
+    float *xr = brg_scratch(BRG_SCRATCH_GEMM_A, (size_t)(m * in) + (size_t)(m * in + 1) / 2);
+    uint16_t *bits = (uint16_t *)(xr + m * in);
+    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(bits, x, m * in);
+    else brg_f32_to_f16_row(bits, x, m * in);
+    widen(type, xr, bits, m * in);
+    const half_job j = {y, xr, w, type, b, m, in, out, w_in_out};
+    brg_team_split(columns_slice, (void *)&j, in * out / 16);
+}

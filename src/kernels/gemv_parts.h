@@ -1,0 +1,56 @@
+/* What the row kernels (gemv.c, gemv_half.c) share: tiles and the dot product, with the same
+ * lanes and order in both, so a product on widened half operands gives the bits of the fp32
+ * kernel on the same values. Both files are built without floating-point contraction. */
+#ifndef BRIGADE_KERNELS_GEMV_PARTS_H
+#define BRIGADE_KERNELS_GEMV_PARTS_H
+
+#include <stdint.h>
+
+/* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
+ * 8 decode rows is compute-bound on SSE2). The file is built without floating-point contraction
+ * and every lane computes the same chain of correctly rounded operations in every version, so
+ * all three give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ROW_LOOP __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ROW_LOOP
+#endif
+
+/* Lanes of the dot products: independent partial sums the compiler turns into vector registers
+ * (a fixed order, so no -ffast-math reassociation is needed). */
+#define LANES 16
+
+/* Output columns of W [in, out] per pass down its depth: the m rows' partial outputs for them
+ * stay in L1 while every weight row of the tile streams past once. Without the tile each weight
+ * row would be applied to m whole output rows, which for a batch of 8 moves more bytes of y
+ * through the cache than W holds. The tile is as wide as TILE_Y_FLOATS partial outputs allow
+ * (at least TILE, the unit a team splits by): for one row, 4096 columns, so a pass reads each
+ * weight row whole (GPT-2's are 3-12 KiB) instead of 2 KiB of it before jumping to the next:
+ * short strided runs that the hardware prefetcher follows badly (one decode row's GPT-2 layer
+ * products took 28 ms a step instead of 38 in an alternating test). Each element still adds its
+ * k terms in order, so the tile changes no bit. */
+#define TILE 512
+#define TILE_Y_FLOATS 4096
+
+static inline int64_t gemv_tile_width(int64_t m) {
+    const int64_t fit = TILE_Y_FLOATS / (m > 0 ? m : 1) / 16 * 16;
+    return fit > TILE ? fit : TILE;
+}
+
+/* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
+ * arithmetic, bounds the product, and the portable loops' fewer memory streams read it faster. */
+#define BLOCK_ROWS 4
+
+/* Inlined, so each clone of its caller vectorises it for that CPU. */
+static inline __attribute__((always_inline)) float dot(const float *a, const float *b, int64_t n) {
+    float acc[LANES] = {0};
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES)
+        for (int l = 0; l < LANES; l++) acc[l] += a[i + l] * b[i + l];
+    for (int l = 0; i < n; i++, l++) acc[l] += a[i] * b[i];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++) s += acc[l];
+    return s;
+}
+
+#endif
