@@ -57,39 +57,65 @@ void brg_decoder_destroy(brg_decoder *d) {
     free(d->seen);
     free(d->enc_ids);
     free(d->enc_mask);
-    for (int i = 0; i < d->n_half; i++) free(d->half[i].bits);
-    free(d->half);
+    dec_half_set_destroy(d->own_half);
     free(d);
 }
 
+void dec_half_set_destroy(dec_half_set *s) {
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) free(s->w[i].bits);
+    free(s->w);
+    free(s);
+}
+
+brg_status dec_half_set_create(const brg_model *m, brg_dtype type, dec_half_set **out) {
+    *out = NULL;
+    BRG_TRY(brg_compute_dtype_check(type));
+    if (type == BRG_DTYPE_F32) return BRG_OK;
+    dec_half_set *s = calloc(1, sizeof *s);
+    if (s) s->w = calloc((size_t)m->n_params, sizeof *s->w);
+    if (!s || !s->w) {
+        free(s);
+        return brg_error(BRG_ERR_OOM, "cannot list the decoder's half weights");
+    }
+    s->type = type;
+    for (int p = 0; p < m->n_params; p++) {
+        const brg_tensor *t = m->params[p].tensor;
+        if (t->ndim != 2 || t->dtype != BRG_DTYPE_F32) continue;
+        const int64_t n = brg_tensor_numel(t);
+        uint16_t *bits = malloc((size_t)n * sizeof *bits);
+        if (!bits) {
+            dec_half_set_destroy(s);
+            return brg_error(BRG_ERR_OOM, "cannot store %s in %s", m->params[p].name, brg_dtype_name(type));
+        }
+        if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(bits, t->data, n);
+        else brg_f32_to_f16_row(bits, t->data, n);
+        s->w[s->n++] = (dec_half_weight){t->data, bits};
+    }
+    *out = s;
+    return BRG_OK;
+}
+
 const uint16_t *dec_half_of(const brg_decoder *d, const float *w) {
-    for (int i = 0; i < d->n_half; i++)
-        if (d->half[i].src == w) return d->half[i].bits;
+    for (int i = 0; d->half && i < d->half->n; i++)
+        if (d->half->w[i].src == w) return d->half->w[i].bits;
     return NULL;
+}
+
+void dec_use_half(brg_decoder *d, const dec_half_set *s) {
+    d->half = s;
+    d->compute = s ? s->type : BRG_DTYPE_F32;
 }
 
 brg_status brg_decoder_set_compute_dtype(brg_decoder *d, brg_dtype type) {
     BRG_TRY(brg_compute_dtype_check(type));
     if (d->len > 0 || d->enc_ids)
         return brg_error(BRG_ERR_INVALID_ARG, "a decoder's compute type is set before its first step");
-    for (int i = 0; i < d->n_half; i++) free(d->half[i].bits);
-    free(d->half);
-    d->half = NULL;
-    d->n_half = 0;
-    d->compute = type;
-    if (type == BRG_DTYPE_F32) return BRG_OK;
-    d->half = calloc((size_t)d->m->n_params, sizeof *d->half);
-    if (!d->half) return brg_error(BRG_ERR_OOM, "cannot list the decoder's half weights");
-    for (int p = 0; p < d->m->n_params; p++) {
-        const brg_tensor *t = d->m->params[p].tensor;
-        if (t->ndim != 2 || t->dtype != BRG_DTYPE_F32) continue;
-        const int64_t n = brg_tensor_numel(t);
-        uint16_t *bits = malloc((size_t)n * sizeof *bits);
-        if (!bits) return brg_error(BRG_ERR_OOM, "cannot store %s in %s", d->m->params[p].name, brg_dtype_name(type));
-        if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(bits, t->data, n);
-        else brg_f32_to_f16_row(bits, t->data, n);
-        d->half[d->n_half++] = (dec_half_weight){t->data, bits};
-    }
+    dec_half_set *s;
+    BRG_TRY(dec_half_set_create(d->m, type, &s));
+    dec_half_set_destroy(d->own_half);
+    d->own_half = s;
+    dec_use_half(d, s);
     return BRG_OK;
 }
 

@@ -15,14 +15,25 @@ typedef struct dec_half_weight {
     uint16_t *bits;
 } dec_half_weight;
 
+/* Every 2-D weight of a model in a half type: made once per generate call and shared by its
+ * decoders (requests in flight, replicas), which only read it. */
+typedef struct dec_half_set {
+    brg_dtype type;
+    dec_half_weight *w;
+    int n;
+} dec_half_set;
+/* *out = NULL for F32. */
+brg_status dec_half_set_create(const brg_model *m, brg_dtype type, dec_half_set **out);
+void dec_half_set_destroy(dec_half_set *s);
+
 struct brg_decoder {
     brg_model *m;
     const brg_kernels *k; /* the kernels its steps run: the CPU backend's */
     /* The products' type: F32, or BF16/F16 (operands rounded to it, sums in fp32): the decode
      * steps read `half`, every 2-D weight stored in that type; longer runs round as they go. */
     brg_dtype compute;
-    dec_half_weight *half;
-    int n_half;
+    const dec_half_set *half; /* NULL in F32 */
+    dec_half_set *own_half;   /* what brg_decoder_set_compute_dtype made (else `half` is borrowed) */
     const dec_arch *arch;
     void *state; /* the architecture's caches */
     int64_t rows, cap, len, vocab;
@@ -59,6 +70,8 @@ typedef struct dec_units {
 brg_status dec_run_units(const brg_decoder *d, const dec_units *u, int first, int last);
 /* w's copy in the decoder's half compute type, or NULL (fp32 decoding, or not a stored weight). */
 const uint16_t *dec_half_of(const brg_decoder *d, const float *w);
+/* Computes in s's type reading s (NULL: F32), which must outlive the decoder; before any step. */
+void dec_use_half(brg_decoder *d, const dec_half_set *s);
 /* Units first..last of u as one job of a stage thread (decode_stages_run's fn and arg). */
 typedef struct dec_unit_job {
     const dec_units *u;

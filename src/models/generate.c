@@ -150,7 +150,7 @@ static brg_status run(gen_job *j, const int32_t *const *prompts, const int64_t *
     float *mask = NULL, *logits = NULL;
     brg_status st = build_batch(j, prompts, lengths, longest, &batch, &mask);
     if (st == BRG_OK) st = brg_decoder_create(j->m, j->rows, j->max_length, j->cfg.use_cache, &j->dec);
-    if (st == BRG_OK) st = brg_decoder_set_compute_dtype(j->dec, j->cfg.compute_dtype);
+    if (st == BRG_OK) dec_use_half(j->dec, j->half);
     if (st == BRG_OK) dec_route(j->dec, &j->route);
     if (st == BRG_OK) {
         logits = malloc((size_t)(j->rows * j->vocab) * sizeof *logits);
@@ -181,11 +181,16 @@ static brg_status run(gen_job *j, const int32_t *const *prompts, const int64_t *
 
 brg_status brg_generate(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
                         brg_generation *out) {
-    return gen_generate_routed(model, cfg, prompts, NULL, out);
+    memset(out, 0, sizeof *out);
+    dec_half_set *half;
+    BRG_TRY(dec_half_set_create(model, cfg->compute_dtype, &half));
+    brg_status st = gen_generate_routed(model, cfg, prompts, NULL, half, out);
+    dec_half_set_destroy(half);
+    return st;
 }
 
 brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
-                               const decode_route *route, brg_generation *out) {
+                               const decode_route *route, const dec_half_set *half, brg_generation *out) {
     memset(out, 0, sizeof *out);
     if (!brg_decoder_supported(model))
         return brg_error(BRG_ERR_UNSUPPORTED, "generation needs GPT2LMHeadModel or T5ForConditionalGeneration, not %s",
@@ -193,7 +198,7 @@ brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cf
     if (prompts->n < 1) return brg_error(BRG_ERR_INVALID_ARG, "no prompts to generate for");
     BRG_TRY(brg_generation_config_validate(cfg, model));
     gen_job j = {.m = model, .cfg = *cfg, .seq2seq = is_seq2seq(model), .n_prompts = prompts->n, .keys = prompts->keys,
-                 .vocab = model->vocab_size, .out = out, .route = route ? *route : (decode_route){0}};
+                 .vocab = model->vocab_size, .out = out, .route = route ? *route : (decode_route){0}, .half = half};
     brg_generation_config *c = &j.cfg;
     if (j.seq2seq && c->decoder_start_token_id < 0) c->decoder_start_token_id = c->bos_token_id;
     if (j.seq2seq && c->decoder_start_token_id < 0)

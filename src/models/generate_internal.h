@@ -7,6 +7,7 @@
 #include "brigade/generate.h"
 #include "brigade/rng.h"
 #include "models/decode_stages.h"
+#include "models/decoder_internal.h"
 #include "runtime/transport.h"
 
 /* One brg_generate call. Rows are prompt-major: row r belongs to prompt r / per_prompt. */
@@ -26,6 +27,7 @@ typedef struct gen_job {
     const uint64_t *keys;
     brg_generation *out;
     decode_route route; /* a pipelined generate's stages for the decoder (none: this thread) */
+    const dec_half_set *half; /* the weights in cfg.compute_dtype, shared by the call's decoders; NULL in F32 */
 } gen_job;
 
 /* brg_generate_requests over `t`, a transport of replicas x stages devices spread over the ranks
@@ -36,7 +38,7 @@ brg_status gen_generate_requests_over(brg_model *model, const brg_generation_con
 
 /* brg_generate with the decoder's units routed (pipelined generate, generate_requests.c). */
 brg_status gen_generate_routed(brg_model *model, const brg_generation_config *cfg, const brg_prompts *prompts,
-                               const decode_route *route, brg_generation *out);
+                               const decode_route *route, const dec_half_set *half, brg_generation *out);
 
 bool gen_is_eos(const brg_generation_config *c, int32_t id);
 

@@ -26,6 +26,7 @@ typedef struct shared {
     int64_t n;
     brg_generation *outs;
     decode_route *routes; /* per replica */
+    const dec_half_set *half; /* the weights in cfg->compute_dtype for every request's decoder */
     int replicas;
     pthread_mutex_t lock;
     int64_t failed;       /* the first request that failed, or -1 */
@@ -61,7 +62,7 @@ static void worker_main(void *p, int index, int n) {
         brg_clear_error();
         decode_route route = s->routes[w->replica];
         route.request = (int)i; /* its messages' tag across ranks */
-        const brg_status st = gen_generate_routed(s->m, s->cfg, &s->requests[i], &route, &s->outs[i]);
+        const brg_status st = gen_generate_routed(s->m, s->cfg, &s->requests[i], &route, s->half, &s->outs[i]);
         if (st != BRG_OK) {
             record_failure(s, i, st);
             /* A failure before any stage ran (the others would wait for its messages). */
@@ -127,6 +128,9 @@ brg_status gen_generate_requests_over(brg_model *model, const brg_generation_con
                                                             : brg_error(BRG_ERR_OOM, "cannot allocate the requests");
     for (int b = 0; st == BRG_OK && pl->block_stage && b < model->n_blocks; b++) unit_stage[b] = pl->block_stage[b];
     decode_ranks *ranks = NULL;
+    dec_half_set *half = NULL;
+    if (st == BRG_OK) st = dec_half_set_create(model, cfg->compute_dtype, &half);
+    s.half = half;
     if (st == BRG_OK) st = decode_ranks_create(t, timeout, pl->replicas, pl->stages, &ranks);
     for (int r = 0; st == BRG_OK && r < pl->replicas; r++) {
         routes[r] = (decode_route){.unit_stage = unit_stage, .ranks = ranks, .replica = r};
@@ -143,6 +147,7 @@ brg_status gen_generate_requests_over(brg_model *model, const brg_generation_con
     }
     for (int r = 0; routes && r < pl->replicas; r++) decode_stages_destroy(routes[r].stages);
     decode_ranks_destroy(ranks);
+    dec_half_set_destroy(half);
     if (st != BRG_OK)
         for (int64_t i = 0; i < n; i++) brg_generation_free(&outs[i]);
     free(unit_stage);
