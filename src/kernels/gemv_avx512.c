@@ -15,27 +15,32 @@ enum { K_PASS = 16, W_AHEAD = 384 };
 
 static inline __mmask16 first_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
 
-/* The weights: fp32, or bf16 widened as loaded (exact), so both run the same chains of operations
- * (gemv_half.c). One of the two pointers is set; BF16 is a constant each caller unrolls for. */
+/* The weights: fp32, or bf16 / fp16 widened as loaded (exact: a shift, VCVTPH2PS), so all run
+ * the same chains of operations (gemv_half.c). One of the pointers is set; HALF (0: fp32, 1:
+ * bf16, 2: fp16) is a constant each caller unrolls for. */
 typedef struct weights {
     const float *f32;
-    const uint16_t *bf16;
+    const uint16_t *half;
+    int type; /* HALF */
 } weights;
 
-BRG_AVX512_INLINE __m512 load_w(weights w, int64_t i, __mmask16 mk, const int BF16) {
-    if (BF16)
+enum { W_F32 = 0, W_BF16 = 1, W_F16 = 2 };
+
+BRG_AVX512_INLINE __m512 load_w(weights w, int64_t i, __mmask16 mk, const int HALF) {
+    if (HALF == W_BF16)
         return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, w.bf16 + i)), 16));
+            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, w.half + i)), 16));
+    if (HALF == W_F16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, w.half + i));
     return _mm512_maskz_loadu_ps(mk, w.f32 + i);
 }
 
-BRG_AVX512_INLINE void prefetch_w(weights w, int64_t i, const int BF16) {
-    if (BF16) __builtin_prefetch(w.bf16 + i, 0, 0);
+BRG_AVX512_INLINE void prefetch_w(weights w, int64_t i, const int HALF) {
+    if (HALF) __builtin_prefetch(w.half + i, 0, 0);
     else __builtin_prefetch(w.f32 + i, 0, 0);
 }
 
 static inline weights offset_w(weights w, int64_t i) {
-    return (weights){w.f32 ? w.f32 + i : NULL, w.bf16 ? w.bf16 + i : NULL};
+    return (weights){w.f32 ? w.f32 + i : NULL, w.half ? w.half + i : NULL, w.type};
 }
 
 /* R rows x NV vectors of columns, weight rows [k0, k1); the last vector holds the lanes of
@@ -43,7 +48,7 @@ static inline weights offset_w(weights w, int64_t i) {
  * time, as gemv.c's loop does. */
 BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
                                 const float *b, int64_t k0, int64_t k1, const int R, const int NV, __mmask16 last,
-                                const int BF16) {
+                                const int HALF) {
     __m512 acc[ROWS][IO_VECS];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
@@ -57,9 +62,9 @@ BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t l
     for (int64_t k = k0; k < k1; k++) {
         __m512 wv[IO_VECS];
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; v++) prefetch_w(w, k * ldw + 16 * v + W_AHEAD, BF16);
+        for (int v = 0; v < NV; v++) prefetch_w(w, k * ldw + 16 * v + W_AHEAD, HALF);
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; v++) wv[v] = load_w(w, k * ldw + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF, BF16);
+        for (int v = 0; v < NV; v++) wv[v] = load_w(w, k * ldw + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF, HALF);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m512 a = _mm512_set1_ps(x[r * ldx + k]);
@@ -76,15 +81,15 @@ BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t l
 
 #define IO_ROWS(R)                                                                           \
     case R:                                                                                  \
-        if (nv == 3) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 3, last, BF16);          \
-        else if (nv == 2) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 2, last, BF16);     \
-        else io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 1, last, BF16);                  \
+        if (nv == 3) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 3, last, HALF);          \
+        else if (nv == 2) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 2, last, HALF);     \
+        else io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 1, last, HALF);                  \
         break;
 
 /* One block of R <= 8 rows and nv <= 3 vectors, the constants the loops unroll by. */
 BRG_AVX512_INLINE void io_block_rows(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
                                      const float *b, int64_t k0, int64_t k1, int R, int nv, __mmask16 last,
-                                     const int BF16) {
+                                     const int HALF) {
     switch (R) {
         IO_ROWS(1)
         IO_ROWS(2)
@@ -100,8 +105,9 @@ BRG_AVX512_INLINE void io_block_rows(float *y, int64_t ldy, const float *x, int6
 
 BRG_AVX512 static void io_block_any(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
                                     const float *b, int64_t k0, int64_t k1, int R, int nv, __mmask16 last) {
-    if (w.bf16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, 1);
-    else io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, 0);
+    if (w.type == W_BF16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_BF16);
+    else if (w.type == W_F16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_F16);
+    else io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_F32);
 }
 
 static void in_out(float *y, const float *x, weights w, const float *b, int64_t m, int64_t in, int64_t out, int64_t c0,
@@ -123,12 +129,12 @@ static void in_out(float *y, const float *x, weights w, const float *b, int64_t 
 
 void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1) {
-    in_out(y, x, (weights){w, NULL}, b, m, in, out, c0, c1);
+    in_out(y, x, (weights){w, NULL, W_F32}, b, m, in, out, c0, c1);
 }
 
-void brg_gemv_in_out_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1) {
-    in_out(y, x, (weights){NULL, w}, b, m, in, out, c0, c1);
+void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    in_out(y, x, (weights){NULL, w, bf16 ? W_BF16 : W_F16}, b, m, in, out, c0, c1);
 }
 
 /* R rows x NC columns of W [out, in] (rows of in floats from w): 16 partial sums per element,
@@ -136,7 +142,7 @@ void brg_gemv_in_out_avx512_bf16(float *y, const float *x, const uint16_t *w, co
  * are), then the sums added in lane order and the bias, as gemv.c's dot. The next block's
  * weight rows are prefetched as these are read. */
 BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
-                                const int R, const int NC, const int BF16) {
+                                const int R, const int NC, const int HALF) {
     __m512 acc[ROWS][OI_COLS];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
@@ -146,9 +152,9 @@ BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t i
     for (; i + 16 <= in; i += 16) {
         __m512 wv[OI_COLS];
 #pragma GCC unroll 3
-        for (int j = 0; j < NC; j++) wv[j] = load_w(w, j * in + i, (__mmask16)0xFFFF, BF16);
+        for (int j = 0; j < NC; j++) wv[j] = load_w(w, j * in + i, (__mmask16)0xFFFF, HALF);
 #pragma GCC unroll 3
-        for (int j = 0; j < NC; j++) prefetch_w(w, (j + NC) * in + i, BF16);
+        for (int j = 0; j < NC; j++) prefetch_w(w, (j + NC) * in + i, HALF);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m512 xv = _mm512_loadu_ps(x + r * in + i);
@@ -160,7 +166,7 @@ BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t i
         const __mmask16 mk = first_lanes(in - i);
         __m512 wv[OI_COLS];
 #pragma GCC unroll 3
-        for (int j = 0; j < NC; j++) wv[j] = load_w(w, j * in + i, mk, BF16);
+        for (int j = 0; j < NC; j++) wv[j] = load_w(w, j * in + i, mk, HALF);
 #pragma GCC unroll 8
         for (int r = 0; r < R; r++) {
             const __m512 xv = _mm512_maskz_loadu_ps(mk, x + r * in + i);
@@ -184,13 +190,13 @@ BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t i
 
 #define OI_ROWS(R)                                                     \
     case R:                                                            \
-        if (nc == 3) oi_block(y, ldy, x, in, w, b, R, 3, BF16);        \
-        else if (nc == 2) oi_block(y, ldy, x, in, w, b, R, 2, BF16);   \
-        else oi_block(y, ldy, x, in, w, b, R, 1, BF16);                \
+        if (nc == 3) oi_block(y, ldy, x, in, w, b, R, 3, HALF);        \
+        else if (nc == 2) oi_block(y, ldy, x, in, w, b, R, 2, HALF);   \
+        else oi_block(y, ldy, x, in, w, b, R, 1, HALF);                \
         break;
 
 BRG_AVX512_INLINE void oi_block_rows(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
-                                     int R, int nc, const int BF16) {
+                                     int R, int nc, const int HALF) {
     switch (R) {
         OI_ROWS(1)
         OI_ROWS(2)
@@ -206,8 +212,9 @@ BRG_AVX512_INLINE void oi_block_rows(float *y, int64_t ldy, const float *x, int6
 
 BRG_AVX512 static void oi_block_any(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
                                     int R, int nc) {
-    if (w.bf16) oi_block_rows(y, ldy, x, in, w, b, R, nc, 1);
-    else oi_block_rows(y, ldy, x, in, w, b, R, nc, 0);
+    if (w.type == W_BF16) oi_block_rows(y, ldy, x, in, w, b, R, nc, W_BF16);
+    else if (w.type == W_F16) oi_block_rows(y, ldy, x, in, w, b, R, nc, W_F16);
+    else oi_block_rows(y, ldy, x, in, w, b, R, nc, W_F32);
 }
 
 static void out_in(float *y, const float *x, weights w, const float *b, int64_t m, int64_t in, int64_t out, int64_t c0,
@@ -222,12 +229,12 @@ static void out_in(float *y, const float *x, weights w, const float *b, int64_t 
 
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1) {
-    out_in(y, x, (weights){w, NULL}, b, m, in, out, c0, c1);
+    out_in(y, x, (weights){w, NULL, W_F32}, b, m, in, out, c0, c1);
 }
 
-void brg_gemv_out_in_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1) {
-    out_in(y, x, (weights){NULL, w}, b, m, in, out, c0, c1);
+void brg_gemv_out_in_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    out_in(y, x, (weights){NULL, w, bf16 ? W_BF16 : W_F16}, b, m, in, out, c0, c1);
 }
 
 #else
@@ -242,14 +249,14 @@ void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const floa
     (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
     BRG_ASSERT(0 && "no AVX-512 on this target");
 }
-void brg_gemv_in_out_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1) {
-    (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)bf16, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
     BRG_ASSERT(0 && "no AVX-512 on this target");
 }
-void brg_gemv_out_in_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1) {
-    (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+void brg_gemv_out_in_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)bf16, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
     BRG_ASSERT(0 && "no AVX-512 on this target");
 }
 #endif

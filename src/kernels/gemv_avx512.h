@@ -6,6 +6,7 @@
 #ifndef BRIGADE_KERNELS_GEMV_AVX512_H
 #define BRIGADE_KERNELS_GEMV_AVX512_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Columns [c0, c1) of y[m, out] = b + x[m, in] @ W with W [in, out] (row stride out); b may be
@@ -18,11 +19,11 @@ void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const floa
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1);
 
-/* The same with W stored as bf16 (widened as loaded: the bits of the fp32 bodies on the widened
- * values; gemv_half.c). */
-void brg_gemv_in_out_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1);
-void brg_gemv_out_in_avx512_bf16(float *y, const float *x, const uint16_t *w, const float *b, int64_t m, int64_t in,
-                                 int64_t out, int64_t c0, int64_t c1);
+/* The same with W stored as bf16 (bf16 true) or fp16, widened as loaded: the bits of the fp32
+ * bodies on the widened values (gemv_half.c). */
+void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1);
+void brg_gemv_out_in_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,
+                                 int64_t in, int64_t out, int64_t c0, int64_t c1);
 
 #endif

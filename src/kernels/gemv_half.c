@@ -146,9 +146,12 @@ static void columns_slice(void *ctx, int i, int n) {
     int64_t first, last;
     brg_team_slice(j->out, TILE, i, n, &first, &last);
     if (first >= last) return;
-    if (j->type == BRG_DTYPE_BF16 && brg_simd_avx512() && j->m >= BLOCK_ROWS) { /* the register blocks */
-        if (j->w_in_out) brg_gemv_in_out_avx512_bf16(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
-        else brg_gemv_out_in_avx512_bf16(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
+    /* The register blocks from BLOCK_ROWS rows; fp16 takes them for fewer rows too (its
+     * conversion in the loads beats a scratch pass). */
+    const bool bf16 = j->type == BRG_DTYPE_BF16;
+    if (brg_simd_avx512() && (j->m >= BLOCK_ROWS || !bf16)) {
+        if (j->w_in_out) brg_gemv_in_out_avx512_half(j->y, j->x, j->w, bf16, j->b, j->m, j->in, j->out, first, last);
+        else brg_gemv_out_in_avx512_half(j->y, j->x, j->w, bf16, j->b, j->m, j->in, j->out, first, last);
         return;
     }
     if (j->w_in_out) {
