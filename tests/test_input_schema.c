@@ -74,6 +74,33 @@ static const brg_model_ops undeclared_ops = {.architecture = "ToyUndeclared", .f
                                              .count_loss_items = count, .inputs = toy_inputs,
                                              .carried = hidden_only};
 
+/* Declarations that go wrong, each caught where it bites: an input that needs another, one shaped
+ * as an input nobody gives, a class id past its classes, a first input that cannot size the
+ * batch, and carried lists that are empty, too long or too long a name. */
+static const brg_input_decl odd_inputs[] = {
+    {.name = "input_features", .kind = BRG_INPUT_FLOATS},
+    {.name = "speaker", .kind = BRG_INPUT_FLOATS, .needs = "speaker_id"},
+    {.name = "speaker_id", .kind = BRG_INPUT_CLASSES, .classes = 4},
+    {.name = "frame_mask", .kind = BRG_INPUT_MASK, .like = "frames"},
+    {.name = NULL},
+};
+static const brg_input_decl labels_first[] = {{.name = "labels", .kind = BRG_INPUT_LABELS}, {.name = NULL}};
+static const char *const no_carried[] = {NULL};
+static const char *const five_carried[] = {"hidden", "a", "b", "c", "d", NULL};
+static const char *const long_carried[] = {"hidden", "a_name_of_forty_eight_characters_is_one_too_many_", NULL};
+static const brg_model_ops odd_ops = {.architecture = "ToyOdd", .forward_block = forward_block,
+                                      .count_loss_items = count, .inputs = odd_inputs, .carried = toy_carried};
+static const brg_model_ops labels_first_ops = {.architecture = "ToyLabelsFirst", .forward_block = forward_block,
+                                               .count_loss_items = count, .inputs = labels_first};
+static const brg_model_ops no_carried_ops = {.architecture = "ToyNoCarried", .forward_block = forward_block,
+                                             .count_loss_items = count, .inputs = toy_inputs, .carried = no_carried};
+static const brg_model_ops five_carried_ops = {.architecture = "ToyFiveCarried", .forward_block = forward_block,
+                                               .count_loss_items = count, .inputs = toy_inputs,
+                                               .carried = five_carried};
+static const brg_model_ops long_carried_ops = {.architecture = "ToyLongCarried", .forward_block = forward_block,
+                                               .count_loss_items = count, .inputs = toy_inputs,
+                                               .carried = long_carried};
+
 static brg_model *build(const brg_model_ops *ops) {
     brg_model *m;
     BRG_ASSERT(brg_model_create(ops, NULL, &m) == BRG_OK);
@@ -306,6 +333,55 @@ static void check_inference(brg_model *m, const batch *b) {
     brg_arena_destroy(arena);
 }
 
+static void check_odd_declarations(const batch *b, const char *dir) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/odd.safetensors", dir);
+    brg_arena *arena;
+    BRG_ASSERT(brg_arena_create("test", 0, &arena) == BRG_OK);
+    int64_t fs[2] = {ROWS, FEATURES}, rows[1] = {ROWS};
+    int64_t ids[ROWS] = {0, 1, 2, 3, 0, 1, 2, 7};
+    brg_tensor f = brg_tensor_wrap(BRG_DTYPE_F32, 2, fs, (void *)b->features);
+    brg_tensor s = brg_tensor_wrap(BRG_DTYPE_F32, 2, fs, (void *)b->speaker);
+    brg_tensor id = brg_tensor_wrap(BRG_DTYPE_I64, 1, rows, ids);
+    brg_model *m = build(&odd_ops);
+    brg_tensor_map in;
+    brg_named_tensor no_id[2] = {{"input_features", &f}, {"speaker", &s}};
+    BRG_ASSERT(brg_safetensors_write(path, no_id, 2, NULL, 0) == BRG_OK);
+    CHECK_ERR(load(m, arena, path, &in), BRG_ERR_INVALID_ARG, "speaker needs speaker_id");
+    brg_named_tensor bad_id[3] = {{"input_features", &f}, {"speaker", &s}, {"speaker_id", &id}};
+    BRG_ASSERT(brg_safetensors_write(path, bad_id, 3, NULL, 0) == BRG_OK);
+    CHECK_ERR(load(m, arena, path, &in), BRG_ERR_INVALID_ARG, "speaker_id[7] = 7 is out of range [0, 4)");
+    ids[7] = -100; /* ignored, as transformers ignores it */
+    BRG_ASSERT(brg_safetensors_write(path, bad_id, 3, NULL, 0) == BRG_OK);
+    CHECK_OK(load(m, arena, path, &in));
+    brg_named_tensor mask[2] = {{"input_features", &f}, {"frame_mask", &f}};
+    BRG_ASSERT(brg_safetensors_write(path, mask, 2, NULL, 0) == BRG_OK);
+    CHECK_ERR(load(m, arena, path, &in), BRG_ERR_INVALID_ARG,
+              "frame_mask is shaped as frames, which the inputs do not have");
+    brg_model_destroy(m);
+    m = build(&labels_first_ops);
+    brg_named_tensor labels[1] = {{"labels", &id}};
+    BRG_ASSERT(brg_safetensors_write(path, labels, 1, NULL, 0) == BRG_OK);
+    CHECK_ERR(load(m, arena, path, &in), BRG_ERR_INTERNAL, "ToyLabelsFirst's first input labels must be token ids");
+    brg_model_destroy(m);
+    const brg_model_ops *carried[3] = {&no_carried_ops, &five_carried_ops, &long_carried_ops};
+    const char *why[3] = {"ToyNoCarried declares no carried tensor", "ToyFiveCarried declares more than 4 carried",
+                          "ToyLongCarried declares a carried tensor name of 48 characters or more"};
+    for (int k = 0; k < 3; k++) {
+        m = build(carried[k]);
+        const int one_stage[4] = {0, 0, 0, 0};
+        brg_runtime_options o = {.replicas = 1, .stages = 1, .micro_batches = 1, .training = true};
+        brg_runtime *rt = NULL;
+        CHECK_ERR(brg_runtime_create(m, &o, &rt), BRG_ERR_INVALID_ARG, "no block_stage"); /* the placement first */
+        o.block_stage = one_stage;
+        CHECK_ERR(brg_runtime_create(m, &o, &rt), BRG_ERR_INVALID_ARG, why[k]);
+        CHECK(rt == NULL);
+        brg_model_destroy(m);
+    }
+    unlink(path);
+    brg_arena_destroy(arena);
+}
+
 int main(void) {
     (void)check_layouts_against; /* this test compares bits itself */
     check_map();
@@ -318,6 +394,7 @@ int main(void) {
     check_loading(m, &b, dir);
     check_training(m, &b);
     check_inference(m, &b);
+    check_odd_declarations(&b, dir);
     brg_model_destroy(m);
     rmdir(dir);
     return test_finish();

@@ -24,6 +24,7 @@ static brg_status check_placement(const brg_model *m, const brg_runtime_options 
     if (o->replicas < 1 || o->stages < 1 || o->micro_batches < 1)
         return brg_error(BRG_ERR_INVALID_ARG, "replicas (%d), stages (%d) and micro-batches (%d) must be at least 1",
                          o->replicas, o->stages, o->micro_batches);
+    if (!o->block_stage) return brg_error(BRG_ERR_INVALID_ARG, "no block_stage: give each block's stage");
     if (o->stages > m->n_blocks)
         return brg_error(BRG_ERR_INVALID_ARG, "%d stages for a model of %d blocks", o->stages, m->n_blocks);
     for (int b = 0; b < m->n_blocks; b++) {
@@ -249,11 +250,14 @@ static brg_status create(brg_runtime *rt, transport_factory make_transport) {
 /* What the model's stages hand each other, from its declaration (brg_model_ops.carried). */
 static brg_status count_carried(const brg_model *model, int *n) {
     const char *const *names = brg_model_carried(model);
-    for (*n = 0; names[*n]; (*n)++)
-        if (*n == RUNTIME_CARRIED_MAX || strlen(names[*n]) >= BRG_TENSOR_NAME_MAX)
-            return brg_error(BRG_ERR_INVALID_ARG, "%s declares more than %d carried tensors or a name of %d characters "
-                                                  "or more",
-                             model->ops->architecture, RUNTIME_CARRIED_MAX, BRG_TENSOR_NAME_MAX);
+    for (*n = 0; names[*n]; (*n)++) {
+        if (*n == RUNTIME_CARRIED_MAX)
+            return brg_error(BRG_ERR_INVALID_ARG, "%s declares more than %d carried tensors", model->ops->architecture,
+                             RUNTIME_CARRIED_MAX);
+        if (strlen(names[*n]) >= BRG_TENSOR_NAME_MAX)
+            return brg_error(BRG_ERR_INVALID_ARG, "%s declares a carried tensor name of %d characters or more: %.60s",
+                             model->ops->architecture, BRG_TENSOR_NAME_MAX, names[*n]);
+    }
     if (*n == 0) return brg_error(BRG_ERR_INVALID_ARG, "%s declares no carried tensor", model->ops->architecture);
     return BRG_OK;
 }
