@@ -102,10 +102,13 @@ for round in $(seq 1 "$rounds"); do
                 say "== round $round/$rounds: $model $mode $bt: brigade, then PyTorch (at ${SECONDS} s)"
                 in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model "$model" --mode "$mode" \
                     --bt "$bt" --config "$configs"
-                # bf16.32 training beside fp32's (the precision goal pairs them by round).
+                # bf16.32 training beside fp32's (the precision goal pairs them by round), and 16.16.
                 if [ "$model/$mode" = small/train ] && [ "${BENCH_PRECISION:-1}" != 0 ]; then
                     in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train \
                         --bt "$bt" --config 1dev,1dev2t --precision bf16.32
+                    # 16.16 on one device: its activation memory against fp32's (act_mib).
+                    in_round "$round" "$build/brigade_bench" --no-peak "${peaks[@]}" --model small --mode train \
+                        --bt "$bt" --config 1dev --precision 16.16
                 fi
                 # The same training traced (the tracing goal pairs it with the untraced 1dev row).
                 if [ "$model/$mode/$bt" = small/train/4x64 ]; then

@@ -62,6 +62,8 @@ synthetic() {
     [ "$above" = 1 ] && rq=161 || rq=159
     # traced training against untraced 50 tokens/s: 0.98x or 0.978x (goal: at least 0.98x)
     [ "$above" = 1 ] && tr=49 || tr=48.9
+    # 16.16 activation memory against fp32's 100 MiB: 0.55x or 0.551x (goal: at most 0.55x)
+    [ "$above" = 1 ] && am=55 || am=55.1
     cat <<EOF
 RESULT impl=peak isa=avx512 peak1=50 peak2=90
 RESULT impl=peak isa=avx512 peak1=100 peak2=200
@@ -74,10 +76,12 @@ EOF
         cat <<EOF
 RESULT impl=brigade model=small mode=train bt=4x64 config=rep2 cores=2 threads=1 ms_per_step=1 tokens_per_s=${f[0]} gflops=${f[2]} pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 peak_rss_mb=100 rss=cumulative round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=9000 gflops=150 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
-RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=100 gflops=${f[1]} pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=100 gflops=${f[1]} pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 act_mib=200 round=$r
+RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=90 gflops=1 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=16.16 act_mib=$(python3 -c "print($am * 2)") round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=45 gflops=1 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=16.16 act_mib=$am round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=${f[5]} gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=100 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 round=$r
-RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=50 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=off round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=50 gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=off act_mib=100 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$tr gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=on round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=1dev cores=1 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=100 gflops=0 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=pipe2 cores=2 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=$rq gflops=0 params=1 gemm=avx512 round=$r
@@ -122,7 +126,7 @@ for above in 1 0; do
     python3 "$root/bench/report.py" "$tmp/s$above.log" "$tmp/s$above.md" >/dev/null 2>&1 ||
         { bad "report.py failed on the synthetic lines"; continue; }
     n=$(grep -c "^- PASS: " "$tmp/s$above.md")
-    want=15
+    want=16
     [ "$above" = 0 ] && want=0
     [ "$n" = "$want" ] && ok || bad "expected $want PASS verdicts, got $n: $(grep -E '^- (PASS|FAIL)' "$tmp/s$above.md")"
     grep -q '^- FAIL: .*not measured' "$tmp/s$above.md" && bad "a goal is 'not measured'" || ok
@@ -144,6 +148,9 @@ grep -q '4 requests in flight .*: 1.61× (1.61–1.61) over 2 round(s) (last: 16
 grep -q 'bf16.32 training tokens/s .*4x64: 1dev2t 1.61× (1.61–1.61); 8x128: 1dev 1.61× (1.61–1.61)' "$tmp/s1.md" && ok ||
     bad "precision line: $(grep 'bf16.32 training' "$tmp/s1.md")"
 grep -q '^| small | train | 8x128 | brigade | 1dev bf16.32 | 1 |' "$tmp/s1.md" && ok || bad "no bf16.32 row in the table"
+grep -q '16.16 activation memory .*: 4x64: 0.550x (55.0 MiB against 100.0); 8x128: 0.550x (110.0 MiB against 200.0)' \
+    "$tmp/s1.md" && ok || bad "activation memory line: $(grep '16.16 activation' "$tmp/s1.md")"
+grep -q ' act_mib=[0-9.]*' "$tmp/half.log" && ok || bad "no act_mib in the training RESULT line"
 grep -q '690 vs 1000 MiB (PyTorch t2), 0.69×' "$tmp/s1.md" && ok || bad "RSS line: $(grep 'Peak RSS of' "$tmp/s1.md")"
 grep -q 'bert-base training .* 1.51× (1.51–1.51) over 2 round(s) (best round: brigade rep2 151.0 vs PyTorch t2-compile' \
     "$tmp/s1.md" && ok || bad "BERT line: $(grep 'bert-base training' "$tmp/s1.md")"

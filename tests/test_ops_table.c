@@ -66,9 +66,10 @@ typedef struct config {
 
 /* ==== table cells =========================================================================== */
 
-enum { COL_SCALAR, COL_AVX2, COL_AVX512, COL_BLAS, COL_GAVX2, COL_GAVX512, COL_GREF, COL_TEAM2, COL_FD, N_COLS };
+enum { COL_SCALAR, COL_AVX2, COL_AVX512, COL_BLAS, COL_GAVX2, COL_GAVX512, COL_GREF, COL_TEAM2, COL_FD, COL_HALF,
+       N_COLS };
 static const char *const col_names[N_COLS] = {"scalar", "avx2", "avx512", "blas", "g-avx2", "g-avx512", "g-ref",
-                                              "team2",  "fd"};
+                                              "team2",  "fd",   "half"};
 /* In rising precedence: a cell shows the worst of what its runs gave. */
 enum { CELL_NA, CELL_SKIP, CELL_PASS, CELL_KNOWN, CELL_FAIL };
 static const char *const cell_names[] = {"-", "SKIP", "PASS", "KNOWN", "FAIL"};
@@ -2079,6 +2080,119 @@ static void op_run(opcase *c, snap *s, bool fd) {
     if (y && y->dtype == BRG_DTYPE_F32 && fd) run_fd(c, s);
 }
 
+/* ---- (e) half activations: the op on a tape that stores its outputs in bf16 or fp16 ----
+ * The float inputs are first rounded to the type, so the fp32 run and the half run see the same
+ * values. The half run gets them as half tensors (as the activations of a .16 run reach an op),
+ * its output must come out in the type (a loss: F32) and equal the fp32 output rounded to it, bit
+ * for bit when the graph is one op (one rounding, at the store); gradients stay F32 and equal
+ * the fp32 run's up to the rounding of what a backward reads back (an op's own output:
+ * softmax, tanh, attention), or of a composed graph's intermediate outputs. */
+static void round_inputs(opcase *c, brg_dtype type) {
+    for (int i = 0; i < c->nb; i++) {
+        gbuf *b = &c->b[i];
+        if (b->role != R_IN || b->type != TY_F32) continue;
+        float *x = b->p;
+        for (int64_t k = 0; k < b->n; k++)
+            x[k] = type == BRG_DTYPE_BF16 ? brg_bf16_to_f32(brg_f32_to_bf16(x[k])) : brg_f16_to_f32(brg_f32_to_f16(x[k]));
+    }
+}
+
+/* Each float input as a tensor of `type` in the arena (its gradient buffer as wrap_tensors sets it). */
+static bool wrap_half(opcase *c, brg_dtype type) {
+    wrap_tensors(c);
+    for (int i = 0; i < c->nb; i++) {
+        gbuf *b = &c->b[i];
+        if (b->role != R_IN || b->type != TY_F32) continue;
+        brg_tensor *h = NULL;
+        if (brg_tensor_new(arena, type, b->ndim, b->shape, b->name, &h) != BRG_OK) return false;
+        brg_tensor src = brg_tensor_wrap(BRG_DTYPE_F32, b->ndim, b->shape, b->p);
+        if (brg_tensor_copy(h, &src) != BRG_OK) return false;
+        b->t.dtype = type;
+        b->t.data = h->data;
+    }
+    return true;
+}
+
+static int covered_ops(const entry *e) {
+    int n = 0;
+    while (n < 3 && e->covers[n]) n++;
+    return n;
+}
+
+static float rounded(float x, brg_dtype type) {
+    return type == BRG_DTYPE_BF16 ? brg_bf16_to_f32(brg_f32_to_bf16(x)) : brg_f16_to_f32(brg_f32_to_f16(x));
+}
+
+/* The graph's output (widened) and gradients on a tape whose activations are `type`. */
+static bool half_graph_run(opcase *c, brg_dtype type, snap *s, brg_dtype *stored) {
+    const size_t mark_at = brg_arena_mark(arena);
+    brg_tape *tape = NULL;
+    bool ok = brg_tape_create(arena, &tape) == BRG_OK && wrap_half(c, type);
+    brg_tensor *y = NULL;
+    if (ok) {
+        brg_tape_set_activation_dtype(tape, type);
+        y = c->e->graph(tape, c);
+    }
+    if (y && (y->dtype == BRG_DTYPE_F32 || y->dtype == type)) {
+        const int64_t ny = brg_tensor_numel(y);
+        *stored = y->dtype;
+        report(y->dtype == type || ny == 1, "the output is %s, not %s", brg_dtype_name(y->dtype), brg_dtype_name(type));
+        float *wide = malloc((size_t)ny * sizeof *wide);
+        brg_tensor w = brg_tensor_wrap(BRG_DTYPE_F32, y->ndim, y->shape, wide);
+        ok = wide && brg_tensor_copy(&w, y) == BRG_OK;
+        if (ok && y->requires_grad && ny == c->seed_n) ok = brg_tape_backward_from(tape, y, c->seed) == BRG_OK;
+        if (ok) snap_add(s, "op:y", TY_F32, wide, ny);
+        for (int i = 0; ok && i < c->nb; i++) {
+            gbuf *b = &c->b[i];
+            if (b->grad < 0) continue;
+            brg_tensor_settle_grad(&b->t);
+            snap_add(s, c->b[b->grad].name, TY_F32, b->t.grad, b->n);
+        }
+        free(wide);
+    } else if (y) {
+        ok = false; /* integer outputs: nothing to store in half */
+    }
+    brg_tape_destroy(tape);
+    brg_arena_reset(arena, mark_at);
+    return ok && y;
+}
+
+static void run_half(opcase *c, brg_dtype type) {
+    const unsigned saved = cur_cells;
+    cur_cells = 1u << COL_HALF;
+    place(c, false);
+    fill(c);
+    if (c->e->prepare) c->e->prepare(c);
+    round_inputs(c, type);
+    snap full = {0}, half = {0};
+    op_run(c, &full, false);
+    brg_dtype stored = BRG_DTYPE_F32;
+    const bool floats = full.n > 0 && full.a[0].type == TY_F32; /* an op with a float output ran */
+    const bool ran = floats && half_graph_run(c, type, &half, &stored);
+    if (floats) report(ran, "with %s activations the op failed: %s", brg_dtype_name(type), brg_last_error());
+    if (ran) {
+        const double unit = type == BRG_DTYPE_BF16 ? 0x1p-8 : 0x1p-11; /* the type's unit roundoff */
+        const bool one_op = covered_ops(c->e) == 1;
+        report(half.n == full.n, "%d outputs with half activations, %d without", half.n, full.n);
+        for (int i = 0; i < half.n && i < full.n; i++) {
+            const arr *a = &half.a[i], *w = &full.a[i];
+            const float *got = a->data, *want = w->data;
+            float *expect = dup_floats(want, w->n);
+            const bool output = i == 0;
+            if (output && stored == type)
+                for (int64_t k = 0; k < w->n; k++) expect[k] = rounded(want[k], type);
+            char msg[320] = "";
+            const double tol = output && one_op ? 0.0 : 16 * unit;
+            const bool ok = compare_arrays(got, expect, TY_F32, a->n, tol, msg, sizeof msg);
+            report(ok, "%s in %s vs fp32 (rounded): %s", a->name, brg_dtype_name(type), msg);
+            free(expect);
+        }
+    }
+    snap_free(&half);
+    snap_free(&full);
+    cur_cells = saved;
+}
+
 static void rebuild_team(void) {
     brg_gemm_team_bind(NULL);
     brg_gemm_team_destroy(team);
@@ -2206,6 +2320,11 @@ static void run_shape(const entry *e, int ei, int si, const config *cfgs, int nc
     }
     for (int ki = 0; ki < ncfg; ki++) snap_free(&snaps[ki]);
     free(snaps);
+    if (e->graph && !(c.v & S_SPECIAL) && apply_config(&cfgs[0])) {
+        snprintf(cur_desc, sizeof cur_desc, "%s %s [half activations]", e->name, sdesc);
+        run_half(&c, BRG_DTYPE_BF16);
+        run_half(&c, BRG_DTYPE_F16);
+    }
     free_bufs(&c);
 }
 

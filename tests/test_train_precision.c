@@ -10,6 +10,7 @@
 
 #include "brigade/model.h"
 #include "brigade/safetensors.h"
+#include "brigade/trace.h"
 #include "brigade/trainer.h"
 #include "test_util.h"
 
@@ -34,6 +35,8 @@ typedef struct run_setup {
     int stages;
     int64_t steps, save_every;
     const char *output, *resume, *log;
+    int accumulation;          /* 0: 2 */
+    brg_train_result *result;  /* optional */
 } run_setup;
 
 static brg_status train(const run_setup *s, record *rec, brg_model **kept) {
@@ -46,14 +49,14 @@ static brg_status train(const run_setup *s, record *rec, brg_model **kept) {
     brg_train_options_default(&o);
     static const int two[4] = {0, 0, 1, 1};
     o.stages = s->stages ? s->stages : 1, o.block_stage = o.stages == 2 ? two : NULL;
-    o.accumulation = 2, o.micro_batch = 4, o.steps = s->steps ? s->steps : STEPS, o.shuffle = false;
+    o.accumulation = s->accumulation ? s->accumulation : 2, o.micro_batch = 4, o.steps = s->steps ? s->steps : STEPS, o.shuffle = false;
     o.optimizer.lr = 1e-3;
     o.precision = s->precision, o.loss_scaling = s->loss_scaling, o.auto_loss_scaling = s->auto_scaling;
     o.stochastic_rounding = s->stochastic;
     o.output_dir = s->output, o.save_every = s->save_every, o.resume_dir = s->resume, o.log_path = s->log;
     o.overwrite_output = true;
     o.on_step = on_step, o.on_step_ctx = rec;
-    brg_status st = brg_train(m, d, &o, NULL);
+    brg_status st = brg_train(m, d, &o, s->result);
     brg_dataset_free(d);
     if (kept) *kept = m;
     else brg_model_destroy(m);
@@ -278,7 +281,64 @@ static void test_stochastic_reproduces(void) {
     CHECK_MSG(differs, "stochastic rounding (the .16 default) gave the losses of rounding to nearest");
 }
 
+/* The bytes the trace's "send forward" events carried (stage 0 to stage 1: the hidden states). */
+static double forward_send_bytes(const char *path) {
+    FILE *f = fopen(path, "rb");
+    CHECK_MSG(f != NULL, "no trace at %s", path);
+    if (!f) return 0;
+    static char text[1 << 22];
+    const size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = 0;
+    cJSON *j = cJSON_Parse(text), *events = cJSON_GetObjectItemCaseSensitive(j, "traceEvents");
+    double bytes = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, events) {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (cJSON_IsString(name) && strncmp(name->valuestring, "send forward", 12) == 0)
+            bytes += num(cJSON_GetObjectItemCaseSensitive(e, "args"), "bytes");
+    }
+    cJSON_Delete(j);
+    return bytes;
+}
+
+/* The .16 modes hold activations in the half type: what a micro-batch adds to a device at its
+ * peak is less than fp32's (this model is too small for headers and statistics not to weigh:
+ * tests/test_memory_plan.c measures the ratio at sizes that matter), and the hidden states a
+ * stage sends the next are half the bytes, where the .32 modes send fp32. */
+static void test_half_activations(void) {
+    static const brg_precision modes[] = {BRG_PRECISION_32_32, BRG_PRECISION_BF16_32, BRG_PRECISION_16_16,
+                                          BRG_PRECISION_BF16_16};
+    double act[4] = {0}, sent[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        brg_train_result r = {0};
+        record ignored = {0};
+        char trace[64];
+        snprintf(trace, sizeof trace, "/tmp/brg_half_act_%d.json", (int)getpid());
+        run_setup s = {.precision = modes[i], .stochastic = 0, .steps = 2, .accumulation = 1, .result = &r};
+        CHECK_OK(train(&s, &ignored, NULL));
+        act[i] = (double)r.stage_activation_bytes[0];
+        s.stages = 2;
+        CHECK_OK(brg_trace_start(trace, "test_train_precision"));
+        CHECK_OK(train(&s, &ignored, NULL));
+        CHECK_OK(brg_trace_finish());
+        sent[i] = forward_send_bytes(trace);
+        unlink(trace);
+        printf("%s: activations %.0f bytes per micro-batch (%.3fx fp32's), stage 0 sent %.0f bytes forward\n",
+               brg_precision_name(modes[i]), act[i], act[i] / act[0], sent[i]);
+    }
+    CHECK_MSG(sent[0] > 0, "the two-stage run sent nothing forward");
+    CHECK_MSG(sent[1] == sent[0], "bf16.32 sent %.0f bytes forward, fp32 %.0f", sent[1], sent[0]);
+    for (int i = 2; i < 4; i++) {
+        CHECK_MSG(act[i] < act[0], "%s holds %.0f bytes of activations, fp32 %.0f (%.3fx)",
+                  brg_precision_name(modes[i]), act[i], act[0], act[i] / act[0]);
+        CHECK_MSG(sent[i] == sent[0] / 2, "%s sent %.0f bytes forward, fp32 %.0f", brg_precision_name(modes[i]),
+                  sent[i], sent[0]);
+    }
+}
+
 int main(void) {
+    test_half_activations();
     test_auto_backs_off(BRG_PRECISION_16_16);
     test_auto_backs_off(BRG_PRECISION_16_32);
     test_static_overflow_stops();

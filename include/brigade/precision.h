@@ -35,6 +35,10 @@ const char *brg_precision_name(brg_precision p);
 brg_dtype brg_precision_compute_dtype(brg_precision p);
 /* The type weights, gradients and optimizer state are held in: F32, F16 or BF16. */
 brg_dtype brg_precision_master_dtype(brg_precision p);
+/* The type training holds activations in (brg_runtime_options.activation_dtype): the compute
+ * type in the .16 modes (as a half model's activations), F32 in the others (autocast keeps its
+ * non-product outputs in fp32). */
+brg_dtype brg_precision_activation_dtype(brg_precision p);
 
 /* The calling thread's product precision: every matrix product (brg_gemm) it runs afterwards
  * rounds its operands to `dtype` (F16 or BF16, round to nearest even) and accumulates in fp32;

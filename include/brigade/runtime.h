@@ -46,6 +46,10 @@ typedef struct brg_runtime_options {
     /* The type every device's matrix products round their operands to (brg_compute_dtype_set):
      * F32 (the default) leaves them; F16 or BF16 for the reduced precision modes. */
     brg_dtype compute_dtype;
+    /* Training: the type the ops store activations in (brg_tape_set_activation_dtype): F32 (the
+     * default, also when 0) or F16 / BF16 (the .16 modes), which halves what a micro-batch holds
+     * and what stages send each other. Gradients stay F32. */
+    brg_dtype activation_dtype;
     /* ZeRO-1 (replicated_tensor_sharding): a run reduce-scatters the gradients instead of
      * all-reducing them. Each device then holds the sum over every copy only for its replica's
      * shard of each parameter it holds (brg_shard_range), bit for bit the all-reduce's sum there;

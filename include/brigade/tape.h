@@ -38,6 +38,13 @@ brg_arena *brg_tape_arena(const brg_tape *tape);
 void brg_tape_set_backend(brg_tape *tape, const brg_backend *backend);
 const brg_backend *brg_tape_backend(const brg_tape *tape);
 
+/* The type the recorded ops store their floating-point outputs in: F32 (the default), or F16 /
+ * BF16 to hold activations in half the bytes (the .16 training modes). Kernels still compute in
+ * fp32: an op widens a half input as it reads it and rounds its output to nearest even as it
+ * stores it. Losses stay F32, and gradients are F32 whatever the activations' type. */
+void brg_tape_set_activation_dtype(brg_tape *tape, brg_dtype dtype);
+brg_dtype brg_tape_activation_dtype(const brg_tape *tape);
+
 /* With grad disabled (inference) ops compute outputs but record nothing. */
 void brg_tape_set_grad_enabled(brg_tape *tape, bool enabled);
 bool brg_tape_grad_enabled(const brg_tape *tape);

@@ -137,6 +137,10 @@ typedef struct brg_train_result {
      * arena counted it: parameters, gradients, optimizer state, activations and kernel scratch;
      * for stages [0, BRG_TRAIN_MAX_STAGES). brg_train_plan_memory estimates the same bytes. */
     size_t stage_peak_bytes[BRG_TRAIN_MAX_STAGES];
+    /* Of that, what a run's micro-batches added at their peak above the state the device holds
+     * throughout: activations, their gradients, stage inputs and kernel scratch (the "activations"
+     * of train's summary; half in the .16 modes' activations). */
+    size_t stage_activation_bytes[BRG_TRAIN_MAX_STAGES];
     /* The most optimizer state any device held (bytes; sharded, 1/replicas of it) and whether it
      * was off the device arenas (optimizer_state_offchip). */
     size_t optimizer_state_bytes;

@@ -49,19 +49,24 @@ static brg_status broadcast_split(const brg_tensor *x, const brg_tensor *p, int6
 }
 
 brg_status brg_add_broadcast(brg_tape *tape, brg_tensor *x, brg_tensor *p, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("add_broadcast", x, 0));
-    BRG_TRY(ops_check_f32("add_broadcast", p, 0));
+    BRG_TRY(ops_check_float("add_broadcast", x, 0));
+    BRG_TRY(ops_check_float("add_broadcast", p, 0));
     int64_t A = 1, M = 1, I = 1;
     BRG_TRY(broadcast_split(x, p, &A, &M, &I));
     const brg_tensor *ins[2] = {x, p};
     bool rec = brg_tape_needs(tape, ins, 2);
     BRG_TRY(ops_new_like(tape, x, rec, "add_broadcast output", y));
-    ops_k(tape)->add_bcast_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(p), A, M, I);
+    float *out = ops_write(*y, 2);
+    ops_k(tape)->add_bcast_fwd(out, ops_read(x, 0), ops_read(p, 1), A, M, I);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_bcast_backward, add_bcast_ctx, x, p, *y, A, M, I);
 }
 
 void ops_cost_add_broadcast(ops_cost *c, double n) {
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    /* x and the sum; p (ViT's position embeddings, a parameter) is F32 and read in place */
+    ops_cost_stage(c, 0, n);
+    ops_cost_stage(c, 2, n);
     ops_cost_context(c, sizeof(add_bcast_ctx));
 }

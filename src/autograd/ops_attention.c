@@ -18,7 +18,7 @@ static brg_status split_backward(brg_tape *tape, void *p) {
 
 brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t heads, int64_t head_dim,
                            brg_tensor **y) {
-    BRG_TRY(ops_check_f32("split_heads", x, 3));
+    BRG_TRY(ops_check_float("split_heads", x, 3));
     if (x->ndim != 3) return brg_error(BRG_ERR_INVALID_ARG, "split_heads: input must be [B, T, W]");
     int64_t B = x->shape[0], T = x->shape[1], W = x->shape[2];
     if (col < 0 || heads <= 0 || head_dim <= 0 || col + heads * head_dim > W)
@@ -27,8 +27,11 @@ brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t h
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[4] = {B, heads, T, head_dim};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, shape, rec, "split heads", y));
-    ops_k(tape)->split_heads(OPS_F32(*y), OPS_CF32(x) + col, B, T, heads, head_dim, W);
+    BRG_TRY(ops_new(tape, 4, shape, rec, "split heads", y));
+    /* x through slot 3, where the linear that made it wrote it (GPT-2's fused [B, T, 3C] whole) */
+    float *out = ops_write(*y, 0);
+    ops_k(tape)->split_heads(out, ops_read(x, 3) + col, B, T, heads, head_dim, W);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, split_backward, split_ctx, x, *y, col, B, T, heads, head_dim, W);
 }
@@ -58,21 +61,23 @@ static brg_status merge_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_merge_heads(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("merge_heads", x, 4));
+    BRG_TRY(ops_check_float("merge_heads", x, 4));
     if (x->ndim != 4) return brg_error(BRG_ERR_INVALID_ARG, "merge_heads: input must be [B, H, T, D]");
     int64_t B = x->shape[0], H = x->shape[1], T = x->shape[2], D = x->shape[3];
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[3] = {B, T, H * D};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "merged heads", y));
-    ops_k(tape)->merge_heads(OPS_F32(*y), OPS_CF32(x), B, T, H, D, H * D, false);
+    BRG_TRY(ops_new(tape, 3, shape, rec, "merged heads", y));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->merge_heads(out, ops_read(x, 0), B, T, H, D, H * D, false);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, merge_backward, merge_ctx, x, *y);
 }
 
 /* ---- attention ---- */
 typedef struct attention_ctx {
-    brg_tensor *q, *k, *v, *bias, *y;
+    brg_tensor *q, *k, *v, *bias, *key_mask, *y;
     float *lse;
     brg_attn_args args;
 } attention_ctx;
@@ -84,28 +89,32 @@ static brg_status attention_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dk, tape, c->k);
     OPS_GRAD(dv, tape, c->v);
     OPS_GRAD(dbias, tape, c->bias);
-    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, c->y->grad, OPS_CF32(c->y), c->lse, OPS_CF32(c->q), OPS_CF32(c->k),
-                        OPS_CF32(c->v), &c->args);
+    /* the forward's pointers to a widened bias or mask went with its staging: widen them again */
+    brg_attn_args args = c->args;
+    args.bias = c->bias ? ops_read(c->bias, 4) : NULL;
+    args.key_mask = c->key_mask ? ops_read(c->key_mask, 5) : NULL;
+    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, c->y->grad, ops_read(c->y, 3), c->lse, ops_read(c->q, 0),
+                               ops_read(c->k, 1), ops_read(c->v, 2), &args);
     return BRG_OK;
 }
 
 static brg_status attention_check(const brg_tensor *q, const brg_tensor *k, const brg_tensor *v,
                                   const brg_attention_opts *o) {
-    BRG_TRY(ops_check_f32("attention", q, 4));
-    BRG_TRY(ops_check_f32("attention", k, 4));
-    BRG_TRY(ops_check_f32("attention", v, 4));
+    BRG_TRY(ops_check_float("attention", q, 4));
+    BRG_TRY(ops_check_float("attention", k, 4));
+    BRG_TRY(ops_check_float("attention", v, 4));
     if (q->ndim != 4 || k->ndim != 4 || !brg_tensor_same_shape(k, v) || q->shape[0] != k->shape[0] ||
         q->shape[1] != k->shape[1] || q->shape[3] != k->shape[3])
         return brg_error(BRG_ERR_INVALID_ARG, "attention: q, k, v must be [B,H,Tq,D], [B,H,Tk,D], [B,H,Tk,D]");
     int64_t B = q->shape[0], H = q->shape[1], Tq = q->shape[2], Tk = k->shape[2];
     if (o->key_mask) {
-        BRG_TRY(ops_check_f32("attention", o->key_mask, 2));
+        BRG_TRY(ops_check_float("attention", o->key_mask, 2));
         if (o->key_mask->ndim != 2 || o->key_mask->shape[0] != B || o->key_mask->shape[1] != Tk)
             return brg_error(BRG_ERR_INVALID_ARG, "attention: key mask must be [B, Tk] = [%lld, %lld]", (long long)B,
                              (long long)Tk);
     }
     if (o->bias) {
-        BRG_TRY(ops_check_f32("attention", o->bias, 3));
+        BRG_TRY(ops_check_float("attention", o->bias, 3));
         if (o->bias->ndim != 3 || o->bias->shape[0] != H || o->bias->shape[1] != Tq || o->bias->shape[2] != Tk)
             return brg_error(BRG_ERR_INVALID_ARG, "attention: bias must be [H, Tq, Tk]");
     }
@@ -117,12 +126,12 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     BRG_TRY(attention_check(q, k, v, opts));
     const brg_tensor *ins[4] = {q, k, v, opts->bias};
     bool rec = brg_tape_needs(tape, ins, 4);
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 4, q->shape, rec, "attention output", y));
+    BRG_TRY(ops_new(tape, 4, q->shape, rec, "attention output", y));
     brg_attn_args args = {
         .B = q->shape[0], .H = q->shape[1], .Tq = q->shape[2], .Tk = k->shape[2], .D = q->shape[3],
         .scale = opts->scale, .causal = opts->causal,
-        .key_mask = opts->key_mask ? OPS_CF32(opts->key_mask) : NULL,
-        .bias = opts->bias ? OPS_CF32(opts->bias) : NULL,
+        .key_mask = opts->key_mask ? ops_read(opts->key_mask, 5) : NULL,
+        .bias = opts->bias ? ops_read(opts->bias, 4) : NULL,
         .dropout = opts->dropout, .seed = opts->seed, .offset = opts->offset,
     };
     if (!(args.dropout >= 0.0f && args.dropout < 1.0f))
@@ -130,27 +139,41 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(args.B * args.H * args.Tq) * sizeof(float),
                                  "attention statistics");
     if (!lse) return BRG_ERR_OOM;
-    ops_k(tape)->attention_fwd(OPS_F32(*y), lse, OPS_CF32(q), OPS_CF32(k), OPS_CF32(v), &args);
+    float *out = ops_write(*y, 3);
+    ops_k(tape)->attention_fwd(out, lse, ops_read(q, 0), ops_read(k, 1), ops_read(v, 2), &args);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
-    return OPS_RECORD(tape, attention_backward, attention_ctx, q, k, v, opts->bias, *y, lse, args);
+    return OPS_RECORD(tape, attention_backward, attention_ctx, q, k, v, opts->bias, opts->key_mask, *y, lse, args);
 }
 
 /* ---- memory plans ---- */
 
 void ops_cost_split_heads(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(split_ctx));
+    /* x is at least the heads' size; a wider one (GPT-2's fused [B, T, 3C]) is the output of a
+     * linear, which counted it whole in slot 3 */
+    ops_cost_stage(c, 3, out_elems);
+    ops_cost_stage(c, 0, out_elems);
 }
 
 void ops_cost_merge_heads(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(merge_ctx));
+    ops_cost_stage(c, 0, out_elems);
+    ops_cost_stage(c, 1, out_elems);
 }
 
 void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, double D) {
-    ops_cost_tensor(c, B * H * Tq * D, sizeof(float), true);
+    ops_cost_tensor(c, B * H * Tq * D, ops_cost_act(c), true);
     c->fwd += ops_cost_align(B * H * Tq * sizeof(float)); /* the statistics */
     ops_cost_context(c, sizeof(attention_ctx));
+    /* q, k, v and the output, forward and backward alike. A widened bias (slot 4): ops_relpos.c's
+     * plan; a half key mask (slot 5) is left out (masks are host inputs, F32, in every model). */
+    ops_cost_stage(c, 0, B * H * Tq * D);
+    ops_cost_stage(c, 1, B * H * Tk * D);
+    ops_cost_stage(c, 2, B * H * Tk * D);
+    ops_cost_stage(c, 3, B * H * Tq * D);
     if (Tk <= 0) return;
     /* score rows of one block (forward), with their gradients (backward), on every team thread */
     ops_cost_team_scratch(c, 0, (c->record ? 2 : 1) * BRG_ATTN_ROW_BLOCK * Tk);

@@ -10,17 +10,19 @@ static brg_status clamp_backward(brg_tape *tape, void *p) {
     clamp_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->clamp_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), c->lo, c->hi);
+    ops_k(tape)->clamp_bwd(dx, c->y->grad, ops_read(c->x, 0), brg_tensor_numel(c->x), c->lo, c->hi);
     return BRG_OK;
 }
 
 brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("clamp", x, 0));
+    BRG_TRY(ops_check_float("clamp", x, 0));
     if (!(lo <= hi)) return brg_error(BRG_ERR_INVALID_ARG, "clamp: the lower bound %g exceeds the upper %g", lo, hi);
     const brg_tensor *ins[1] = {x};
     const bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "clamp output", y));
-    ops_k(tape)->clamp_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), lo, hi);
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->clamp_fwd(out, ops_read(x, 0), brg_tensor_numel(x), lo, hi);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, clamp_backward, clamp_ctx, x, *y, lo, hi);
 }
@@ -30,8 +32,9 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
 #define FP16_OVERFLOW 65520.0f
 
 brg_status brg_fp16_overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("fp16_overflow_guard", x, 0));
-    const float m = ops_k(tape)->max_abs(OPS_CF32(x), brg_tensor_numel(x));
+    BRG_TRY(ops_check_float("fp16_overflow_guard", x, 0));
+    /* an F16 activation holds no finite value past FP16_MAX: its overflows are already inf */
+    const float m = ops_k(tape)->max_abs(ops_read(x, 0), brg_tensor_numel(x));
     if (!(m > FP16_MAX)) {
         *y = x;
         return BRG_OK;

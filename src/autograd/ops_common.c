@@ -3,6 +3,7 @@
 
 #include "ops_cost.h"
 #include "ops_internal.h"
+#include "kernels/half.h"
 
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims) {
     if (!t) return brg_error(BRG_ERR_INVALID_ARG, "%s: missing input", op);
@@ -17,6 +18,15 @@ brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims) {
     return BRG_OK;
 }
 
+brg_status ops_check_float(const char *op, const brg_tensor *t, int min_dims) {
+    if (t && (t->dtype == BRG_DTYPE_F16 || t->dtype == BRG_DTYPE_BF16)) {
+        brg_tensor as_f32 = *t;
+        as_f32.dtype = BRG_DTYPE_F32;
+        return ops_check_f32(op, &as_f32, min_dims);
+    }
+    return ops_check_f32(op, t, min_dims);
+}
+
 brg_status ops_check_i32(const char *op, const brg_tensor *t) {
     if (!t) return brg_error(BRG_ERR_INVALID_ARG, "%s: missing index input", op);
     if (t->dtype != BRG_DTYPE_I32 || !brg_tensor_is_contiguous(t))
@@ -28,7 +38,36 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t) {
 const char *ops_name(const brg_tensor *t, const char *fallback) { return t->name ? t->name : fallback; }
 
 brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y) {
-    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, x->shape, rec, what, y);
+    return ops_new(tape, x->ndim, x->shape, rec, what, y);
+}
+
+brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y) {
+    return brg_tape_new_tensor(tape, brg_tape_activation_dtype(tape), ndim, shape, rec, what, y);
+}
+
+static bool is_half(const brg_tensor *t) { return t->dtype == BRG_DTYPE_F16 || t->dtype == BRG_DTYPE_BF16; }
+
+static float *stage(const brg_tensor *t, int slot) {
+    BRG_ASSERT(slot >= 0 && slot < BRG_SCRATCH_STAGE_SLOTS);
+    return brg_scratch(BRG_SCRATCH_STAGE + slot, (size_t)brg_tensor_numel(t));
+}
+
+const float *ops_read(const brg_tensor *t, int slot) {
+    if (!is_half(t)) return t->data;
+    float *values = stage(t, slot);
+    const int64_t n = brg_tensor_numel(t);
+    if (t->dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, t->data, n);
+    else brg_f16_to_f32_row(values, t->data, n);
+    return values;
+}
+
+float *ops_write(brg_tensor *y, int slot) { return is_half(y) ? stage(y, slot) : y->data; }
+
+void ops_store(brg_tensor *y, const float *values) {
+    if (!is_half(y) || values == y->data) return;
+    const int64_t n = brg_tensor_numel(y);
+    if (y->dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row(y->data, values, n);
+    else brg_f32_to_f16_row(y->data, values, n);
 }
 
 brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size) {
@@ -64,6 +103,12 @@ static void scratch_max(double *slots, int slot, double floats) {
 }
 
 void ops_cost_scratch(ops_cost *c, int slot, double floats) { scratch_max(c->scratch, slot, floats); }
+
+int ops_cost_act(const ops_cost *c) { return c->act_size ? c->act_size : (int)sizeof(float); }
+
+void ops_cost_stage(ops_cost *c, int slot, double floats) {
+    if (ops_cost_act(c) < (int)sizeof(float)) scratch_max(c->scratch, BRG_SCRATCH_STAGE + slot, floats);
+}
 
 void ops_cost_team_scratch(ops_cost *c, int slot, double floats) {
     scratch_max(c->scratch, slot, floats);

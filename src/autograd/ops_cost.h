@@ -16,6 +16,9 @@
 typedef struct ops_cost {
     bool record;  /* the tape records (training): contexts, gradients, backward scratch */
     bool dropout; /* the micro-batch trains: a dropout with p > 0 makes a new tensor */
+    /* bytes per element of the ops' float outputs (brg_tape_activation_dtype): 4 (also when 0),
+     * or 2 with half activations */
+    int act_size;
     double fwd;   /* bytes the forward allocates (kept until the micro-batch is released) */
     double grad;  /* bytes of the activation gradients backward allocates */
     double scratch[BRG_SCRATCH_SLOTS]; /* the largest request of each kernel scratch slot */
@@ -42,6 +45,12 @@ void ops_cost_context(ops_cost *c, size_t size);
 void ops_cost_scratch(ops_cost *c, int slot, double floats);
 /* The same request made on each of a device's team threads (an op split across them). */
 void ops_cost_team_scratch(ops_cost *c, int slot, double floats);
+/* The size of an op's float output element (c->act_size, 4 when unset): an op's cost function
+ * counts its outputs with it. */
+int ops_cost_act(const ops_cost *c);
+/* An ops_read or ops_write of `floats` values that goes through staging slot `slot` (0 to
+ * BRG_SCRATCH_STAGE_SLOTS - 1): counted only with half activations, where it widens. */
+void ops_cost_stage(ops_cost *c, int slot, double floats);
 /* A matrix product (brg_gemm) on operands of a_elems and b_elems elements: with a 16-bit compute
  * type it rounds them into scratch slots BRG_SCRATCH_GEMM_A and _B (the plan counts those only
  * then). `team`: a product run on each of the team's threads (attention's), counted in c->team

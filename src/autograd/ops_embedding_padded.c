@@ -34,6 +34,7 @@ brg_status brg_embedding_padded(brg_tape *tape, brg_tensor *ids, brg_tensor *tab
 }
 
 void ops_cost_embedding_padded(ops_cost *c, double ids, double dim) {
-    ops_cost_tensor(c, ids * dim, sizeof(float), true); /* the plain embedding's output, unrecorded */
+    ops_cost_tensor(c, ids * dim, ops_cost_act(c), true); /* the plain embedding's output, unrecorded */
+    ops_cost_stage(c, 1, ids * dim);                      /* brg_embedding's write */
     ops_cost_context(c, sizeof(embedding_pad_ctx));
 }

@@ -11,15 +11,30 @@ static inline const brg_kernels *ops_k(const brg_tape *tape) { return brg_tape_b
 
 /* Fails unless t is a contiguous F32 tensor with at least `min_dims` dimensions. */
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims);
+/* The same for a floating-point input an op widens as it reads it: F32, F16 or BF16. */
+brg_status ops_check_float(const char *op, const brg_tensor *t, int min_dims);
 /* Same for I32 index tensors. */
 brg_status ops_check_i32(const char *op, const brg_tensor *t);
 
 /* t's name for a message, or `fallback` when it has none. */
 const char *ops_name(const brg_tensor *t, const char *fallback);
 
-/* A new F32 tensor of x's shape on the tape's arena: an op's output (`rec`: it takes part in
- * backward). */
+/* A new tensor of x's shape on the tape's arena, in the tape's activation type: an op's output
+ * (`rec`: it takes part in backward). */
 brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y);
+/* The same with its own shape. */
+brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y);
+
+/* Half activations (brg_tape_activation_dtype). The kernels compute in fp32, so an op reads each
+ * floating-point tensor through ops_read, which hands out its data when it is F32 and otherwise
+ * widens it (exactly) into staging slot `slot`, 0 to BRG_SCRATCH_STAGE_SLOTS - 1, of the calling
+ * thread's scratch; an op writes an output where ops_write says (its data, or a staging slot)
+ * and then calls ops_store, which rounds the staged values into the tensor (nearest even).
+ * Tensors one kernel call reads or writes at the same time take different slots. Staging holds
+ * one op's operands at a time: the activations held across the step are the half tensors. */
+const float *ops_read(const brg_tensor *t, int slot);
+float *ops_write(brg_tensor *y, int slot);
+void ops_store(brg_tensor *y, const float *values);
 
 /* Records `backward` on the tape with a copy of the `size` bytes at `ctx` as its context. */
 brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size);

@@ -14,16 +14,16 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
-                     c->w_in_out);
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in,
+                            c->out, c->w_in_out);
     return BRG_OK;
 }
 
 /* Checks a linear layer's operands; *out is its output width. */
 static brg_status linear_check(const brg_tensor *x, const brg_tensor *w, const brg_tensor *b, bool w_in_out,
                                int64_t *out) {
-    BRG_TRY(ops_check_f32("linear", x, 1));
-    BRG_TRY(ops_check_f32("linear", w, 2));
+    BRG_TRY(ops_check_float("linear", x, 1));
+    BRG_TRY(ops_check_float("linear", w, 2));
     if (w->ndim != 2) return brg_error(BRG_ERR_INVALID_ARG, "linear: weight must be 2-d");
     int64_t in = x->shape[x->ndim - 1];
     int64_t w_in = w_in_out ? w->shape[0] : w->shape[1];
@@ -32,19 +32,19 @@ static brg_status linear_check(const brg_tensor *x, const brg_tensor *w, const b
         return brg_error(BRG_ERR_INVALID_ARG, "linear: input width %lld does not match weight %s (%lld)",
                          (long long)in, w->name ? w->name : "", (long long)w_in);
     if (b) {
-        BRG_TRY(ops_check_f32("linear", b, 1));
+        BRG_TRY(ops_check_float("linear", b, 1));
         if (brg_tensor_numel(b) != *out) return brg_error(BRG_ERR_INVALID_ARG, "linear: bias size mismatch");
     }
     return BRG_OK;
 }
 
-/* A [..., out] tensor shaped like x but for its last dim, in the tape's arena. */
+/* A [..., out] tensor shaped like x but for its last dim, in the tape's arena and activation type. */
 static brg_status new_rows(brg_tape *tape, const brg_tensor *x, int64_t out, bool requires_grad, const char *name,
                            brg_tensor **y) {
     int64_t shape[BRG_MAX_DIMS];
     for (int i = 0; i < x->ndim; i++) shape[i] = x->shape[i];
     shape[x->ndim - 1] = out;
-    return brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim, shape, requires_grad, name, y);
+    return ops_new(tape, x->ndim, shape, requires_grad, name, y);
 }
 
 brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *b, bool w_in_out,
@@ -56,7 +56,9 @@ brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *
     BRG_TRY(new_rows(tape, x, out, rec, "linear output", y));
     int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
-    ops_k(tape)->linear_fwd(OPS_F32(*y), OPS_CF32(x), OPS_CF32(w), b ? OPS_CF32(b) : NULL, n, in, out, w_in_out);
+    float *values = ops_write(*y, 3);
+    ops_k(tape)->linear_fwd(values, ops_read(x, 0), ops_read(w, 1), b ? ops_read(b, 2) : NULL, n, in, out, w_in_out);
+    ops_store(*y, values);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_backward, linear_ctx, x, w, b, *y, n, in, out, w_in_out);
 }
@@ -78,9 +80,9 @@ static brg_status linear_act_backward(brg_tape *tape, void *p) {
     OPS_GRAD(db, tape, c->b);
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
-    ops_k(tape)->bias_gelu_bwd(dh, db, c->y->grad, OPS_CF32(c->h), c->n, c->out, c->kind);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, OPS_CF32(c->x), OPS_CF32(c->w), c->n, c->in, c->out,
-                     c->w_in_out);
+    ops_k(tape)->bias_gelu_bwd(dh, db, c->y->grad, ops_read(c->h, 2), c->n, c->out, c->kind);
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in, c->out,
+                            c->w_in_out);
     return BRG_OK;
 }
 
@@ -98,8 +100,12 @@ brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tens
     int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
     brg_gelu_kind kind = act == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF;
-    ops_k(tape)->linear_fwd(OPS_F32(h), OPS_CF32(x), OPS_CF32(w), NULL, n, in, out, w_in_out);
-    ops_k(tape)->bias_gelu_fwd(OPS_F32(h), OPS_F32(*y), b ? OPS_CF32(b) : NULL, n, out, kind);
+    /* the bias is added into the pre-activation in place, so h is stored after both passes */
+    float *pre = ops_write(h, 2), *post = ops_write(*y, 3);
+    ops_k(tape)->linear_fwd(pre, ops_read(x, 0), ops_read(w, 1), NULL, n, in, out, w_in_out);
+    ops_k(tape)->bias_gelu_fwd(pre, post, b ? ops_read(b, 1) : NULL, n, out, kind);
+    ops_store(h, pre);
+    ops_store(*y, post);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_act_backward, linear_act_ctx, x, w, b, h, *y, n, in, out, w_in_out, kind);
 }
@@ -115,14 +121,15 @@ static brg_status matmul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->bmm_bwd(da, db, c->y->grad, OPS_CF32(c->a), OPS_CF32(c->b), c->batch, c->M, c->N, c->K, c->ta, c->tb);
+    ops_k(tape)->bmm_bwd(da, db, c->y->grad, ops_read(c->a, 0), ops_read(c->b, 1), c->batch, c->M, c->N, c->K, c->ta,
+                         c->tb);
     return BRG_OK;
 }
 
 brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a, bool trans_b,
                       brg_tensor **y) {
-    BRG_TRY(ops_check_f32("matmul", a, 2));
-    BRG_TRY(ops_check_f32("matmul", b, 2));
+    BRG_TRY(ops_check_float("matmul", a, 2));
+    BRG_TRY(ops_check_float("matmul", b, 2));
     if (a->ndim != b->ndim) return brg_error(BRG_ERR_INVALID_ARG, "matmul: operands have %d and %d dims", a->ndim, b->ndim);
     int nd = a->ndim;
     int64_t batch = 1;
@@ -142,8 +149,10 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
     for (int i = 0; i < nd - 2; i++) shape[i] = a->shape[i];
     shape[nd - 2] = M;
     shape[nd - 1] = N;
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, nd, shape, rec, "matmul output", y));
-    ops_k(tape)->bmm_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), batch, M, N, K, trans_a, trans_b);
+    BRG_TRY(ops_new(tape, nd, shape, rec, "matmul output", y));
+    float *values = ops_write(*y, 2);
+    ops_k(tape)->bmm_fwd(values, ops_read(a, 0), ops_read(b, 1), batch, M, N, K, trans_a, trans_b);
+    ops_store(*y, values);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, matmul_backward, matmul_ctx, a, b, *y, batch, M, N, K, trans_a, trans_b);
 }
@@ -161,14 +170,19 @@ static void linear_products(ops_cost *c, double n, double in, double out, bool w
 }
 
 void ops_cost_linear(ops_cost *c, double rows, double in, double out, bool w_in_out) {
-    ops_cost_tensor(c, rows * out, sizeof(float), true);
+    ops_cost_tensor(c, rows * out, ops_cost_act(c), true);
+    ops_cost_stage(c, 0, rows * in);
+    ops_cost_stage(c, 3, rows * out);
     ops_cost_context(c, sizeof(linear_ctx));
     linear_products(c, rows, in, out, w_in_out);
 }
 
 void ops_cost_linear_act(ops_cost *c, double rows, double in, double out, bool w_in_out, bool bias) {
-    ops_cost_tensor(c, rows * out, sizeof(float), false); /* the pre-activation */
-    ops_cost_tensor(c, rows * out, sizeof(float), true);
+    ops_cost_tensor(c, rows * out, ops_cost_act(c), false); /* the pre-activation */
+    ops_cost_tensor(c, rows * out, ops_cost_act(c), true);
+    ops_cost_stage(c, 0, rows * in);
+    ops_cost_stage(c, 2, rows * out);
+    ops_cost_stage(c, 3, rows * out);
     ops_cost_context(c, sizeof(linear_act_ctx));
     linear_products(c, rows, in, out, w_in_out);
     if (!c->record) return;
@@ -177,6 +191,8 @@ void ops_cost_linear_act(ops_cost *c, double rows, double in, double out, bool w
 }
 
 void ops_cost_matmul(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
+    /* its operands' staging is left out: no built-in model multiplies two activations here */
+    ops_cost_stage(c, 2, out_elems);
     ops_cost_context(c, sizeof(matmul_ctx));
 }

@@ -17,7 +17,7 @@ static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     if (!c->loss->grad) return BRG_OK;
     OPS_GRAD(dl, tape, c->logits);
     if (dl)
-        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, OPS_CF32(c->logits), c->lse,
+        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, ops_read(c->logits, 3), c->lse,
                                        (const int32_t *)c->targets->data, c->n, c->v, c->ignore_index, c->count);
     return BRG_OK;
 }
@@ -29,7 +29,7 @@ brg_status brg_cross_entropy(brg_tape *tape, brg_tensor *logits, brg_tensor *tar
 
 brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tensor *targets, int32_t ignore_index,
                                    double denominator, brg_tensor **loss) {
-    BRG_TRY(ops_check_f32("cross_entropy", logits, 1));
+    BRG_TRY(ops_check_float("cross_entropy", logits, 1));
     BRG_TRY(ops_check_i32("cross_entropy", targets));
     int64_t v = logits->shape[logits->ndim - 1];
     int64_t n = brg_tensor_numel(targets);
@@ -43,11 +43,12 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
                              t[i], (long long)i, (long long)v, ignore_index);
     const brg_tensor *ins[1] = {logits};
     bool rec = brg_tape_needs(tape, ins, 1);
+    /* the loss reduces in fp32 and stays F32 whatever the activations' type */
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss));
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "cross_entropy statistics");
     if (!lse) return BRG_ERR_OOM;
     int64_t count = 0;
-    float mean = ops_k(tape)->cross_entropy_fwd(lse, &count, OPS_CF32(logits), t, n, v, ignore_index);
+    float mean = ops_k(tape)->cross_entropy_fwd(lse, &count, ops_read(logits, 3), t, n, v, ignore_index);
     double scale = denominator > 0 ? (double)count / denominator : 1.0;
     OPS_F32(*loss)[0] = (float)(mean * scale);
     if (!rec || count == 0) {
@@ -73,15 +74,16 @@ static brg_status pointwise_loss_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     float scale = c->loss->grad[0] * c->inv_denominator;
     int64_t n = brg_tensor_numel(c->x);
-    if (c->kind == LOSS_MSE) ops_k(tape)->mse_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
-    else ops_k(tape)->bce_logits_bwd(dx, scale, OPS_CF32(c->x), OPS_CF32(c->target), n);
+    const float *x = ops_read(c->x, 3), *target = ops_read(c->target, 2);
+    if (c->kind == LOSS_MSE) ops_k(tape)->mse_bwd(dx, scale, x, target, n);
+    else ops_k(tape)->bce_logits_bwd(dx, scale, x, target, n);
     return BRG_OK;
 }
 
 static brg_status pointwise(brg_tape *tape, const char *op, pointwise_loss kind, brg_tensor *x, brg_tensor *target,
                             double denominator, brg_tensor **loss) {
-    BRG_TRY(ops_check_f32(op, x, 0));
-    BRG_TRY(ops_check_f32(op, target, 0));
+    BRG_TRY(ops_check_float(op, x, 0));
+    BRG_TRY(ops_check_float(op, target, 0));
     int64_t n = brg_tensor_numel(x);
     if (brg_tensor_numel(target) != n) {
         char sx[128], st[128];
@@ -92,9 +94,9 @@ static brg_status pointwise(brg_tape *tape, const char *op, pointwise_loss kind,
     double denom = denominator > 0 ? denominator : (double)n;
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1) && n > 0;
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss));
-    double sum = kind == LOSS_MSE ? ops_k(tape)->mse_sum_fwd(OPS_CF32(x), OPS_CF32(target), n)
-                                  : ops_k(tape)->bce_logits_sum_fwd(OPS_CF32(x), OPS_CF32(target), n);
+    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss)); /* fp32, as cross_entropy's */
+    const float *xs = ops_read(x, 3), *ts = ops_read(target, 2);
+    double sum = kind == LOSS_MSE ? ops_k(tape)->mse_sum_fwd(xs, ts, n) : ops_k(tape)->bce_logits_sum_fwd(xs, ts, n);
     OPS_F32(*loss)[0] = n > 0 ? (float)(sum / denom) : 0.0f;
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, pointwise_loss_backward, loss_ctx, x, target, *loss, (float)(1.0 / denom), kind);
@@ -117,10 +119,13 @@ void ops_cost_cross_entropy(ops_cost *c, double rows) {
     c->fwd += ops_cost_align((rows < 1 ? 1 : rows) * sizeof(float)); /* log-sum-exp per row */
     ops_cost_context(c, sizeof(cross_entropy_ctx));
     ops_cost_scratch(c, 3, 2 * rows); /* per-row losses, in double */
+    /* The logits (rows x classes, the classes unknown here) are staged in slot 3, where the linear
+     * that made them counted them whole. */
 }
 
 void ops_cost_pointwise_loss(ops_cost *c, double n) {
-    (void)n;
     ops_cost_tensor(c, 1, sizeof(float), true);
     ops_cost_context(c, sizeof(loss_ctx));
+    ops_cost_stage(c, 3, n); /* the input, forward and backward */
+    ops_cost_stage(c, 2, n); /* the targets */
 }

@@ -23,7 +23,7 @@ static brg_status embedding_backward(brg_tape *tape, void *p) {
 
 brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg_tensor **y) {
     BRG_TRY(ops_check_i32("embedding", ids));
-    BRG_TRY(ops_check_f32("embedding", table, 2));
+    BRG_TRY(ops_check_float("embedding", table, 2));
     if (ids->ndim + 1 > BRG_MAX_DIMS) return brg_error(BRG_ERR_INVALID_ARG, "embedding: too many dims");
     int64_t n = brg_tensor_numel(ids), rows = table->shape[0], dim = table->shape[1];
     const int32_t *id = ids->data;
@@ -36,8 +36,10 @@ brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg
     int64_t shape[BRG_MAX_DIMS];
     for (int i = 0; i < ids->ndim; i++) shape[i] = ids->shape[i];
     shape[ids->ndim] = dim;
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, ids->ndim + 1, shape, rec, "embedding output", y));
-    ops_k(tape)->embedding_fwd(OPS_F32(*y), id, OPS_CF32(table), n, dim);
+    BRG_TRY(ops_new(tape, ids->ndim + 1, shape, rec, "embedding output", y));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->embedding_fwd(out, id, ops_read(table, 0), n, dim);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, embedding_backward, embedding_ctx, ids, table, *y, n, dim);
 }
@@ -55,16 +57,16 @@ static brg_status layer_norm_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dg, tape, c->gamma);
     OPS_GRAD(db, tape, c->beta);
-    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, OPS_CF32(c->x), OPS_CF32(c->gamma), c->mean, c->rstd, c->n,
-                               c->c);
+    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, ops_read(c->x, 0), ops_read(c->gamma, 1), c->mean, c->rstd,
+                               c->n, c->c);
     return BRG_OK;
 }
 
 brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_tensor *beta, float eps,
                           brg_tensor **y) {
-    BRG_TRY(ops_check_f32("layer_norm", x, 1));
-    BRG_TRY(ops_check_f32("layer_norm", gamma, 1));
-    BRG_TRY(ops_check_f32("layer_norm", beta, 1));
+    BRG_TRY(ops_check_float("layer_norm", x, 1));
+    BRG_TRY(ops_check_float("layer_norm", gamma, 1));
+    BRG_TRY(ops_check_float("layer_norm", beta, 1));
     int64_t c = last_dim(x), n = brg_tensor_numel(x) / (c ? c : 1);
     if (brg_tensor_numel(gamma) != c || brg_tensor_numel(beta) != c)
         return brg_error(BRG_ERR_INVALID_ARG, "layer_norm: weight/bias size does not match width %lld", (long long)c);
@@ -75,7 +77,9 @@ brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_
     float *mean = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     float *rstd = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     if (!mean || !rstd) return BRG_ERR_OOM;
-    ops_k(tape)->layernorm_fwd(OPS_F32(*y), mean, rstd, OPS_CF32(x), OPS_CF32(gamma), OPS_CF32(beta), n, c, eps);
+    float *out = ops_write(*y, 3);
+    ops_k(tape)->layernorm_fwd(out, mean, rstd, ops_read(x, 0), ops_read(gamma, 1), ops_read(beta, 2), n, c, eps);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, layer_norm_backward, layer_norm_ctx, x, gamma, beta, *y, mean, rstd, n, c);
 }
@@ -92,16 +96,18 @@ static brg_status activation_backward(brg_tape *tape, void *p) {
     activation_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->gelu_bwd(dx, c->y->grad, OPS_CF32(c->x), brg_tensor_numel(c->x), gelu_kind(c->act));
+    if (dx) ops_k(tape)->gelu_bwd(dx, c->y->grad, ops_read(c->x, 0), brg_tensor_numel(c->x), gelu_kind(c->act));
     return BRG_OK;
 }
 
 brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("activation", x, 0));
+    BRG_TRY(ops_check_float("activation", x, 0));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "activation output", y));
-    ops_k(tape)->gelu_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), gelu_kind(act));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->gelu_fwd(out, ops_read(x, 0), brg_tensor_numel(x), gelu_kind(act));
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, activation_backward, activation_ctx, x, *y, act);
 }
@@ -116,17 +122,20 @@ static brg_status softmax_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     int64_t cols = last_dim(c->x);
-    if (dx) ops_k(tape)->softmax_bwd(dx, c->y->grad, OPS_CF32(c->y), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
+    if (dx)
+        ops_k(tape)->softmax_bwd(dx, c->y->grad, ops_read(c->y, 0), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
     return BRG_OK;
 }
 
 brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("softmax", x, 1));
+    BRG_TRY(ops_check_float("softmax", x, 1));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "softmax output", y));
     int64_t cols = last_dim(x);
-    ops_k(tape)->softmax_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x) / (cols ? cols : 1), cols);
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->softmax_fwd(out, ops_read(x, 0), brg_tensor_numel(x) / (cols ? cols : 1), cols);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, softmax_backward, softmax_ctx, x, *y);
 }
@@ -161,8 +170,8 @@ static brg_status new_over(brg_tape *tape, brg_tensor *x, bool rec, const char *
 /* The sum goes over a donated operand's buffer (brg_tape_donate; its backward reads no data, and
  * each element is read before it is written), else into a new one. */
 brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("add", a, 0));
-    BRG_TRY(ops_check_f32("add", b, 0));
+    BRG_TRY(ops_check_float("add", a, 0));
+    BRG_TRY(ops_check_float("add", b, 0));
     if (!brg_tensor_same_shape(a, b)) {
         char sa[128], sb[128];
         return brg_error(BRG_ERR_INVALID_ARG, "add: shapes %s and %s differ", brg_shape_str(a, sa, sizeof sa),
@@ -172,7 +181,11 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     bool rec = brg_tape_needs(tape, ins, 2);
     brg_tensor *over = brg_tape_take_donated(tape, b) ? b : brg_tape_take_donated(tape, a) ? a : NULL;
     BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : ops_new_like(tape, a, rec, "add output", y));
-    ops_k(tape)->add_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), brg_tensor_numel(a));
+    /* both operands are read (staged) before the sum is written, which may be over one of them */
+    const float *ra = ops_read(a, 0), *rb = ops_read(b, 1);
+    float *out = ops_write(*y, 2);
+    ops_k(tape)->add_fwd(out, ra, rb, brg_tensor_numel(a));
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_backward, add_ctx, a, b, *y);
 }
@@ -194,11 +207,13 @@ static brg_status scale_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("scale", x, 0));
+    BRG_TRY(ops_check_float("scale", x, 0));
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "scale output", y));
-    ops_k(tape)->scale(OPS_F32(*y), OPS_CF32(x), s, brg_tensor_numel(x));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->scale(out, ops_read(x, 0), s, brg_tensor_numel(x));
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, scale_backward, scale_ctx, x, *y, s);
 }
@@ -222,7 +237,7 @@ static brg_status dropout_backward(brg_tape *tape, void *p) {
  * written), else into a new one. */
 brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, uint64_t seed, uint64_t offset,
                        brg_tensor **y) {
-    BRG_TRY(ops_check_f32("dropout", x, 0));
+    BRG_TRY(ops_check_float("dropout", x, 0));
     if (!(p >= 0.0f && p <= 1.0f)) return brg_error(BRG_ERR_INVALID_ARG, "dropout probability %g not in [0, 1]", p);
     if (!training || p == 0.0f) {
         *y = x;
@@ -232,7 +247,10 @@ brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, ui
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(brg_tape_take_donated(tape, x) ? new_over(tape, x, rec, "dropout output", y)
                                            : ops_new_like(tape, x, rec, "dropout output", y));
-    ops_k(tape)->dropout_fwd(OPS_F32(*y), OPS_CF32(x), brg_tensor_numel(x), p, seed, offset);
+    const float *in = ops_read(x, 0);
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->dropout_fwd(out, in, brg_tensor_numel(x), p, seed, offset);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, dropout_backward, dropout_ctx, x, *y, p, seed, offset);
 }
@@ -268,39 +286,47 @@ brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *s
 /* ---- memory plans ---- */
 
 void ops_cost_embedding(ops_cost *c, double ids, double dim) {
-    ops_cost_tensor(c, ids * dim, sizeof(float), true);
+    ops_cost_tensor(c, ids * dim, ops_cost_act(c), true);
+    ops_cost_stage(c, 1, ids * dim);
     ops_cost_context(c, sizeof(embedding_ctx));
 }
 
 void ops_cost_layer_norm(ops_cost *c, double rows, double width) {
-    ops_cost_tensor(c, rows * width, sizeof(float), true);
+    ops_cost_tensor(c, rows * width, ops_cost_act(c), true);
+    ops_cost_stage(c, 0, rows * width);
+    ops_cost_stage(c, 3, rows * width);
     c->fwd += 2 * ops_cost_align(rows * sizeof(float)); /* mean, rstd */
     ops_cost_context(c, sizeof(layer_norm_ctx));
 }
 
 void ops_cost_activation(ops_cost *c, double n) {
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    for (int slot = 0; slot < 2; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(activation_ctx));
 }
 
 void ops_cost_softmax(ops_cost *c, double n) {
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    for (int slot = 0; slot < 2; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(softmax_ctx));
 }
 
 void ops_cost_add(ops_cost *c, double n) {
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    for (int slot = 0; slot < 3; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(add_ctx));
 }
 
 void ops_cost_scale(ops_cost *c, double n) {
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    for (int slot = 0; slot < 2; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(scale_ctx));
 }
 
 void ops_cost_dropout(ops_cost *c, double n, float p) {
     if (!c->dropout || p == 0.0f) return; /* the input itself */
-    ops_cost_tensor(c, n, sizeof(float), true);
+    ops_cost_tensor(c, n, ops_cost_act(c), true);
+    for (int slot = 0; slot < 2; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(dropout_ctx));
 }
 
@@ -312,12 +338,14 @@ static void cost_over(ops_cost *c, double n) {
 
 void ops_cost_add_donated(ops_cost *c, double n) {
     cost_over(c, n);
+    for (int slot = 0; slot < 3; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(add_ctx));
 }
 
 void ops_cost_dropout_donated(ops_cost *c, double n, float p) {
     if (!c->dropout || p == 0.0f) return; /* the input itself */
     cost_over(c, n);
+    for (int slot = 0; slot < 2; slot++) ops_cost_stage(c, slot, n);
     ops_cost_context(c, sizeof(dropout_ctx));
 }
 

@@ -20,8 +20,8 @@ static brg_status concat_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("concat_rows", a, 1));
-    BRG_TRY(ops_check_f32("concat_rows", b, 1));
+    BRG_TRY(ops_check_float("concat_rows", a, 1));
+    BRG_TRY(ops_check_float("concat_rows", b, 1));
     int64_t B = a->shape[0];
     if (b->shape[0] != B)
         return brg_error(BRG_ERR_INVALID_ARG, "concat_rows: batch sizes differ (%lld and %lld)", (long long)B,
@@ -30,8 +30,10 @@ brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_ten
     const brg_tensor *ins[2] = {a, b};
     bool rec = brg_tape_needs(tape, ins, 2);
     int64_t shape[2] = {B, na + nb};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "concat_rows output", y));
-    ops_k(tape)->concat_rows_fwd(OPS_F32(*y), OPS_CF32(a), OPS_CF32(b), B, na, nb);
+    BRG_TRY(ops_new(tape, 2, shape, rec, "concat_rows output", y));
+    float *out = ops_write(*y, 2);
+    ops_k(tape)->concat_rows_fwd(out, ops_read(a, 3), ops_read(b, 0), B, na, nb);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, concat_backward, concat_ctx, a, b, *y, B, na, nb);
 }
@@ -52,7 +54,7 @@ static brg_status gather_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("gather_positions", x, 3));
+    BRG_TRY(ops_check_float("gather_positions", x, 3));
     BRG_TRY(ops_check_i32("gather_positions", index));
     int64_t B = x->shape[0], T = x->shape[1], C = x->shape[2];
     if (x->ndim != 3 || brg_tensor_numel(index) != B)
@@ -65,8 +67,10 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[2] = {B, C};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 2, shape, rec, "gather_positions output", y));
-    ops_k(tape)->gather_positions_fwd(OPS_F32(*y), OPS_CF32(x), idx, B, T, C);
+    BRG_TRY(ops_new(tape, 2, shape, rec, "gather_positions output", y));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->gather_positions_fwd(out, ops_read(x, 0), idx, B, T, C);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, gather_backward, gather_ctx, x, index, *y, B, T, C);
 }
@@ -74,11 +78,18 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
 /* ---- memory plans ---- */
 
 void ops_cost_concat_rows(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(concat_ctx));
+    /* a, the long part (the tokens' rows, at most the output's size), in slot 3; b, the short one
+     * (a pooled row, the NSP scores: its size unknown here), in slot 0, which a linear's input
+     * rows [B*T, C] already fill in every model that concatenates; the output in slot 2 */
+    ops_cost_stage(c, 3, out_elems);
+    ops_cost_stage(c, 2, out_elems);
 }
 
 void ops_cost_gather_positions(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(gather_ctx));
+    /* x [B, T, C] (T unknown here) in slot 0, which a linear's input rows [B*T, C] already fill */
+    ops_cost_stage(c, 1, out_elems);
 }

@@ -16,7 +16,7 @@ static brg_status unfold_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int64_t pw, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("patch_unfold", pixels, 0));
+    BRG_TRY(ops_check_float("patch_unfold", pixels, 0));
     char s[128];
     if (pixels->ndim != 4)
         return brg_error(BRG_ERR_INVALID_ARG, "patch_unfold: %s must be [B, C, H, W], got %s",
@@ -29,13 +29,16 @@ brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int6
     const brg_tensor *ins[1] = {pixels};
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t shape[3] = {d.B, (d.H / ph) * (d.W / pw), d.C * ph * pw};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "patches", y));
-    ops_k(tape)->patch_unfold_fwd(OPS_F32(*y), OPS_CF32(pixels), &d);
+    BRG_TRY(ops_new(tape, 3, shape, rec, "patches", y));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->patch_unfold_fwd(out, ops_read(pixels, 0), &d);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, unfold_backward, unfold_ctx, pixels, *y, d);
 }
 
 void ops_cost_patch_unfold(ops_cost *c, double out_elems) {
     /* of pixel_values, which take no gradient: nothing is recorded */
-    ops_cost_tensor(c, out_elems, sizeof(float), false);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), false);
+    ops_cost_stage(c, 1, out_elems); /* the patches; the pixels come from the batch in F32, read in place */
 }

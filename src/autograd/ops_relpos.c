@@ -31,7 +31,7 @@ static brg_status relpos_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_tensor *buckets, brg_tensor **bias) {
-    BRG_TRY(ops_check_f32("relative_position_bias", table, 2));
+    BRG_TRY(ops_check_float("relative_position_bias", table, 2));
     BRG_TRY(ops_check_i32("relative_position_bias", buckets));
     if (table->ndim != 2 || buckets->ndim != 2)
         return brg_error(BRG_ERR_INVALID_ARG,
@@ -44,8 +44,10 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     const brg_tensor *ins[1] = {table};
     bool rec = brg_tape_needs(tape, ins, 1);
     int64_t H = table->shape[1], Tq = buckets->shape[0], Tk = buckets->shape[1], shape[3] = {H, Tq, Tk};
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 3, shape, rec, "relative position bias", bias));
-    ops_k(tape)->relpos_bias_fwd(OPS_F32(*bias), OPS_CF32(table), bk, H, Tq, Tk);
+    BRG_TRY(ops_new(tape, 3, shape, rec, "relative position bias", bias));
+    float *out = ops_write(*bias, 1);
+    ops_k(tape)->relpos_bias_fwd(out, ops_read(table, 0), bk, H, Tq, Tk);
+    ops_store(*bias, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, relpos_backward, relpos_ctx, table, buckets, *bias);
 }
@@ -55,6 +57,11 @@ void ops_cost_relative_position_buckets(ops_cost *c, double Tq, double Tk) {
 }
 
 void ops_cost_relative_position_bias(ops_cost *c, double H, double Tq, double Tk) {
-    ops_cost_tensor(c, H * Tq * Tk, sizeof(float), true);
+    ops_cost_tensor(c, H * Tq * Tk, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(relpos_ctx));
+    /* the output in slot 1; the table's few rows ([num_buckets, H]) in slot 0, which a linear's
+     * input rows already fill */
+    ops_cost_stage(c, 1, H * Tq * Tk);
+    /* the attention that adds this bias widens it into staging slot 4 (ops_attention.c) */
+    ops_cost_stage(c, 4, H * Tq * Tk);
 }

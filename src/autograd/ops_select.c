@@ -17,7 +17,7 @@ static brg_status select_backward(brg_tape *tape, void *p) {
 }
 
 brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg_tensor **y) {
-    BRG_TRY(ops_check_f32("select", x, 1));
+    BRG_TRY(ops_check_float("select", x, 1));
     if (dim < 0 || dim >= x->ndim)
         return brg_error(BRG_ERR_INVALID_ARG, "select: dim %d outside the %d dims of %s", dim, x->ndim,
                          ops_name(x, "the input"));
@@ -31,13 +31,18 @@ brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg
         if (i != dim) shape[o++] = x->shape[i];
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1);
-    BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, x->ndim - 1, shape, rec, "select output", y));
-    ops_k(tape)->select_fwd(OPS_F32(*y), OPS_CF32(x), outer, x->shape[dim], inner, index);
+    BRG_TRY(ops_new(tape, x->ndim - 1, shape, rec, "select output", y));
+    float *out = ops_write(*y, 1);
+    ops_k(tape)->select_fwd(out, ops_read(x, 0), outer, x->shape[dim], inner, index);
+    ops_store(*y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, select_backward, select_ctx, x, *y, outer, x->shape[dim], inner, index);
 }
 
 void ops_cost_select(ops_cost *c, double out_elems) {
-    ops_cost_tensor(c, out_elems, sizeof(float), true);
+    ops_cost_tensor(c, out_elems, ops_cost_act(c), true);
+    /* The output's staging. x's (slot 0) is x's size, which out_elems does not give: not counted here, it relies
+     * on the encoder layers before it (layer norm, add) staging x-sized tensors on slot 0 on the same device. */
+    ops_cost_stage(c, 1, out_elems);
     ops_cost_context(c, sizeof(select_ctx));
 }

@@ -28,6 +28,7 @@ typedef struct tensor_list {
 struct brg_tape {
     brg_arena *arena;
     const brg_backend *backend; /* whose kernels the recorded ops run */
+    brg_dtype activation_dtype;  /* what ops store their float outputs in */
     bool grad_enabled;
     node *nodes;
     size_t count;
@@ -55,6 +56,7 @@ brg_status brg_tape_create(brg_arena *arena, brg_tape **out) {
     if (!t) return brg_error(BRG_ERR_OOM, "cannot allocate a tape");
     t->arena = arena;
     t->backend = brg_backend_cpu();
+    t->activation_dtype = BRG_DTYPE_F32;
     t->grad_enabled = true;
     *out = t;
     return BRG_OK;
@@ -62,6 +64,8 @@ brg_status brg_tape_create(brg_arena *arena, brg_tape **out) {
 
 void brg_tape_set_backend(brg_tape *tape, const brg_backend *backend) { tape->backend = backend; }
 const brg_backend *brg_tape_backend(const brg_tape *tape) { return tape->backend; }
+void brg_tape_set_activation_dtype(brg_tape *tape, brg_dtype dtype) { tape->activation_dtype = dtype; }
+brg_dtype brg_tape_activation_dtype(const brg_tape *tape) { return tape->activation_dtype; }
 
 void brg_tape_destroy(brg_tape *tape) {
     if (!tape) return;

@@ -27,7 +27,8 @@ typedef struct plan {
     brg_block_cost *costs;
     brg_placement place;
     brg_device_plan *devices;
-    bool half_products; /* --precision with a 16-bit compute type */
+    bool half_products;    /* --precision with a 16-bit compute type */
+    bool half_activations; /* --precision 16.16 or bf16.16 (training) */
 } plan;
 
 /* Micro-batches each device holds at once: training, the schedule's most in flight on its stage
@@ -68,7 +69,8 @@ static brg_status compute(plan *p, const char *schedule) {
     if (st == BRG_OK) st = in_flight(p, schedule, flight);
     brg_plan_options o = {.mode = p->mode, .recompute = p->cfg->recompute_checkpoint_every_layer, .in_flight = flight,
                           .optimizer_state = 2, .optimizer_shards = optimizer_shards(p),
-                          .optimizer_offchip = p->cfg->optimizer_state_offchip, .half_products = p->half_products};
+                          .optimizer_offchip = p->cfg->optimizer_state_offchip, .half_products = p->half_products,
+                          .half_activations = p->half_activations};
     if (st == BRG_OK)
         st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
     free(flight);
@@ -217,6 +219,7 @@ static brg_status load(plan *p, plan_args *a) {
         brg_precision precision = BRG_PRECISION_32_32;
         if (a->precision) BRG_TRY(brg_precision_parse(a->precision, &precision));
         products = brg_precision_compute_dtype(precision);
+        p->half_activations = brg_precision_activation_dtype(precision) != BRG_DTYPE_F32;
     } else {
         BRG_TRY(cli_forward_precision(a->precision, &products)); /* as brigade forward takes it */
     }

@@ -84,8 +84,12 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
     for (int b = 0; b < n_blocks; b++) {
         if (block_device[b] != dev) continue;
         const brg_block_cost *c = &costs[b];
+        const bool half = train && o->half_activations;
+        const int64_t saved = half ? c->half_saved_bytes : c->saved_bytes;
+        const int64_t input = half ? c->half_input_bytes : c->input_bytes;
+        const int64_t recompute = half ? c->half_recompute_bytes : c->recompute_bytes;
         if (first && b > 0) /* the stage's copy of what the device before it sent */
-            *kept += c->input_bytes + (train ? c->input_grad_bytes : 0);
+            *kept += input + (train ? c->input_grad_bytes : 0);
         first = false;
         for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) {
             int64_t s = train ? c->scratch_bytes[k] : c->forward_scratch_bytes[k];
@@ -97,21 +101,22 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
             *kept += c->forward_bytes;
             continue;
         }
-        int64_t full = c->saved_bytes + c->grad_bytes;
+        int64_t full = saved + c->grad_bytes;
         if (!o->recompute || c->layer < 0) {
             /* the gradients it hands on stay; the rest are released when its backward ends, so
              * only one block's of them exist at a time */
             const int64_t handed_on = c->grad_bytes - c->released_grad_bytes;
-            *kept += c->saved_bytes + handed_on;
+            *kept += saved + handed_on;
             if (c->released_grad_bytes > *transient) *transient = c->released_grad_bytes;
             grads_before += handed_on;
             continue;
         }
-        *kept += c->recompute_bytes > 0 ? c->recompute_bytes : c->input_bytes;
+        *kept += recompute > 0 ? recompute : input;
         if (full - grads_before > *transient) *transient = full - grads_before;
     }
     for (int k = 0; k < BRG_PLAN_SCRATCH_SLOTS; k++) {
         if (!o->half_products && (k == BRG_PLAN_SCRATCH_ROUNDED_A || k == BRG_PLAN_SCRATCH_ROUNDED_B)) continue;
+        if (!(train && o->half_activations) && k >= BRG_PLAN_SCRATCH_STAGE) continue;
         *scratch += slot[k] + (o->threads > 1 ? (int64_t)(o->threads - 1) * team[k] : 0);
     }
 }

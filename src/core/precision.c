@@ -47,6 +47,8 @@ brg_dtype brg_precision_master_dtype(brg_precision p) {
     }
 }
 
+brg_dtype brg_precision_activation_dtype(brg_precision p) { return brg_precision_master_dtype(p); }
+
 static _Thread_local brg_dtype compute_dtype = BRG_DTYPE_F32;
 
 brg_dtype brg_compute_dtype_set(brg_dtype dtype) {

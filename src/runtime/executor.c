@@ -52,7 +52,7 @@ static brg_status copy_in(brg_device *dev, int mb, const brg_tensor *src, brg_te
         *out = NULL;
         return BRG_OK;
     }
-    BRG_TRY(brg_tensor_new(arena_of(dev, mb), BRG_DTYPE_F32, src->ndim, src->shape, "stage input", out));
+    BRG_TRY(brg_tensor_new(arena_of(dev, mb), src->dtype, src->ndim, src->shape, "stage input", out));
     dev->backend->copy((*out)->data, src->data, brg_tensor_nbytes(src), BRG_COPY_TO_DEVICE);
     (*out)->requires_grad = dev->rt->opts.training;
     return BRG_OK;
@@ -102,7 +102,7 @@ static bool recomputed(const brg_device *dev, int block) {
 
 static brg_status new_like(const brg_device *dev, brg_arena *arena, const brg_tensor *src, const char *what,
                            brg_tensor **out) {
-    BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, src->ndim, src->shape, what, out));
+    BRG_TRY(brg_tensor_new(arena, src->dtype, src->ndim, src->shape, what, out));
     dev->backend->copy((*out)->data, src->data, brg_tensor_nbytes(src), BRG_COPY_ON_DEVICE);
     return BRG_OK;
 }
@@ -129,7 +129,7 @@ static brg_status keep_outputs(const brg_device *dev, brg_arena *arena, checkpoi
         c->fresh[k] = o && j < 0;
         c->out[k] = j >= 0 ? c->prev[j] : NULL;
         if (!c->fresh[k]) continue;
-        if (k == 0 && pre && brg_tensor_same_shape(o, pre)) {
+        if (k == 0 && pre && brg_tensor_same_shape(o, pre) && o->dtype == pre->dtype) {
             dev->backend->copy(pre->data, o->data, brg_tensor_nbytes(o), BRG_COPY_ON_DEVICE);
             c->out[k] = pre;
             continue;
@@ -142,7 +142,8 @@ static brg_status keep_outputs(const brg_device *dev, brg_arena *arena, checkpoi
     brg_arena_reset(arena, mark);
     for (int k = 0; k < n; k++) {
         if (host[k] && st == BRG_OK &&
-            (st = brg_tensor_new(arena, BRG_DTYPE_F32, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) == BRG_OK)
+            (st = brg_tensor_new(arena, shape[k].dtype, shape[k].ndim, shape[k].shape, "layer output", &c->out[k])) ==
+                BRG_OK)
             dev->backend->copy(c->out[k]->data, host[k], brg_tensor_nbytes(c->out[k]), BRG_COPY_TO_DEVICE);
         free(host[k]);
         if (c->fresh[k] && c->out[k]) c->out[k]->requires_grad = true;
@@ -165,12 +166,28 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
         BRG_TRY(set_carried(dev, b, k, c->in[k]));
     }
     brg_tensor *pre = NULL;
-    if (c->in[0]) BRG_TRY(brg_tensor_new(arena, BRG_DTYPE_F32, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
+    if (c->in[0]) BRG_TRY(brg_tensor_new(arena, c->in[0]->dtype, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
     size_t mark = brg_arena_mark(arena);
     brg_tape_set_grad_enabled(tape, false);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
     brg_status kept = keep_outputs(dev, arena, c, b, mark, st == BRG_OK ? pre : NULL);
     return st != BRG_OK ? st : kept;
+}
+
+/* A micro-batch's logits into the caller's fp32 buffer (widened when activations are half). */
+static brg_status logits_to_host(const brg_device *dev, float *dst, const brg_tensor *lg) {
+    if (lg->dtype == BRG_DTYPE_F32) {
+        dev->backend->copy(dst, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
+        return BRG_OK;
+    }
+    brg_tensor held = *lg;
+    held.data = malloc(brg_tensor_nbytes(lg));
+    if (!held.data) return brg_error(BRG_ERR_OOM, "cannot copy the logits to the host");
+    dev->backend->copy(held.data, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
+    brg_tensor out = brg_tensor_wrap(BRG_DTYPE_F32, lg->ndim, lg->shape, dst);
+    brg_status st = brg_tensor_copy(&out, &held);
+    free(held.data);
+    return st;
 }
 
 /* brg_runtime_infer_collect: micro-batch `global`'s logits [b, ...] into rows [first, first + b)
@@ -249,8 +266,7 @@ static brg_status forward_step(brg_device *dev, int mb) {
     if (dev->stage == rt->opts.stages - 1) {
         output_slots(dev, mb)[0] = b->loss;
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
-        if (rt->logits && rt->logits[global] && b->logits)
-            dev->backend->copy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits), BRG_COPY_TO_HOST);
+        if (rt->logits && rt->logits[global] && b->logits) BRG_TRY(logits_to_host(dev, rt->logits[global], b->logits));
         return rt->collect_out ? collect_logits(dev, global, b->logits) : BRG_OK;
     }
     BRG_TRY(check_carried(dev, b));

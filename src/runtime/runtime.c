@@ -37,6 +37,10 @@ static brg_status check_placement(const brg_model *m, const brg_runtime_options 
     }
     if (o->block_stage[m->n_blocks - 1] != o->stages - 1)
         return brg_error(BRG_ERR_INVALID_ARG, "stage %d holds no blocks", o->stages - 1);
+    if (o->activation_dtype != BRG_DTYPE_F32 && o->activation_dtype != BRG_DTYPE_F16 &&
+        o->activation_dtype != BRG_DTYPE_BF16)
+        return brg_error(BRG_ERR_INVALID_ARG, "activations cannot be held in %s: F32, F16 or BF16",
+                         brg_dtype_name(o->activation_dtype));
     return BRG_OK;
 }
 
@@ -143,6 +147,8 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     for (int i = 0; i < dev->n_tapes; i++) {
         BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
         brg_tape_set_backend(dev->tapes[i], dev->backend);
+        if (o->training && o->activation_dtype != BRG_DTYPE_F32)
+            brg_tape_set_activation_dtype(dev->tapes[i], o->activation_dtype);
     }
     BRG_TRY(make_view(dev, rt->model));
     if (!o->training) BRG_TRY(packed_weights_create(&dev->view, dev->holds, dev->arena, &dev->packed));

@@ -36,6 +36,7 @@ brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data
                            .optimizer_state = brg_optimizer_state_floats(&o->optimizer),
                            .threads = o->intra_threads,
                            .half_products = brg_precision_compute_dtype(o->precision) != BRG_DTYPE_F32,
+                           .half_activations = brg_precision_activation_dtype(o->precision) != BRG_DTYPE_F32,
                            .optimizer_shards = o->shard_optimizer_state ? o->replicas : 1,
                            .optimizer_offchip = o->optimizer_state_offchip};
     if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);

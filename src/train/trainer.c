@@ -189,6 +189,7 @@ static brg_status setup(trainer *t) {
                               .pin_threads = o->pin_threads, .intra_threads = o->intra_threads,
                               .params_in_model = true, /* the trainer owns the model: weights held once */
                               .compute_dtype = brg_precision_compute_dtype(o->precision),
+                              .activation_dtype = brg_precision_activation_dtype(o->precision),
                               .shard_gradients = sharded(t)};
     BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
     int devices = brg_runtime_device_count(t->rt);
@@ -618,6 +619,8 @@ static void record_peaks(const trainer *t, brg_train_result *r) {
         brg_runtime_device_stats(t->rt, d, &s);
         int stage = d % t->opts.stages;
         if (stage < BRG_TRAIN_MAX_STAGES && s.peak_bytes > r->stage_peak_bytes[stage]) r->stage_peak_bytes[stage] = s.peak_bytes;
+        if (stage < BRG_TRAIN_MAX_STAGES && s.activation_peak_bytes > r->stage_activation_bytes[stage])
+            r->stage_activation_bytes[stage] = s.activation_peak_bytes;
     }
 }
 
