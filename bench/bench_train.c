@@ -40,10 +40,11 @@
  * bench/run.sh collects those. peak_rss_mb is the process's peak resident set so far (getrusage):
  * rss=fresh marks the first measurement of a process, whose peak is that workload's alone (run one
  * model, mode, shape and configuration per process to get it for a given workload), rss=cumulative
- * the later ones. act_mib (training) is what one micro-batch added to stage 0's device at its peak
- * above the state it holds throughout: activations, their gradients and the kernels' scratch
- * (brg_train_result.stage_activation_bytes; the 16.16 goal compares it with fp32's). Timings
- * exclude model creation and the warm-up steps. */
+ * the later ones. act_mib (training) is the most one micro-batch held on stage 0's device: its
+ * activations, their gradients and its stage inputs (brg_train_result.stage_micro_batch_bytes;
+ * the 16.16 goal compares it with fp32's); act_peak_mib all that the run added to that device at
+ * its peak above what it holds throughout, the kernels' scratch too. Timings exclude model
+ * creation and the warm-up steps. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,7 +199,8 @@ typedef struct settings {
 
 typedef struct measurement {
     double ms_per_step, rows_per_s, tokens_per_s, gflops, pipe_eff, ideal;
-    double act_mib; /* training: what a micro-batch added to stage 0's device at its peak (MiB) */
+    double act_mib;      /* training: the most one micro-batch held on stage 0's device (MiB) */
+    double act_peak_mib; /* training: all the run added to that device at its peak, kernel scratch too */
     int steps;
 } measurement;
 
@@ -488,7 +490,8 @@ static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_sp
         out->rows_per_s = (double)(s->batch * accum * reps) / (out->ms_per_step * 1e-3);
         out->pipe_eff = r.pipeline_efficiency;
         out->ideal = r.ideal_efficiency;
-        out->act_mib = (double)r.stage_activation_bytes[0] / (1 << 20);
+        out->act_mib = (double)r.stage_micro_batch_bytes[0] / (1 << 20);
+        out->act_peak_mib = (double)r.stage_activation_bytes[0] / (1 << 20);
         out->steps = steps;
     }
     brg_dataset_free(d);
@@ -567,12 +570,12 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
-           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s act_mib=%.2f%s%s\n",
+           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s act_mib=%.2f act_peak_mib=%.2f%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
            brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
            brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), train && train_trace ? "on" : "off",
-           train ? r->act_mib : 0.0, set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
+           train ? r->act_mib : 0.0, train ? r->act_peak_mib : 0.0, set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;
 }

@@ -60,7 +60,7 @@ void brg_placement_free(brg_placement *p);
 /* ---- per-device plan ---------------------------------------------------------------------- */
 
 /* Kernel scratch buffers a thread keeps (attention's score rows, ...): brg_scratch's slots. */
-#define BRG_PLAN_SCRATCH_SLOTS 12
+#define BRG_PLAN_SCRATCH_SLOTS 17
 /* The slots where matrix products put their operands rounded to a 16-bit compute type (the
  * precision modes other than 32.32; brg_plan_options half_products). */
 #define BRG_PLAN_SCRATCH_ROUNDED_A 4
@@ -103,10 +103,10 @@ typedef struct brg_block_cost {
     /* training with recompute_checkpoint_every_layer (layers only): what the layer keeps between
      * its forward and its backward (copies of its inputs, its output, their gradients) */
     int64_t recompute_bytes;
-    /* The same three with activations held in a 16-bit type (brg_plan_options half_activations:
-     * the .16 training modes); the fp32 staging of one op's operands is in scratch slots 6-11,
-     * which only that replay fills. */
-    int64_t half_saved_bytes, half_input_bytes, half_recompute_bytes;
+    /* The same with activations and their gradients held in a 16-bit type (brg_plan_options
+     * half_activations: the .16 training modes); the fp32 staging of one op's operands and
+     * gradients is in scratch slots 6-16, which only that replay fills. */
+    int64_t half_saved_bytes, half_input_bytes, half_recompute_bytes, half_grad_bytes, half_released_grad_bytes;
     /* its parameters as a device holds them, each tensor rounded up (brg_model_block_costs) */
     int64_t param_bytes;
     int param_tensors;
@@ -155,7 +155,7 @@ typedef struct brg_plan_options {
      * into scratch first (slots 4 and 5) */
     bool half_products;
     /* training with activations in a 16-bit type (the .16 modes): the blocks' half_ costs, and
-     * the staging scratch (slots 6-11) */
+     * the staging scratch (slots 6-16) */
     bool half_activations;
     /* replicated_tensor_sharding: the replicas each keep 1/optimizer_shards of the state (<= 1:
      * all of it); optimizer_state_offchip: the state is outside the device budget */

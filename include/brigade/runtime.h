@@ -198,6 +198,9 @@ typedef struct brg_device_stats {
     double busy_seconds;  /* computing, not waiting on channels */
     size_t peak_bytes;    /* the arena's peak */
     size_t activation_peak_bytes; /* peak above the persistent state */
+    /* The most one micro-batch's activation slot held: its activations, their gradients and its
+     * stage input copies (kernel scratch, shared by every micro-batch, apart). */
+    size_t micro_batch_peak_bytes;
 } brg_device_stats;
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out);
 /* Wall time spent running schedules (forward and backward passes, from the first device's

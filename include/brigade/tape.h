@@ -72,8 +72,13 @@ bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t);
 
 /* The gradient buffer of `t` (allocated zeroed from the tape's arena on first use), or NULL
  * when `t` does not require grad, ready to be added into (a pending zeroing is done now). Sets
- * *status on out of memory. */
+ * *status on out of memory. A half gradient (grad_dtype F16 / BF16) comes as an fp32 copy in
+ * scratch, which the tape rounds back into the buffer when the backward function returns. */
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status);
+/* t's gradient for reading, in fp32: the buffer itself, or a half one widened into scratch (valid
+ * until the next call); NULL when it has none. What a backward function reads its output's
+ * gradient through. */
+const float *brg_tape_read_grad(const brg_tensor *t);
 /* The same for a writer that can either add into the buffer or overwrite all of it (a matrix
  * product with beta 0 or 1): *overwrite says the buffer's zeroing is pending, so the writer must
  * overwrite every element instead of adding. */

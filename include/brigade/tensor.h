@@ -38,9 +38,14 @@ typedef struct brg_tensor {
     int64_t shape[BRG_MAX_DIMS];
     int64_t stride[BRG_MAX_DIMS]; /* in elements */
     void *data;
-    /* Gradient (F32, contiguous, same shape) for tensors that take part in backward; NULL until
-     * allocated (by the first backward that reaches the tensor, or brg_tensor_ensure_grad). */
+    /* Gradient (contiguous, same shape, of grad_dtype) for tensors that take part in backward;
+     * NULL until allocated (by the first backward that reaches the tensor, or
+     * brg_tensor_ensure_grad). */
     float *grad;
+    /* F32 (0, every tensor's default), or F16 / BF16 for the half activations of a .16 run's ops
+     * (brg_tape_set_activation_dtype): the buffer then holds 16-bit values, which only the tape
+     * reads and writes (brg_tape_grad hands backward functions fp32 copies). */
+    brg_dtype grad_dtype;
     /* Where that first backward allocates the gradient: a parameter's model arena, so that it
      * outlives the tape (a model that only runs forward never pays for gradients); NULL: the
      * tape's arena, as for activations. */
@@ -66,6 +71,8 @@ brg_tensor brg_tensor_wrap(brg_dtype dtype, int ndim, const int64_t *shape, void
 /* Allocates a header and zeroed contiguous data in `arena`. */
 brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape,
                           const char *what, brg_tensor **out);
+/* Bytes of t's gradient buffer (its elements in grad_dtype). */
+size_t brg_tensor_grad_bytes(const brg_tensor *t);
 /* Allocates the gradient buffer (zeroed) if it is not there yet. */
 brg_status brg_tensor_ensure_grad(brg_arena *arena, brg_tensor *t);
 

@@ -139,8 +139,12 @@ typedef struct brg_train_result {
     size_t stage_peak_bytes[BRG_TRAIN_MAX_STAGES];
     /* Of that, what a run's micro-batches added at their peak above the state the device holds
      * throughout: activations, their gradients, stage inputs and kernel scratch (the "activations"
-     * of train's summary; half in the .16 modes' activations). */
+     * of train's summary). */
     size_t stage_activation_bytes[BRG_TRAIN_MAX_STAGES];
+    /* The most one micro-batch held on a device of each stage: its activations, their gradients
+     * and its stage inputs, kernel scratch apart (brg_device_stats.micro_batch_peak_bytes; about
+     * half of fp32's in the .16 modes, which hold activations and their gradients in half). */
+    size_t stage_micro_batch_bytes[BRG_TRAIN_MAX_STAGES];
     /* The most optimizer state any device held (bytes; sharded, 1/replicas of it) and whether it
      * was off the device arenas (optimizer_state_offchip). */
     size_t optimizer_state_bytes;

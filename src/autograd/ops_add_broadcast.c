@@ -13,7 +13,7 @@ static brg_status add_bcast_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dp, tape, c->p);
-    ops_k(tape)->add_bcast_bwd(dx, dp, c->y->grad, c->A, c->M, c->I);
+    ops_k(tape)->add_bcast_bwd(dx, dp, ops_dy(c->y), c->A, c->M, c->I);
     return BRG_OK;
 }
 

@@ -12,7 +12,7 @@ static brg_status split_backward(brg_tape *tape, void *p) {
     split_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->merge_heads(dx + c->col, c->y->grad, c->B, c->T, c->H, c->D, c->W, true);
+    if (dx) ops_k(tape)->merge_heads(dx + c->col, ops_dy(c->y), c->B, c->T, c->H, c->D, c->W, true);
     return BRG_OK;
 }
 
@@ -49,7 +49,7 @@ static brg_status merge_backward(brg_tape *tape, void *p) {
     int64_t B = c->x->shape[0], H = c->x->shape[1], T = c->x->shape[2], D = c->x->shape[3];
     /* The gradient of a merge is a split; accumulate through a merge of the opposite direction
      * would need a temp, so add row by row. */
-    const float *g = c->y->grad;
+    const float *g = ops_dy(c->y);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t t = 0; t < T; t++) {
@@ -93,7 +93,7 @@ static brg_status attention_backward(brg_tape *tape, void *p) {
     brg_attn_args args = c->args;
     args.bias = c->bias ? ops_read(c->bias, 4) : NULL;
     args.key_mask = c->key_mask ? ops_read(c->key_mask, 5) : NULL;
-    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, c->y->grad, ops_read(c->y, 3), c->lse, ops_read(c->q, 0),
+    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, ops_dy(c->y), ops_read(c->y, 3), c->lse, ops_read(c->q, 0),
                                ops_read(c->k, 1), ops_read(c->v, 2), &args);
     return BRG_OK;
 }
@@ -174,6 +174,10 @@ void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, d
     ops_cost_stage(c, 1, B * H * Tk * D);
     ops_cost_stage(c, 2, B * H * Tk * D);
     ops_cost_stage(c, 3, B * H * Tq * D);
+    /* backward adds into dq, dk, dv (and a bias's gradient: ops_relpos.c's plan) */
+    ops_cost_grad_stage(c, 0, B * H * Tq * D);
+    ops_cost_grad_stage(c, 1, B * H * Tk * D);
+    ops_cost_grad_stage(c, 2, B * H * Tk * D);
     if (Tk <= 0) return;
     /* score rows of one block (forward), with their gradients (backward), on every team thread */
     ops_cost_team_scratch(c, 0, (c->record ? 2 : 1) * BRG_ATTN_ROW_BLOCK * Tk);

@@ -10,7 +10,7 @@ static brg_status clamp_backward(brg_tape *tape, void *p) {
     clamp_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->clamp_bwd(dx, c->y->grad, ops_read(c->x, 0), brg_tensor_numel(c->x), c->lo, c->hi);
+    ops_k(tape)->clamp_bwd(dx, ops_dy(c->y), ops_read(c->x, 0), brg_tensor_numel(c->x), c->lo, c->hi);
     return BRG_OK;
 }
 

@@ -41,11 +41,15 @@ brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const cha
     return ops_new(tape, x->ndim, x->shape, rec, what, y);
 }
 
-brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y) {
-    return brg_tape_new_tensor(tape, brg_tape_activation_dtype(tape), ndim, shape, rec, what, y);
-}
-
 static bool is_half(const brg_tensor *t) { return t->dtype == BRG_DTYPE_F16 || t->dtype == BRG_DTYPE_BF16; }
+
+void ops_half_grad(brg_tensor *t) { t->grad_dtype = is_half(t) ? t->dtype : BRG_DTYPE_F32; }
+
+brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y) {
+    BRG_TRY(brg_tape_new_tensor(tape, brg_tape_activation_dtype(tape), ndim, shape, rec, what, y));
+    ops_half_grad(*y);
+    return BRG_OK;
+}
 
 static float *stage(const brg_tensor *t, int slot) {
     BRG_ASSERT(slot >= 0 && slot < BRG_SCRATCH_STAGE_SLOTS);
@@ -88,19 +92,34 @@ double ops_cost_tensor_bytes(double n, int elem_size) {
     return ops_cost_align((double)sizeof(brg_tensor)) + ops_cost_align(n * elem_size);
 }
 
+static void scratch_max(double *slots, int slot, double floats) {
+    double bytes = (floats < 1 ? 1 : floats) * (double)sizeof(float);
+    if (bytes > slots[slot]) slots[slot] = bytes;
+}
+
 void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad) {
     c->fwd += ops_cost_tensor_bytes(n, elem_size);
-    if (grad && c->record) c->grad += ops_cost_align(n * (double)sizeof(float));
+    if (!grad || !c->record) return;
+    /* a half output has a half gradient, which its backward reads through an fp32 copy and its
+     * consumer's backward adds into through another (the first gradient it asks for) */
+    const bool half = elem_size < (int)sizeof(float);
+    c->grad += ops_cost_align(n * (half ? elem_size : (double)sizeof(float)));
+    if (half) ops_cost_half_grad(c, n);
+}
+
+void ops_cost_half_grad(ops_cost *c, double n) {
+    scratch_max(c->scratch, BRG_SCRATCH_GRAD_READ, n);
+    scratch_max(c->scratch, BRG_SCRATCH_GRAD_STAGE, n);
+}
+
+void ops_cost_grad_stage(ops_cost *c, int k, double n) {
+    if (c->record && ops_cost_act(c) < (int)sizeof(float)) scratch_max(c->scratch, BRG_SCRATCH_GRAD_STAGE + k, n);
 }
 
 void ops_cost_context(ops_cost *c, size_t size) {
     if (c->record) c->fwd += ops_cost_align((double)size);
 }
 
-static void scratch_max(double *slots, int slot, double floats) {
-    double bytes = (floats < 1 ? 1 : floats) * (double)sizeof(float);
-    if (bytes > slots[slot]) slots[slot] = bytes;
-}
 
 void ops_cost_scratch(ops_cost *c, int slot, double floats) { scratch_max(c->scratch, slot, floats); }
 

@@ -39,6 +39,12 @@ double ops_cost_tensor_bytes(double n, int elem_size);
 /* A tensor the model's code makes itself (position ids, shifted labels: grad false), or an
  * output that takes part in backward (grad true: it gets a gradient when the tape records). */
 void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad);
+/* The fp32 copies through which backward reads and adds into a half gradient of n elements
+ * (ops_cost_tensor counts them for a half output; an output made another way calls it). */
+void ops_cost_half_grad(ops_cost *c, double n);
+/* The k-th half gradient of n elements a backward function adds into (its k-th brg_tape_grad of
+ * a half gradient, k > 0: ops_cost_tensor counts the first): counted with half activations. */
+void ops_cost_grad_stage(ops_cost *c, int k, double n);
 /* For the ops' own cost functions: an autograd context of `size` bytes (when recording), and a
  * request of `floats` floats from scratch slot `slot`. */
 void ops_cost_context(ops_cost *c, size_t size);

@@ -20,7 +20,7 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t);
 const char *ops_name(const brg_tensor *t, const char *fallback);
 
 /* A new tensor of x's shape on the tape's arena, in the tape's activation type: an op's output
- * (`rec`: it takes part in backward). */
+ * (`rec`: it takes part in backward). A half one gets a half gradient (ops_half_grad). */
 brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y);
 /* The same with its own shape. */
 brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y);
@@ -33,6 +33,10 @@ brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, con
  * Tensors one kernel call reads or writes at the same time take different slots. Staging holds
  * one op's operands at a time: the activations held across the step are the half tensors. */
 const float *ops_read(const brg_tensor *t, int slot);
+/* Gives an op output in a half type a gradient of that type (F32 otherwise), as a half model's
+ * activations have: ops_new does it; an op that makes its output another way (a view, a buffer
+ * over a donated input) calls it. */
+void ops_half_grad(brg_tensor *t);
 float *ops_write(brg_tensor *y, int slot);
 void ops_store(brg_tensor *y, const float *values);
 
@@ -41,6 +45,9 @@ brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx,
 /* An op's recording step: `backward` with a context of `type` initialised from the rest, e.g.
  * `return OPS_RECORD(tape, mul_backward, mul_ctx, a, b, *y);`. */
 #define OPS_RECORD(tape, backward, type, ...) ops_record((tape), (backward), &(type){__VA_ARGS__}, sizeof(type))
+
+/* The gradient of an op's output, in fp32, for its backward (brg_tape_read_grad). */
+static inline const float *ops_dy(const brg_tensor *y) { return brg_tape_read_grad(y); }
 
 #define OPS_F32(t) ((float *)(t)->data)
 #define OPS_CF32(t) ((const float *)(t)->data)

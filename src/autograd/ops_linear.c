@@ -14,7 +14,7 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, c->y->grad, ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in,
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in,
                             c->out, c->w_in_out);
     return BRG_OK;
 }
@@ -80,7 +80,7 @@ static brg_status linear_act_backward(brg_tape *tape, void *p) {
     OPS_GRAD(db, tape, c->b);
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
-    ops_k(tape)->bias_gelu_bwd(dh, db, c->y->grad, ops_read(c->h, 2), c->n, c->out, c->kind);
+    ops_k(tape)->bias_gelu_bwd(dh, db, ops_dy(c->y), ops_read(c->h, 2), c->n, c->out, c->kind);
     ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in, c->out,
                             c->w_in_out);
     return BRG_OK;
@@ -121,7 +121,7 @@ static brg_status matmul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->bmm_bwd(da, db, c->y->grad, ops_read(c->a, 0), ops_read(c->b, 1), c->batch, c->M, c->N, c->K, c->ta,
+    ops_k(tape)->bmm_bwd(da, db, ops_dy(c->y), ops_read(c->a, 0), ops_read(c->b, 1), c->batch, c->M, c->N, c->K, c->ta,
                          c->tb);
     return BRG_OK;
 }

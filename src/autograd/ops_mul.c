@@ -11,7 +11,7 @@ static brg_status mul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->mul_bwd(da, db, c->y->grad, ops_read(c->a, 0), ops_read(c->b, 1), brg_tensor_numel(c->y));
+    ops_k(tape)->mul_bwd(da, db, ops_dy(c->y), ops_read(c->a, 0), ops_read(c->b, 1), brg_tensor_numel(c->y));
     return BRG_OK;
 }
 
@@ -37,4 +37,5 @@ void ops_cost_mul(ops_cost *c, double n) {
     ops_cost_tensor(c, n, ops_cost_act(c), true);
     ops_cost_context(c, sizeof(mul_ctx));
     for (int slot = 0; slot < 3; slot++) ops_cost_stage(c, slot, n);
+    ops_cost_grad_stage(c, 1, n); /* db, after da */
 }

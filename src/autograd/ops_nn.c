@@ -17,7 +17,7 @@ static brg_status embedding_backward(brg_tape *tape, void *p) {
     embedding_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    if (dt) ops_k(tape)->embedding_bwd(dt, c->y->grad, (const int32_t *)c->ids->data, c->n, c->dim);
+    if (dt) ops_k(tape)->embedding_bwd(dt, ops_dy(c->y), (const int32_t *)c->ids->data, c->n, c->dim);
     return BRG_OK;
 }
 
@@ -57,7 +57,7 @@ static brg_status layer_norm_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dg, tape, c->gamma);
     OPS_GRAD(db, tape, c->beta);
-    ops_k(tape)->layernorm_bwd(dx, dg, db, c->y->grad, ops_read(c->x, 0), ops_read(c->gamma, 1), c->mean, c->rstd,
+    ops_k(tape)->layernorm_bwd(dx, dg, db, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->gamma, 1), c->mean, c->rstd,
                                c->n, c->c);
     return BRG_OK;
 }
@@ -96,7 +96,7 @@ static brg_status activation_backward(brg_tape *tape, void *p) {
     activation_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->gelu_bwd(dx, c->y->grad, ops_read(c->x, 0), brg_tensor_numel(c->x), gelu_kind(c->act));
+    if (dx) ops_k(tape)->gelu_bwd(dx, ops_dy(c->y), ops_read(c->x, 0), brg_tensor_numel(c->x), gelu_kind(c->act));
     return BRG_OK;
 }
 
@@ -123,7 +123,7 @@ static brg_status softmax_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     int64_t cols = last_dim(c->x);
     if (dx)
-        ops_k(tape)->softmax_bwd(dx, c->y->grad, ops_read(c->y, 0), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
+        ops_k(tape)->softmax_bwd(dx, ops_dy(c->y), ops_read(c->y, 0), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
     return BRG_OK;
 }
 
@@ -151,8 +151,8 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     int64_t n = brg_tensor_numel(c->y);
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    if (da) ops_k(tape)->accumulate(da, c->y->grad, n);
-    if (db) ops_k(tape)->accumulate(db, c->y->grad, n);
+    if (da) ops_k(tape)->accumulate(da, ops_dy(c->y), n);
+    if (db) ops_k(tape)->accumulate(db, ops_dy(c->y), n);
     return BRG_OK;
 }
 
@@ -163,6 +163,7 @@ static brg_status new_over(brg_tape *tape, brg_tensor *x, bool rec, const char *
     *t = brg_tensor_wrap(x->dtype, x->ndim, x->shape, x->data);
     t->name = what;
     t->requires_grad = rec;
+    ops_half_grad(t);
     *y = t;
     return brg_tape_output(tape, t);
 }
@@ -202,7 +203,8 @@ static brg_status scale_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     if (!dx) return BRG_OK;
     int64_t n = brg_tensor_numel(c->x);
-    for (int64_t i = 0; i < n; i++) dx[i] += c->s * c->y->grad[i];
+    const float *dy = ops_dy(c->y);
+    for (int64_t i = 0; i < n; i++) dx[i] += c->s * dy[i];
     return BRG_OK;
 }
 
@@ -229,7 +231,7 @@ static brg_status dropout_backward(brg_tape *tape, void *p) {
     dropout_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->dropout_bwd(dx, c->y->grad, brg_tensor_numel(c->x), c->p, c->seed, c->offset);
+    if (dx) ops_k(tape)->dropout_bwd(dx, ops_dy(c->y), brg_tensor_numel(c->x), c->p, c->seed, c->offset);
     return BRG_OK;
 }
 
@@ -264,7 +266,7 @@ static brg_status reshape_backward(brg_tape *tape, void *p) {
     reshape_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->accumulate(dx, c->y->grad, brg_tensor_numel(c->x));
+    if (dx) ops_k(tape)->accumulate(dx, ops_dy(c->y), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 
@@ -277,6 +279,7 @@ brg_status brg_reshape(brg_tape *tape, brg_tensor *x, int ndim, const int64_t *s
     if (!t) return BRG_ERR_OOM;
     *t = view;
     t->requires_grad = rec;
+    ops_half_grad(t);
     *y = t;
     if (!rec) return BRG_OK;
     BRG_TRY(brg_tape_output(tape, t));
@@ -314,6 +317,7 @@ void ops_cost_softmax(ops_cost *c, double n) {
 void ops_cost_add(ops_cost *c, double n) {
     ops_cost_tensor(c, n, ops_cost_act(c), true);
     for (int slot = 0; slot < 3; slot++) ops_cost_stage(c, slot, n);
+    ops_cost_grad_stage(c, 1, n); /* db, after da */
     ops_cost_context(c, sizeof(add_ctx));
 }
 
@@ -333,12 +337,15 @@ void ops_cost_dropout(ops_cost *c, double n, float p) {
 /* An output on a donated input's buffer: the header alone, and its gradient. */
 static void cost_over(ops_cost *c, double n) {
     c->fwd += ops_cost_align((double)sizeof(brg_tensor));
-    if (c->record) c->grad += ops_cost_align(n * sizeof(float));
+    if (!c->record) return;
+    c->grad += ops_cost_align(n * ops_cost_act(c));
+    if (ops_cost_act(c) < (int)sizeof(float)) ops_cost_half_grad(c, n);
 }
 
 void ops_cost_add_donated(ops_cost *c, double n) {
     cost_over(c, n);
     for (int slot = 0; slot < 3; slot++) ops_cost_stage(c, slot, n);
+    ops_cost_grad_stage(c, 1, n);
     ops_cost_context(c, sizeof(add_ctx));
 }
 
@@ -350,7 +357,6 @@ void ops_cost_dropout_donated(ops_cost *c, double n, float p) {
 }
 
 void ops_cost_reshape(ops_cost *c, double n) {
-    c->fwd += ops_cost_align((double)sizeof(brg_tensor)); /* a view: the header alone */
-    if (c->record) c->grad += ops_cost_align(n * sizeof(float));
+    cost_over(c, n); /* a view: the header alone, and a gradient */
     ops_cost_context(c, sizeof(reshape_ctx));
 }

@@ -15,7 +15,7 @@ static brg_status concat_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->concat_rows_bwd(da, db, c->y->grad, c->B, c->na, c->nb);
+    ops_k(tape)->concat_rows_bwd(da, db, ops_dy(c->y), c->B, c->na, c->nb);
     return BRG_OK;
 }
 
@@ -49,7 +49,7 @@ static brg_status gather_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     if (!dx) return BRG_OK;
-    ops_k(tape)->gather_positions_bwd(dx, c->y->grad, c->index->data, c->B, c->T, c->C);
+    ops_k(tape)->gather_positions_bwd(dx, ops_dy(c->y), c->index->data, c->B, c->T, c->C);
     return BRG_OK;
 }
 
@@ -85,6 +85,7 @@ void ops_cost_concat_rows(ops_cost *c, double out_elems) {
      * rows [B*T, C] already fill in every model that concatenates; the output in slot 2 */
     ops_cost_stage(c, 3, out_elems);
     ops_cost_stage(c, 2, out_elems);
+    ops_cost_grad_stage(c, 1, out_elems); /* db after da (at most the output's size) */
 }
 
 void ops_cost_gather_positions(ops_cost *c, double out_elems) {

@@ -11,7 +11,7 @@ static brg_status unfold_backward(brg_tape *tape, void *p) {
     unfold_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->pixels);
-    ops_k(tape)->patch_unfold_bwd(dx, c->y->grad, &c->d);
+    ops_k(tape)->patch_unfold_bwd(dx, ops_dy(c->y), &c->d);
     return BRG_OK;
 }
 

@@ -12,7 +12,7 @@ static brg_status prepend_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->token);
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->prepend_token_bwd(dt, dx, c->y->grad, c->B, c->n, c->c);
+    ops_k(tape)->prepend_token_bwd(dt, dx, ops_dy(c->y), c->B, c->n, c->c);
     return BRG_OK;
 }
 

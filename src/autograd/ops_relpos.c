@@ -25,7 +25,7 @@ static brg_status relpos_backward(brg_tape *tape, void *p) {
     relpos_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    ops_k(tape)->relpos_bias_bwd(dt, c->y->grad, c->buckets->data, c->table->shape[1], c->buckets->shape[0],
+    ops_k(tape)->relpos_bias_bwd(dt, ops_dy(c->y), c->buckets->data, c->table->shape[1], c->buckets->shape[0],
                           c->buckets->shape[1]);
     return BRG_OK;
 }
@@ -64,4 +64,5 @@ void ops_cost_relative_position_bias(ops_cost *c, double H, double Tq, double Tk
     ops_cost_stage(c, 1, H * Tq * Tk);
     /* the attention that adds this bias widens it into staging slot 4 (ops_attention.c) */
     ops_cost_stage(c, 4, H * Tq * Tk);
+    ops_cost_grad_stage(c, 3, H * Tq * Tk); /* the attention's backward adds into its gradient */
 }

@@ -13,7 +13,7 @@ static brg_status rms_norm_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dw, tape, c->w);
-    ops_k(tape)->rmsnorm_bwd(dx, dw, c->y->grad, ops_read(c->x, 0), ops_read(c->w, 1), c->rstd, c->n, c->c);
+    ops_k(tape)->rmsnorm_bwd(dx, dw, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->w, 1), c->rstd, c->n, c->c);
     return BRG_OK;
 }
 

@@ -12,7 +12,7 @@ static brg_status select_backward(brg_tape *tape, void *p) {
     select_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->select_bwd(dx, c->y->grad, c->outer, c->n, c->inner, c->index);
+    ops_k(tape)->select_bwd(dx, ops_dy(c->y), c->outer, c->n, c->inner, c->index);
     return BRG_OK;
 }
 

@@ -9,6 +9,9 @@
  * block then holds one block's activation gradients at a time instead of all of them. */
 #include "brigade/tape.h"
 
+#include "kernels/half.h"
+#include "kernels/kernels.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +40,11 @@ struct brg_tape {
     tensor_list fresh;     /* during a replay: tensors whose gradient it allocated in the arena */
     bool replaying;
     const brg_tensor *donated; /* see brg_tape_donate */
+    /* Half gradients a backward function is working on: fp32 copies in grad staging slots, rounded
+     * back into their buffers when it returns (commit_staged). */
+    brg_tensor *staged[BRG_SCRATCH_GRAD_STAGE_SLOTS];
+    float *staged_values[BRG_SCRATCH_GRAD_STAGE_SLOTS];
+    int n_staged;
 };
 
 static brg_status list_push(tensor_list *l, brg_tensor *t) {
@@ -127,6 +135,40 @@ static brg_status ensure_grad(brg_tape *tape, brg_tensor *t) {
     return st;
 }
 
+static bool half_grad(const brg_tensor *t) {
+    return t->grad_dtype == BRG_DTYPE_F16 || t->grad_dtype == BRG_DTYPE_BF16;
+}
+
+/* An fp32 copy of t's half gradient for the running backward function, the same one each time it
+ * asks (an op whose two inputs are one tensor adds both parts into it). */
+static float *stage_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
+    for (int i = 0; i < tape->n_staged; i++)
+        if (tape->staged[i] == t) return tape->staged_values[i];
+    if (tape->n_staged == BRG_SCRATCH_GRAD_STAGE_SLOTS) {
+        *status = brg_error(BRG_ERR_INTERNAL, "a backward function asked for more than %d half gradients",
+                            BRG_SCRATCH_GRAD_STAGE_SLOTS);
+        return NULL;
+    }
+    const int64_t n = brg_tensor_numel(t);
+    float *values = brg_scratch(BRG_SCRATCH_GRAD_STAGE + tape->n_staged, (size_t)n);
+    if (t->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    else brg_f16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    tape->staged[tape->n_staged] = t;
+    tape->staged_values[tape->n_staged++] = values;
+    return values;
+}
+
+/* Rounds the staged gradients back into their half buffers (nearest even). */
+static void commit_staged(brg_tape *tape) {
+    for (int i = 0; i < tape->n_staged; i++) {
+        brg_tensor *t = tape->staged[i];
+        const int64_t n = brg_tensor_numel(t);
+        if (t->grad_dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row((uint16_t *)t->grad, tape->staged_values[i], n);
+        else brg_f32_to_f16_row((uint16_t *)t->grad, tape->staged_values[i], n);
+    }
+    tape->n_staged = 0;
+}
+
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
     if (!t || !t->requires_grad) return NULL;
     if (ensure_grad(tape, t) != BRG_OK) {
@@ -134,7 +176,7 @@ float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
         return NULL;
     }
     brg_tensor_settle_grad(t);
-    return t->grad;
+    return half_grad(t) ? stage_grad(tape, t, status) : t->grad;
 }
 
 float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status) {
@@ -144,9 +186,22 @@ float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, b
         *status = BRG_ERR_OOM;
         return NULL;
     }
+    if (half_grad(t)) { /* the staged copy holds the values, zero or not */
+        brg_tensor_settle_grad(t);
+        return stage_grad(tape, t, status);
+    }
     *overwrite = t->grad_zero_pending;
     t->grad_zero_pending = false;
     return t->grad;
+}
+
+const float *brg_tape_read_grad(const brg_tensor *t) {
+    if (!t->grad || !half_grad(t)) return t->grad;
+    const int64_t n = brg_tensor_numel(t);
+    float *values = brg_scratch(BRG_SCRATCH_GRAD_READ, (size_t)n);
+    if (t->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    else brg_f16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    return values;
 }
 
 static int by_address(const void *a, const void *b) {
@@ -158,7 +213,7 @@ static bool is_output(const brg_tape *tape, brg_tensor *t) {
     return bsearch(&t, tape->outputs.items, tape->outputs.count, sizeof t, by_address) != NULL;
 }
 
-static size_t grad_bytes(const brg_tensor *t) { return (size_t)brg_tensor_numel(t) * sizeof(float); }
+static size_t grad_bytes(const brg_tensor *t) { return brg_tensor_grad_bytes(t); }
 
 /* After a replay: drops the gradients it allocated for the tape's outputs and resets the arena to
  * `mark`, re-allocating the others there with their values. Without the host memory to hold those
@@ -199,7 +254,10 @@ static brg_status replay(brg_tape *tape) {
     tape->fresh.count = 0;
     tape->replaying = true;
     brg_status st = BRG_OK;
-    for (size_t i = tape->count; st == BRG_OK && i-- > 0;) st = tape->nodes[i].fn(tape, tape->nodes[i].ctx);
+    for (size_t i = tape->count; st == BRG_OK && i-- > 0;) {
+        st = tape->nodes[i].fn(tape, tape->nodes[i].ctx);
+        commit_staged(tape);
+    }
     const bool tracked = tape->replaying;
     tape->replaying = false;
     if (st == BRG_OK && tracked) st = release_gradients(tape, mark);
@@ -228,6 +286,7 @@ brg_status brg_tape_backward_multi(brg_tape *tape, brg_tensor *const *outs, cons
         if (!g) return st;
         int64_t count = brg_tensor_numel(outs[k]);
         for (int64_t i = 0; i < count; i++) g[i] += douts[k][i];
+        commit_staged(tape);
     }
     return replay(tape);
 }

@@ -88,6 +88,8 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
         const int64_t saved = half ? c->half_saved_bytes : c->saved_bytes;
         const int64_t input = half ? c->half_input_bytes : c->input_bytes;
         const int64_t recompute = half ? c->half_recompute_bytes : c->recompute_bytes;
+        const int64_t grads = half ? c->half_grad_bytes : c->grad_bytes;
+        const int64_t released = half ? c->half_released_grad_bytes : c->released_grad_bytes;
         if (first && b > 0) /* the stage's copy of what the device before it sent */
             *kept += input + (train ? c->input_grad_bytes : 0);
         first = false;
@@ -101,13 +103,13 @@ static void activations(const brg_block_cost *costs, int n_blocks, const int *bl
             *kept += c->forward_bytes;
             continue;
         }
-        int64_t full = saved + c->grad_bytes;
+        int64_t full = saved + grads;
         if (!o->recompute || c->layer < 0) {
             /* the gradients it hands on stay; the rest are released when its backward ends, so
              * only one block's of them exist at a time */
-            const int64_t handed_on = c->grad_bytes - c->released_grad_bytes;
+            const int64_t handed_on = grads - released;
             *kept += saved + handed_on;
-            if (c->released_grad_bytes > *transient) *transient = c->released_grad_bytes;
+            if (released > *transient) *transient = released;
             grads_before += handed_on;
             continue;
         }

@@ -97,15 +97,19 @@ brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int
     return BRG_OK;
 }
 
+size_t brg_tensor_grad_bytes(const brg_tensor *t) {
+    return (size_t)brg_tensor_numel(t) * brg_dtype_size(t->grad_dtype);
+}
+
 brg_status brg_tensor_ensure_grad(brg_arena *arena, brg_tensor *t) {
     if (t->grad) return BRG_OK;
-    t->grad = brg_arena_alloc(arena, (size_t)brg_tensor_numel(t) * sizeof(float), t->name ? t->name : "gradient");
+    t->grad = brg_arena_alloc(arena, brg_tensor_grad_bytes(t), t->name ? t->name : "gradient");
     return t->grad ? BRG_OK : BRG_ERR_OOM;
 }
 
 void brg_tensor_settle_grad(brg_tensor *t) {
     if (!t->grad_zero_pending) return;
-    if (t->grad) memset(t->grad, 0, (size_t)brg_tensor_numel(t) * sizeof(float));
+    if (t->grad) memset(t->grad, 0, brg_tensor_grad_bytes(t));
     t->grad_zero_pending = false;
 }
 
@@ -129,6 +133,7 @@ brg_status brg_tensor_view_transpose(const brg_tensor *t, int d0, int d1, brg_te
         return brg_error(BRG_ERR_INVALID_ARG, "transpose dims %d,%d of a %d-d tensor", d0, d1, t->ndim);
     *out = *t;
     out->grad = NULL;
+    out->grad_dtype = BRG_DTYPE_F32;
     out->grad_arena = NULL;
     out->grad_zero_pending = false;
     out->shape[d0] = t->shape[d1];
@@ -144,6 +149,7 @@ brg_status brg_tensor_view_slice(const brg_tensor *t, int dim, int64_t start, in
                          (long long)(start + len), dim);
     *out = *t;
     out->grad = NULL;
+    out->grad_dtype = BRG_DTYPE_F32;
     out->grad_arena = NULL;
     out->shape[dim] = len;
     out->data = (char *)t->data + (size_t)(start * t->stride[dim]) * brg_dtype_size(t->dtype);

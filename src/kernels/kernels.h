@@ -242,12 +242,17 @@ void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, c
  * (contents are not kept between calls that use the same slot); freed when the thread exits.
  * Slots: 0 attention's score rows, 1 the bias-GELU backward's column sums, 2 linear_act's dh,
  * 3 cross-entropy's per-row losses, 4 and 5 brg_gemm's operands rounded to the compute type,
- * 6 to 11 the autograd ops' fp32 staging of half activations (src/autograd/ops_internal.h). */
-#define BRG_SCRATCH_SLOTS 12
+ * 6 to 11 the autograd ops' fp32 staging of half activations (src/autograd/ops_internal.h),
+ * 12 to 15 the fp32 copies of the half gradients a backward function adds into, 16 the fp32 copy of
+ * the half gradient it reads (src/autograd/tape.c). */
+#define BRG_SCRATCH_SLOTS 17
 #define BRG_SCRATCH_GEMM_A 4
 #define BRG_SCRATCH_GEMM_B 5
 #define BRG_SCRATCH_STAGE 6
 #define BRG_SCRATCH_STAGE_SLOTS 6
+#define BRG_SCRATCH_GRAD_STAGE 12
+#define BRG_SCRATCH_GRAD_STAGE_SLOTS 4
+#define BRG_SCRATCH_GRAD_READ 16
 /* Query rows attention scores at once: its scratch holds [BRG_ATTN_ROW_BLOCK, Tk] floats (twice
  * that in backward). */
 #define BRG_ATTN_ROW_BLOCK 32

@@ -7,13 +7,14 @@ _Static_assert(BRG_SCRATCH_GEMM_A == BRG_PLAN_SCRATCH_ROUNDED_A && BRG_SCRATCH_G
 _Static_assert(BRG_SCRATCH_STAGE == BRG_PLAN_SCRATCH_STAGE, "the plan knows which slots stage half activations");
 
 /* The gradients of what a block hands on, which the blocks after it (or the runtime) allocate
- * before its backward: its carried outputs', and a head's loss's (seeded with 1). Its backward
+ * before its backward: its carried outputs' (half with half activations), and a head's loss's
+ * (seeded with 1). Its backward
  * releases the gradients of its other outputs when it ends (brg_tape_output). */
 static double handed_on_grads(const brg_model *m, int block, const ops_cost *train) {
     if (train->grad <= 0) return 0;
     double bytes = m->blocks[block].kind == BRG_BLOCK_HEAD ? ops_cost_align(sizeof(float)) : 0;
     for (int k = 0; k < 2; k++)
-        if (train->out[k] > 0) bytes += ops_cost_align(train->out[k] * sizeof(float));
+        if (train->out[k] > 0) bytes += ops_cost_align(train->out[k] * ops_cost_act(train));
     return bytes;
 }
 
@@ -53,9 +54,11 @@ void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t 
     out->half_saved_bytes = (int64_t)half.fwd;
     out->grad_bytes = (int64_t)train.grad;
     out->released_grad_bytes = (int64_t)(train.grad - handed_on_grads(m, block, &train));
+    out->half_grad_bytes = (int64_t)half.grad;
+    out->half_released_grad_bytes = (int64_t)(half.grad - handed_on_grads(m, block, &half));
     out->forward_bytes = (int64_t)infer.fwd;
     for (int i = 0; i < BRG_SCRATCH_SLOTS; i++) {
-        const bool staging = i >= BRG_SCRATCH_STAGE && i < BRG_SCRATCH_STAGE + BRG_SCRATCH_STAGE_SLOTS;
+        const bool staging = i >= BRG_SCRATCH_STAGE; /* operands and gradients of half activations */
         out->scratch_bytes[i] = (int64_t)(staging ? half.scratch[i] : train.scratch[i]);
         out->forward_scratch_bytes[i] = (int64_t)infer.scratch[i];
         out->team_scratch_bytes[i] = (int64_t)train.team[i];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "brigade/trace.h"
+#include "kernels/half.h"
 #include "runtime_internal.h"
 
 /* What travels between stages is what the model declares (rt->carried); slot k of a device's
@@ -283,9 +284,21 @@ static brg_status forward_step(brg_device *dev, int mb) {
     return rt->transport->send(rt->transport, dev->id, dev->id + 1, transport_tag(mb, TRANSPORT_FORWARD), items, n);
 }
 
-/* dst's gradient += g, on the device's kernels. */
+/* dst's gradient += g, on the device's kernels; a half gradient (an op's output in a .16 run)
+ * through an fp32 copy, rounded back. */
 static void add_into(const brg_device *dev, brg_tensor *dst, const float *g) {
-    dev->backend->f32->accumulate(dst->grad, g, brg_tensor_numel(dst));
+    const int64_t n = brg_tensor_numel(dst);
+    if (dst->grad_dtype == BRG_DTYPE_F32) {
+        dev->backend->f32->accumulate(dst->grad, g, n);
+        return;
+    }
+    float *wide = brg_scratch(BRG_SCRATCH_GRAD_STAGE, (size_t)n);
+    uint16_t *half = (uint16_t *)dst->grad;
+    if (dst->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(wide, half, n);
+    else brg_f16_to_f32_row(wide, half, n);
+    dev->backend->f32->accumulate(wide, g, n);
+    if (dst->grad_dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row(half, wide, n);
+    else brg_f32_to_f16_row(half, wide, n);
 }
 
 /* Sends the gradients of this stage's carried inputs back to the stage before. */
@@ -340,7 +353,7 @@ static brg_status backward_checkpointed(brg_device *dev, int mb, int block) {
     const int n = dev->rt->n_carried;
     for (int k = 0; k < n; k++) {
         if (c->in[k]) {
-            memset(c->in[k]->grad, 0, brg_tensor_nbytes(c->in[k]));
+            memset(c->in[k]->grad, 0, brg_tensor_grad_bytes(c->in[k]));
             c->in[k]->requires_grad = true;
         }
         BRG_TRY(set_carried(dev, &b, k, c->in[k]));
@@ -422,6 +435,8 @@ brg_status executor_run_device(brg_device *dev, void *arg) {
     const size_t held = dev->run_mark + brg_arena_borrowed(dev->arena); /* what the run started with */
     size_t act = brg_arena_peak(dev->arena) > held ? brg_arena_peak(dev->arena) - held : 0;
     if (act > dev->activation_peak) dev->activation_peak = act;
+    for (int s = 0; s < dev->n_slots; s++)
+        if (brg_arena_peak(dev->slots[s]) > dev->micro_batch_peak) dev->micro_batch_peak = brg_arena_peak(dev->slots[s]);
     for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
     for (int s = 0; s < dev->n_slots; s++) {
         brg_arena_reset(dev->slots[s], 0);

@@ -344,5 +344,6 @@ double brg_runtime_schedule_seconds(const brg_runtime *rt) { return rt->schedule
 
 void brg_runtime_device_stats(const brg_runtime *rt, int device, brg_device_stats *out) {
     const brg_device *d = &rt->devices[device];
-    *out = (brg_device_stats){d->busy_seconds, d->arena ? brg_arena_peak(d->arena) : d->remote_peak, d->activation_peak};
+    *out = (brg_device_stats){d->busy_seconds, d->arena ? brg_arena_peak(d->arena) : d->remote_peak, d->activation_peak,
+                              d->micro_batch_peak};
 }

@@ -46,6 +46,7 @@ struct brg_device {
     struct packed_weights *packed; /* forward-only: weights packed once (packed_weights.h), or NULL */
     double busy_seconds;
     size_t activation_peak;
+    size_t micro_batch_peak; /* brg_device_stats.micro_batch_peak_bytes */
     size_t remote_peak;    /* another rank's device: its arena's peak, as that rank last shared it */
     brg_status status;
     char error[1024];

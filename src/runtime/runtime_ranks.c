@@ -103,7 +103,7 @@ brg_status runtime_share(brg_runtime *rt, host_parts_fn fn, void *ctx) {
 
 typedef struct device_stats {
     double busy;
-    uint64_t peak, activation_peak;
+    uint64_t peak, activation_peak, micro_batch_peak;
 } device_stats;
 
 /* The shape of the logits collected on a rank (ndim -1: none there). */
@@ -177,7 +177,8 @@ brg_status runtime_share_run(brg_runtime *rt) {
     for (int d = 0; st == BRG_OK && d < rt->n_devices; d++) {
         const brg_device *dev = &rt->devices[d];
         if (transport_is_local(t, d))
-            rs.stats[d] = (device_stats){dev->busy_seconds, brg_arena_peak(dev->arena), dev->activation_peak};
+            rs.stats[d] = (device_stats){dev->busy_seconds, brg_arena_peak(dev->arena), dev->activation_peak,
+                                         dev->micro_batch_peak};
     }
     if (st == BRG_OK && rs.heads) {
         for (int r = 0; r < t->n_ranks; r++) rs.heads[r].ndim = -1;
@@ -194,6 +195,7 @@ brg_status runtime_share_run(brg_runtime *rt) {
         dev->busy_seconds = rs.stats[d].busy;
         dev->remote_peak = (size_t)rs.stats[d].peak;
         dev->activation_peak = (size_t)rs.stats[d].activation_peak;
+        dev->micro_batch_peak = (size_t)rs.stats[d].micro_batch_peak;
     }
     if (st == BRG_OK && rs.heads) st = agree_logits(rt, rs.heads);
     free(rs.stats);

@@ -621,6 +621,8 @@ static void record_peaks(const trainer *t, brg_train_result *r) {
         if (stage < BRG_TRAIN_MAX_STAGES && s.peak_bytes > r->stage_peak_bytes[stage]) r->stage_peak_bytes[stage] = s.peak_bytes;
         if (stage < BRG_TRAIN_MAX_STAGES && s.activation_peak_bytes > r->stage_activation_bytes[stage])
             r->stage_activation_bytes[stage] = s.activation_peak_bytes;
+        if (stage < BRG_TRAIN_MAX_STAGES && s.micro_batch_peak_bytes > r->stage_micro_batch_bytes[stage])
+            r->stage_micro_batch_bytes[stage] = s.micro_batch_peak_bytes;
     }
 }
 
