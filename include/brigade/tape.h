@@ -75,6 +75,10 @@ bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t);
  * *status on out of memory. A half gradient (grad_dtype F16 / BF16) comes as an fp32 copy in
  * scratch, which the tape rounds back into the buffer when the backward function returns. */
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status);
+/* t's gradient buffer as it is, in its grad_dtype (allocated, a pending zeroing done), or NULL
+ * when t needs none: for a backward function that works through a half gradient a block of rows
+ * at a time instead of through brg_tape_grad's copy of all of it. */
+void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status);
 /* t's gradient for reading, in fp32: the buffer itself, or a half one widened into scratch (valid
  * until the next call); NULL when it has none. What a backward function reads its output's
  * gradient through. */

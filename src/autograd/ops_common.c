@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "ops_cost.h"
@@ -67,6 +68,60 @@ const float *ops_read(const brg_tensor *t, int slot) {
 
 float *ops_write(brg_tensor *y, int slot) { return is_half(y) ? stage(y, slot) : y->data; }
 
+bool ops_is_half(const brg_tensor *t) { return is_half(t); }
+bool ops_grad_is_half(const brg_tensor *t) {
+    return t->grad_dtype == BRG_DTYPE_F16 || t->grad_dtype == BRG_DTYPE_BF16;
+}
+
+static _Atomic int64_t stage_block_floats = OPS_STAGE_BLOCK_FLOATS;
+
+int64_t ops_set_stage_block_floats(int64_t floats) {
+    return atomic_exchange(&stage_block_floats, floats > 0 ? floats : OPS_STAGE_BLOCK_FLOATS);
+}
+
+int64_t ops_stage_rows(int64_t rows, int64_t width) {
+    const int64_t bound = stage_block_floats;
+    if (width <= 0 || rows * width <= bound) return rows;
+    const int64_t block = bound / width;
+    return block > 0 ? block : 1;
+}
+
+float *ops_stage_buffer(int slot, int64_t n) {
+    BRG_ASSERT(slot >= 0 && slot < BRG_SCRATCH_STAGE_SLOTS);
+    return brg_scratch(BRG_SCRATCH_STAGE + slot, (size_t)n);
+}
+
+static void widen(float *dst, const void *src, brg_dtype type, int64_t n) {
+    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
+    else brg_f16_to_f32_row(dst, src, n);
+}
+
+static void narrow(void *dst, const float *src, brg_dtype type, int64_t n) {
+    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst, src, n);
+    else brg_f32_to_f16_row(dst, src, n);
+}
+
+const float *ops_read_rows(const brg_tensor *t, int slot, int64_t row0, int64_t rows, int64_t width) {
+    if (!is_half(t)) return (const float *)t->data + row0 * width;
+    float *values = ops_stage_buffer(slot, rows * width);
+    widen(values, (const uint16_t *)t->data + row0 * width, t->dtype, rows * width);
+    return values;
+}
+
+void ops_store_rows(brg_tensor *y, const float *values, int64_t row0, int64_t rows, int64_t width) {
+    if (is_half(y)) narrow((uint16_t *)y->data + row0 * width, values, y->dtype, rows * width);
+}
+
+float *ops_widen_grad_rows(const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows, int64_t width) {
+    float *values = brg_scratch(scratch_slot, (size_t)(rows * width));
+    widen(values, (const uint16_t *)t->grad + row0 * width, t->grad_dtype, rows * width);
+    return values;
+}
+
+void ops_round_grad_rows(brg_tensor *t, const float *values, int64_t row0, int64_t rows, int64_t width) {
+    narrow((uint16_t *)t->grad + row0 * width, values, t->grad_dtype, rows * width);
+}
+
 void ops_store(brg_tensor *y, const float *values) {
     if (!is_half(y) || values == y->data) return;
     const int64_t n = brg_tensor_numel(y);
@@ -105,6 +160,19 @@ void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad) {
     const bool half = elem_size < (int)sizeof(float);
     c->grad += ops_cost_align(n * (half ? elem_size : (double)sizeof(float)));
     if (half) ops_cost_half_grad(c, n);
+}
+
+void ops_cost_output_rows(ops_cost *c, double n, double staged) {
+    c->fwd += ops_cost_tensor_bytes(n, ops_cost_act(c));
+    if (!c->record) return;
+    c->grad += ops_cost_align(n * ops_cost_act(c));
+    ops_cost_half_grad(c, staged);
+}
+
+double ops_cost_stage_rows(const ops_cost *c, double rows, double width) {
+    if (ops_cost_act(c) == (int)sizeof(float)) return rows;
+    const double block = (double)ops_stage_rows((int64_t)rows, (int64_t)width);
+    return block < rows ? block : rows;
 }
 
 void ops_cost_half_grad(ops_cost *c, double n) {

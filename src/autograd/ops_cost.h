@@ -45,6 +45,10 @@ void ops_cost_half_grad(ops_cost *c, double n);
 /* The k-th half gradient of n elements a backward function adds into (its k-th brg_tape_grad of
  * a half gradient, k > 0: ops_cost_tensor counts the first): counted with half activations. */
 void ops_cost_grad_stage(ops_cost *c, int k, double n);
+/* A half output of n elements that its ops stage a block of rows at a time, `staged` elements of
+ * it and of its gradient at once (ops_stage_rows), which ops_cost_stage_rows gives in rows. */
+void ops_cost_output_rows(ops_cost *c, double n, double staged);
+double ops_cost_stage_rows(const ops_cost *c, double rows, double width);
 /* For the ops' own cost functions: an autograd context of `size` bytes (when recording), and a
  * request of `floats` floats from scratch slot `slot`. */
 void ops_cost_context(ops_cost *c, size_t size);

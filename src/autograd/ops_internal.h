@@ -33,6 +33,24 @@ brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, con
  * Tensors one kernel call reads or writes at the same time take different slots. Staging holds
  * one op's operands at a time: the activations held across the step are the half tensors. */
 const float *ops_read(const brg_tensor *t, int slot);
+/* Ops whose operands are wide (a language-model head's [rows, vocabulary] logits) stage half
+ * ones a block of rows at a time, so that staging holds at most OPS_STAGE_BLOCK_FLOATS floats of
+ * each. ops_stage_rows: rows per block for `rows` rows of `width` (all of them when they fit);
+ * the _rows functions widen / round rows [row0, row0 + rows) of a tensor (F32: its own data,
+ * nothing to store) or of a half gradient buffer. */
+#define OPS_STAGE_BLOCK_FLOATS ((int64_t)1 << 23)
+int64_t ops_stage_rows(int64_t rows, int64_t width);
+/* For tests: another bound than OPS_STAGE_BLOCK_FLOATS (0: that one again), so that small models
+ * take the block paths. Process-wide; returns the previous one. */
+int64_t ops_set_stage_block_floats(int64_t floats);
+bool ops_is_half(const brg_tensor *t);
+bool ops_grad_is_half(const brg_tensor *t);
+float *ops_stage_buffer(int slot, int64_t n);
+const float *ops_read_rows(const brg_tensor *t, int slot, int64_t row0, int64_t rows, int64_t width);
+void ops_store_rows(brg_tensor *y, const float *values, int64_t row0, int64_t rows, int64_t width);
+float *ops_widen_grad_rows(const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows, int64_t width);
+void ops_round_grad_rows(brg_tensor *t, const float *values, int64_t row0, int64_t rows, int64_t width);
+
 /* Gives an op output in a half type a gradient of that type (F32 otherwise), as a half model's
  * activations have: ops_new does it; an op that makes its output another way (a view, a buffer
  * over a donated input) calls it. */

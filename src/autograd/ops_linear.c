@@ -8,9 +8,43 @@ typedef struct linear_ctx {
     bool w_in_out;
 } linear_ctx;
 
+/* Rows per block when the operands are half and too wide to stage at once (an LM head's logits);
+ * 0: one pass over everything, as in fp32 (whose sums keep their order). */
+static int64_t linear_block(const brg_tensor *x, const brg_tensor *y, int64_t n, int64_t in, int64_t out) {
+    if (!ops_is_half(x) && !ops_is_half(y)) return 0;
+    const int64_t block = ops_stage_rows(n, in > out ? in : out);
+    return block < n ? block : 0;
+}
+
+/* The backward a block of rows at a time: x's and y's gradient rows staged per block, the weight's
+ * and bias's gradients summed over the blocks. */
+static brg_status linear_backward_blocks(brg_tape *tape, linear_ctx *c, int64_t block) {
+    brg_status st = BRG_OK;
+    brg_tensor *x_grad_owner = c->x->requires_grad ? c->x : NULL;
+    if (x_grad_owner && !brg_tape_grad_buffer(tape, c->x, &st)) return st;
+    OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
+    OPS_GRAD(db, tape, c->b);
+    const float *w = ops_read(c->w, 1);
+    for (int64_t r0 = 0; r0 < c->n; r0 += block) {
+        const int64_t rows = c->n - r0 < block ? c->n - r0 : block;
+        const float *dy = ops_grad_is_half(c->y) ? ops_widen_grad_rows(c->y, BRG_SCRATCH_GRAD_READ, r0, rows, c->out)
+                                                 : c->y->grad + r0 * c->out;
+        float *dx = NULL;
+        const bool half_dx = x_grad_owner && ops_grad_is_half(c->x);
+        if (half_dx) dx = ops_widen_grad_rows(c->x, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->in);
+        else if (x_grad_owner) dx = c->x->grad + r0 * c->in;
+        ops_k(tape)->linear_bwd(dx, dw, dw_overwrite && r0 == 0, db, dy, ops_read_rows(c->x, 0, r0, rows, c->in), w,
+                                rows, c->in, c->out, c->w_in_out);
+        if (half_dx) ops_round_grad_rows(c->x, dx, r0, rows, c->in);
+    }
+    return BRG_OK;
+}
+
 static brg_status linear_backward(brg_tape *tape, void *p) {
     linear_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
+    const int64_t block = linear_block(c->x, c->y, c->n, c->in, c->out);
+    if (block) return linear_backward_blocks(tape, c, block);
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
@@ -56,9 +90,21 @@ brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *
     BRG_TRY(new_rows(tape, x, out, rec, "linear output", y));
     int64_t in = x->shape[x->ndim - 1];
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
-    float *values = ops_write(*y, 3);
-    ops_k(tape)->linear_fwd(values, ops_read(x, 0), ops_read(w, 1), b ? ops_read(b, 2) : NULL, n, in, out, w_in_out);
-    ops_store(*y, values);
+    const int64_t block = linear_block(x, *y, n, in, out);
+    if (block) {
+        const float *wv = ops_read(w, 1), *bv = b ? ops_read(b, 2) : NULL;
+        for (int64_t r0 = 0; r0 < n; r0 += block) {
+            const int64_t rows = n - r0 < block ? n - r0 : block;
+            float *values = ops_stage_buffer(3, rows * out);
+            ops_k(tape)->linear_fwd(values, ops_read_rows(x, 0, r0, rows, in), wv, bv, rows, in, out, w_in_out);
+            ops_store_rows(*y, values, r0, rows, out);
+        }
+    } else {
+        float *values = ops_write(*y, 3);
+        ops_k(tape)->linear_fwd(values, ops_read(x, 0), ops_read(w, 1), b ? ops_read(b, 2) : NULL, n, in, out,
+                                w_in_out);
+        ops_store(*y, values);
+    }
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_backward, linear_ctx, x, w, b, *y, n, in, out, w_in_out);
 }
@@ -170,11 +216,14 @@ static void linear_products(ops_cost *c, double n, double in, double out, bool w
 }
 
 void ops_cost_linear(ops_cost *c, double rows, double in, double out, bool w_in_out) {
-    ops_cost_tensor(c, rows * out, ops_cost_act(c), true);
-    ops_cost_stage(c, 0, rows * in);
-    ops_cost_stage(c, 3, rows * out);
+    /* half operands too wide to stage at once go a block of rows at a time (linear_block) */
+    const double block = ops_cost_stage_rows(c, rows, in > out ? in : out);
+    if (block < rows) ops_cost_output_rows(c, rows * out, block * out);
+    else ops_cost_tensor(c, rows * out, ops_cost_act(c), true);
+    ops_cost_stage(c, 0, block * in);
+    ops_cost_stage(c, 3, block * out);
     ops_cost_context(c, sizeof(linear_ctx));
-    linear_products(c, rows, in, out, w_in_out);
+    linear_products(c, block, in, out, w_in_out);
 }
 
 void ops_cost_linear_act(ops_cost *c, double rows, double in, double out, bool w_in_out, bool bias) {

@@ -12,9 +12,36 @@ typedef struct cross_entropy_ctx {
     int32_t ignore_index;
 } cross_entropy_ctx;
 
+/* Rows per block for half logits too wide to stage at once; 0: one pass (fp32 logits always). */
+static int64_t logits_block(const brg_tensor *logits, int64_t n, int64_t v) {
+    if (!ops_is_half(logits)) return 0;
+    const int64_t block = ops_stage_rows(n, v);
+    return block < n ? block : 0;
+}
+
+/* The backward a block of rows at a time: the logits and their (half) gradient rows staged. */
+static brg_status cross_entropy_backward_blocks(brg_tape *tape, cross_entropy_ctx *c, int64_t block) {
+    brg_status st = BRG_OK;
+    if (!brg_tape_grad_buffer(tape, c->logits, &st)) return st;
+    const float g = c->loss->grad[0] * c->grad_scale;
+    const int32_t *t = c->targets->data;
+    for (int64_t r0 = 0; r0 < c->n; r0 += block) {
+        const int64_t rows = c->n - r0 < block ? c->n - r0 : block;
+        const bool half = ops_grad_is_half(c->logits);
+        float *dl = half ? ops_widen_grad_rows(c->logits, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->v)
+                         : c->logits->grad + r0 * c->v;
+        ops_k(tape)->cross_entropy_bwd(dl, g, ops_read_rows(c->logits, 3, r0, rows, c->v), c->lse + r0, t + r0, rows,
+                                       c->v, c->ignore_index, c->count);
+        if (half) ops_round_grad_rows(c->logits, dl, r0, rows, c->v);
+    }
+    return BRG_OK;
+}
+
 static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     cross_entropy_ctx *c = p;
     if (!c->loss->grad) return BRG_OK;
+    const int64_t block = c->logits->requires_grad ? logits_block(c->logits, c->n, c->v) : 0;
+    if (block) return cross_entropy_backward_blocks(tape, c, block);
     OPS_GRAD(dl, tape, c->logits);
     if (dl)
         ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, ops_read(c->logits, 3), c->lse,
@@ -48,7 +75,22 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "cross_entropy statistics");
     if (!lse) return BRG_ERR_OOM;
     int64_t count = 0;
-    float mean = ops_k(tape)->cross_entropy_fwd(lse, &count, ops_read(logits, 3), t, n, v, ignore_index);
+    float mean = 0.0f;
+    const int64_t block = logits_block(logits, n, v);
+    if (block) { /* the blocks' means weighted by their counted rows */
+        double total = 0.0;
+        for (int64_t r0 = 0; r0 < n; r0 += block) {
+            const int64_t rows = n - r0 < block ? n - r0 : block;
+            int64_t counted = 0;
+            const float m = ops_k(tape)->cross_entropy_fwd(lse + r0, &counted, ops_read_rows(logits, 3, r0, rows, v),
+                                                           t + r0, rows, v, ignore_index);
+            total += (double)m * (double)counted;
+            count += counted;
+        }
+        mean = count ? (float)(total / (double)count) : 0.0f;
+    } else {
+        mean = ops_k(tape)->cross_entropy_fwd(lse, &count, ops_read(logits, 3), t, n, v, ignore_index);
+    }
     double scale = denominator > 0 ? (double)count / denominator : 1.0;
     OPS_F32(*loss)[0] = (float)(mean * scale);
     if (!rec || count == 0) {

@@ -195,6 +195,16 @@ float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, b
     return t->grad;
 }
 
+void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status) {
+    if (!t || !t->requires_grad) return NULL;
+    if (ensure_grad(tape, t) != BRG_OK) {
+        *status = BRG_ERR_OOM;
+        return NULL;
+    }
+    brg_tensor_settle_grad(t);
+    return t->grad;
+}
+
 const float *brg_tape_read_grad(const brg_tensor *t) {
     if (!t->grad || !half_grad(t)) return t->grad;
     const int64_t n = brg_tensor_numel(t);
