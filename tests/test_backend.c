@@ -16,7 +16,7 @@ enum { ROWS = 8, T = 8, VOCAB = 37, MAX_PARAMS = 64 };
 static struct {
     long alloc, copy_to_device, copy_other;
     long linear_fwd, linear_bwd, attention_fwd, attention_bwd, layernorm_bwd, accumulate, sum_squares, scale,
-        optimizer_update;
+        optimizer_update, widen, narrow;
 } calls;
 
 static const brg_kernels *cpu_k(void) { return brg_backend_cpu()->f32; }
@@ -78,6 +78,15 @@ static void count_optimizer_update(const brg_optimizer_config *c, brg_k_optim_sl
     cpu_k()->optimizer_update(c, s, lr, t);
 }
 
+static void count_widen(float *dst, const void *src, brg_dtype type, int64_t n) {
+    calls.widen++;
+    cpu_k()->widen(dst, src, type, n);
+}
+static void count_narrow(void *dst, const float *src, brg_dtype type, int64_t n) {
+    calls.narrow++;
+    cpu_k()->narrow(dst, src, type, n);
+}
+
 static brg_kernels counting_kernels;
 static brg_backend counting;
 
@@ -92,6 +101,8 @@ static void make_counting_backend(void) {
     counting_kernels.sum_squares = count_sum_squares;
     counting_kernels.scale = count_scale;
     counting_kernels.optimizer_update = count_optimizer_update;
+    counting_kernels.widen = count_widen;
+    counting_kernels.narrow = count_narrow;
     counting = (brg_backend){.name = "counting", .allocator = {count_alloc, count_release, NULL}, .copy = count_copy,
                              .f32 = &counting_kernels};
 }
@@ -136,12 +147,13 @@ typedef struct step {
 
 /* Forward and backward over 2 stages, the norm, a clipping scale and an AdamW step on every
  * device, all with `backend` (NULL: the default); the updated weights come back to the host. */
-static void run_step(const data *d, const brg_backend *backend, step *out) {
+static void run_step_as(const data *d, const brg_backend *backend, brg_dtype activations, step *out) {
     brg_model *m = tiny_gpt2();
     if (!m) return;
     const int block_stage[4] = {0, 0, 1, 1};
     brg_runtime_options o = {.replicas = 1, .stages = 2, .block_stage = block_stage, .micro_batches = 2,
-                             .schedule = BRG_SCHEDULE_1F1B, .training = true, .backend = backend};
+                             .schedule = BRG_SCHEDULE_1F1B, .training = true, .backend = backend,
+                             .activation_dtype = activations};
     brg_runtime *rt = NULL;
     float losses[2] = {0};
     CHECK_OK(brg_runtime_create(m, &o, &rt));
@@ -180,6 +192,10 @@ static void run_step(const data *d, const brg_backend *backend, step *out) {
     out->weights[m->n_params] = NULL;
     brg_runtime_destroy(rt);
     brg_model_destroy(m);
+}
+
+static void run_step(const data *d, const brg_backend *backend, step *out) {
+    run_step_as(d, backend, BRG_DTYPE_F32, out);
 }
 
 static bool same_weights(const step *a, const step *b) {
@@ -244,6 +260,22 @@ int main(void) {
      * memory */
     CHECK_MSG(calls.copy_to_device >= 2 && calls.alloc >= 2, "%ld copies to devices; %ld chunks", calls.copy_to_device,
               calls.alloc);
+    CHECK_MSG(calls.widen == 0 && calls.narrow == 0, "fp32 activations converted: %ld widen, %ld narrow", calls.widen,
+              calls.narrow);
+
+    /* Half activations: the ops' staging and the tape's half gradients convert on the device's
+     * kernels, and give the CPU's results bit for bit. */
+    step half_cpu = {0}, half_counted = {0};
+    run_step_as(&d, NULL, BRG_DTYPE_BF16, &half_cpu);
+    memset(&calls, 0, sizeof calls);
+    run_step_as(&d, &counting, BRG_DTYPE_BF16, &half_counted);
+    CHECK_MSG(calls.widen >= 16 && calls.narrow >= 16, "bf16 activations: %ld widen, %ld narrow", calls.widen,
+              calls.narrow);
+    CHECK_MSG(half_counted.loss == half_cpu.loss && half_cpu.loss != cpu.loss, "bf16 loss %.9g / %.9g (fp32 %.9g)",
+              half_counted.loss, half_cpu.loss, cpu.loss);
+    CHECK(same_weights(&half_cpu, &half_counted));
+    free_step(&half_cpu);
+    free_step(&half_counted);
 
     counting_kernels.linear_fwd = off_by_one_linear_fwd;
     run_step(&d, &counting, &broken);

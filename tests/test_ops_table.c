@@ -2094,7 +2094,8 @@ static void round_inputs(opcase *c, brg_dtype type) {
         if (b->role != R_IN || b->type != TY_F32) continue;
         float *x = b->p;
         for (int64_t k = 0; k < b->n; k++)
-            x[k] = type == BRG_DTYPE_BF16 ? brg_bf16_to_f32(brg_f32_to_bf16(x[k])) : brg_f16_to_f32(brg_f32_to_f16(x[k]));
+            x[k] =
+                type == BRG_DTYPE_BF16 ? brg_bf16_to_f32(brg_f32_to_bf16(x[k])) : brg_f16_to_f32(brg_f32_to_f16(x[k]));
     }
 }
 

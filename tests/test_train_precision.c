@@ -50,7 +50,8 @@ static brg_status train(const run_setup *s, record *rec, brg_model **kept) {
     brg_train_options_default(&o);
     static const int two[4] = {0, 0, 1, 1};
     o.stages = s->stages ? s->stages : 1, o.block_stage = o.stages == 2 ? two : NULL;
-    o.accumulation = s->accumulation ? s->accumulation : 2, o.micro_batch = 4, o.steps = s->steps ? s->steps : STEPS, o.shuffle = false;
+    o.accumulation = s->accumulation ? s->accumulation : 2, o.micro_batch = 4, o.steps = s->steps ? s->steps : STEPS,
+    o.shuffle = false;
     o.optimizer.lr = 1e-3;
     o.precision = s->precision, o.loss_scaling = s->loss_scaling, o.auto_loss_scaling = s->auto_scaling;
     o.stochastic_rounding = s->stochastic;

@@ -79,10 +79,11 @@ float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status);
  * when t needs none: for a backward function that works through a half gradient a block of rows
  * at a time instead of through brg_tape_grad's copy of all of it. */
 void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status);
-/* t's gradient for reading, in fp32: the buffer itself, or a half one widened into scratch (valid
+/* t's gradient for reading, in fp32: the buffer itself, or a half one widened (by the tape's
+ * backend) into scratch (valid
  * until the next call); NULL when it has none. What a backward function reads its output's
  * gradient through. */
-const float *brg_tape_read_grad(const brg_tensor *t);
+const float *brg_tape_read_grad(const brg_tape *tape, const brg_tensor *t);
 /* The same for a writer that can either add into the buffer or overwrite all of it (a matrix
  * product with beta 0 or 1): *overwrite says the buffer's zeroing is pending, so the writer must
  * overwrite every element instead of adding. */

@@ -13,7 +13,7 @@ static brg_status add_bcast_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dp, tape, c->p);
-    ops_k(tape)->add_bcast_bwd(dx, dp, ops_dy(c->y), c->A, c->M, c->I);
+    ops_k(tape)->add_bcast_bwd(dx, dp, ops_dy(tape, c->y), c->A, c->M, c->I);
     return BRG_OK;
 }
 
@@ -57,8 +57,8 @@ brg_status brg_add_broadcast(brg_tape *tape, brg_tensor *x, brg_tensor *p, brg_t
     bool rec = brg_tape_needs(tape, ins, 2);
     BRG_TRY(ops_new_like(tape, x, rec, "add_broadcast output", y));
     float *out = ops_write(*y, 2);
-    ops_k(tape)->add_bcast_fwd(out, ops_read(x, 0), ops_read(p, 1), A, M, I);
-    ops_store(*y, out);
+    ops_k(tape)->add_bcast_fwd(out, ops_read(tape, x, 0), ops_read(tape, p, 1), A, M, I);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_bcast_backward, add_bcast_ctx, x, p, *y, A, M, I);
 }

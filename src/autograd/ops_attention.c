@@ -12,7 +12,7 @@ static brg_status split_backward(brg_tape *tape, void *p) {
     split_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->merge_heads(dx + c->col, ops_dy(c->y), c->B, c->T, c->H, c->D, c->W, true);
+    if (dx) ops_k(tape)->merge_heads(dx + c->col, ops_dy(tape, c->y), c->B, c->T, c->H, c->D, c->W, true);
     return BRG_OK;
 }
 
@@ -30,8 +30,8 @@ brg_status brg_split_heads(brg_tape *tape, brg_tensor *x, int64_t col, int64_t h
     BRG_TRY(ops_new(tape, 4, shape, rec, "split heads", y));
     /* x through slot 3, where the linear that made it wrote it (GPT-2's fused [B, T, 3C] whole) */
     float *out = ops_write(*y, 0);
-    ops_k(tape)->split_heads(out, ops_read(x, 3) + col, B, T, heads, head_dim, W);
-    ops_store(*y, out);
+    ops_k(tape)->split_heads(out, ops_read(tape, x, 3) + col, B, T, heads, head_dim, W);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, split_backward, split_ctx, x, *y, col, B, T, heads, head_dim, W);
 }
@@ -49,7 +49,7 @@ static brg_status merge_backward(brg_tape *tape, void *p) {
     int64_t B = c->x->shape[0], H = c->x->shape[1], T = c->x->shape[2], D = c->x->shape[3];
     /* The gradient of a merge is a split; accumulate through a merge of the opposite direction
      * would need a temp, so add row by row. */
-    const float *g = ops_dy(c->y);
+    const float *g = ops_dy(tape, c->y);
     for (int64_t b = 0; b < B; b++)
         for (int64_t h = 0; h < H; h++)
             for (int64_t t = 0; t < T; t++) {
@@ -69,8 +69,8 @@ brg_status brg_merge_heads(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     int64_t shape[3] = {B, T, H * D};
     BRG_TRY(ops_new(tape, 3, shape, rec, "merged heads", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->merge_heads(out, ops_read(x, 0), B, T, H, D, H * D, false);
-    ops_store(*y, out);
+    ops_k(tape)->merge_heads(out, ops_read(tape, x, 0), B, T, H, D, H * D, false);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, merge_backward, merge_ctx, x, *y);
 }
@@ -91,10 +91,10 @@ static brg_status attention_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dbias, tape, c->bias);
     /* the forward's pointers to a widened bias or mask went with its staging: widen them again */
     brg_attn_args args = c->args;
-    args.bias = c->bias ? ops_read(c->bias, 4) : NULL;
-    args.key_mask = c->key_mask ? ops_read(c->key_mask, 5) : NULL;
-    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, ops_dy(c->y), ops_read(c->y, 3), c->lse, ops_read(c->q, 0),
-                               ops_read(c->k, 1), ops_read(c->v, 2), &args);
+    args.bias = c->bias ? ops_read(tape, c->bias, 4) : NULL;
+    args.key_mask = c->key_mask ? ops_read(tape, c->key_mask, 5) : NULL;
+    ops_k(tape)->attention_bwd(dq, dk, dv, dbias, ops_dy(tape, c->y), ops_read(tape, c->y, 3), c->lse,
+                               ops_read(tape, c->q, 0), ops_read(tape, c->k, 1), ops_read(tape, c->v, 2), &args);
     return BRG_OK;
 }
 
@@ -130,8 +130,8 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
     brg_attn_args args = {
         .B = q->shape[0], .H = q->shape[1], .Tq = q->shape[2], .Tk = k->shape[2], .D = q->shape[3],
         .scale = opts->scale, .causal = opts->causal,
-        .key_mask = opts->key_mask ? ops_read(opts->key_mask, 5) : NULL,
-        .bias = opts->bias ? ops_read(opts->bias, 4) : NULL,
+        .key_mask = opts->key_mask ? ops_read(tape, opts->key_mask, 5) : NULL,
+        .bias = opts->bias ? ops_read(tape, opts->bias, 4) : NULL,
         .dropout = opts->dropout, .seed = opts->seed, .offset = opts->offset,
     };
     if (!(args.dropout >= 0.0f && args.dropout < 1.0f))
@@ -140,8 +140,8 @@ brg_status brg_attention(brg_tape *tape, brg_tensor *q, brg_tensor *k, brg_tenso
                                  "attention statistics");
     if (!lse) return BRG_ERR_OOM;
     float *out = ops_write(*y, 3);
-    ops_k(tape)->attention_fwd(out, lse, ops_read(q, 0), ops_read(k, 1), ops_read(v, 2), &args);
-    ops_store(*y, out);
+    ops_k(tape)->attention_fwd(out, lse, ops_read(tape, q, 0), ops_read(tape, k, 1), ops_read(tape, v, 2), &args);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, attention_backward, attention_ctx, q, k, v, opts->bias, opts->key_mask, *y, lse, args);
 }

@@ -10,7 +10,7 @@ static brg_status clamp_backward(brg_tape *tape, void *p) {
     clamp_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->clamp_bwd(dx, ops_dy(c->y), ops_read(c->x, 0), brg_tensor_numel(c->x), c->lo, c->hi);
+    ops_k(tape)->clamp_bwd(dx, ops_dy(tape, c->y), ops_read(tape, c->x, 0), brg_tensor_numel(c->x), c->lo, c->hi);
     return BRG_OK;
 }
 
@@ -21,8 +21,8 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
     const bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "clamp output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->clamp_fwd(out, ops_read(x, 0), brg_tensor_numel(x), lo, hi);
-    ops_store(*y, out);
+    ops_k(tape)->clamp_fwd(out, ops_read(tape, x, 0), brg_tensor_numel(x), lo, hi);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, clamp_backward, clamp_ctx, x, *y, lo, hi);
 }
@@ -34,7 +34,7 @@ brg_status brg_clamp(brg_tape *tape, brg_tensor *x, float lo, float hi, brg_tens
 brg_status brg_fp16_overflow_guard(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     BRG_TRY(ops_check_float("fp16_overflow_guard", x, 0));
     /* an F16 activation holds no finite value past FP16_MAX: its overflows are already inf */
-    const float m = ops_k(tape)->max_abs(ops_read(x, 0), brg_tensor_numel(x));
+    const float m = ops_k(tape)->max_abs(ops_read(tape, x, 0), brg_tensor_numel(x));
     if (!(m > FP16_MAX)) {
         *y = x;
         return BRG_OK;

@@ -4,7 +4,6 @@
 
 #include "ops_cost.h"
 #include "ops_internal.h"
-#include "kernels/half.h"
 
 brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims) {
     if (!t) return brg_error(BRG_ERR_INVALID_ARG, "%s: missing input", op);
@@ -57,12 +56,10 @@ static float *stage(const brg_tensor *t, int slot) {
     return brg_scratch(BRG_SCRATCH_STAGE + slot, (size_t)brg_tensor_numel(t));
 }
 
-const float *ops_read(const brg_tensor *t, int slot) {
+const float *ops_read(const brg_tape *tape, const brg_tensor *t, int slot) {
     if (!is_half(t)) return t->data;
     float *values = stage(t, slot);
-    const int64_t n = brg_tensor_numel(t);
-    if (t->dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, t->data, n);
-    else brg_f16_to_f32_row(values, t->data, n);
+    ops_k(tape)->widen(values, t->data, t->dtype, brg_tensor_numel(t));
     return values;
 }
 
@@ -91,42 +88,33 @@ float *ops_stage_buffer(int slot, int64_t n) {
     return brg_scratch(BRG_SCRATCH_STAGE + slot, (size_t)n);
 }
 
-static void widen(float *dst, const void *src, brg_dtype type, int64_t n) {
-    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
-    else brg_f16_to_f32_row(dst, src, n);
-}
-
-static void narrow(void *dst, const float *src, brg_dtype type, int64_t n) {
-    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst, src, n);
-    else brg_f32_to_f16_row(dst, src, n);
-}
-
-const float *ops_read_rows(const brg_tensor *t, int slot, int64_t row0, int64_t rows, int64_t width) {
+const float *ops_read_rows(const brg_tape *tape, const brg_tensor *t, int slot, int64_t row0, int64_t rows,
+                           int64_t width) {
     if (!is_half(t)) return (const float *)t->data + row0 * width;
     float *values = ops_stage_buffer(slot, rows * width);
-    widen(values, (const uint16_t *)t->data + row0 * width, t->dtype, rows * width);
+    ops_k(tape)->widen(values, (const uint16_t *)t->data + row0 * width, t->dtype, rows * width);
     return values;
 }
 
-void ops_store_rows(brg_tensor *y, const float *values, int64_t row0, int64_t rows, int64_t width) {
-    if (is_half(y)) narrow((uint16_t *)y->data + row0 * width, values, y->dtype, rows * width);
+void ops_store_rows(const brg_tape *tape, brg_tensor *y, const float *values, int64_t row0, int64_t rows,
+                    int64_t width) {
+    if (is_half(y)) ops_k(tape)->narrow((uint16_t *)y->data + row0 * width, values, y->dtype, rows * width);
 }
 
-float *ops_widen_grad_rows(const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows, int64_t width) {
+float *ops_widen_grad_rows(const brg_tape *tape, const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows,
+                           int64_t width) {
     float *values = brg_scratch(scratch_slot, (size_t)(rows * width));
-    widen(values, (const uint16_t *)t->grad + row0 * width, t->grad_dtype, rows * width);
+    ops_k(tape)->widen(values, (const uint16_t *)t->grad + row0 * width, t->grad_dtype, rows * width);
     return values;
 }
 
-void ops_round_grad_rows(brg_tensor *t, const float *values, int64_t row0, int64_t rows, int64_t width) {
-    narrow((uint16_t *)t->grad + row0 * width, values, t->grad_dtype, rows * width);
+void ops_round_grad_rows(const brg_tape *tape, brg_tensor *t, const float *values, int64_t row0, int64_t rows,
+                         int64_t width) {
+    ops_k(tape)->narrow((uint16_t *)t->grad + row0 * width, values, t->grad_dtype, rows * width);
 }
 
-void ops_store(brg_tensor *y, const float *values) {
-    if (!is_half(y) || values == y->data) return;
-    const int64_t n = brg_tensor_numel(y);
-    if (y->dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row(y->data, values, n);
-    else brg_f32_to_f16_row(y->data, values, n);
+void ops_store(const brg_tape *tape, brg_tensor *y, const float *values) {
+    if (is_half(y)) ops_k(tape)->narrow(y->data, values, y->dtype, brg_tensor_numel(y));
 }
 
 brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size) {

@@ -12,7 +12,7 @@ static brg_status embedding_pad_backward(brg_tape *tape, void *p) {
     embedding_pad_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    ops_k(tape)->embedding_pad_bwd(dt, ops_dy(c->y), (const int32_t *)c->ids->data, c->n, c->dim, c->padding_idx);
+    ops_k(tape)->embedding_pad_bwd(dt, ops_dy(tape, c->y), (const int32_t *)c->ids->data, c->n, c->dim, c->padding_idx);
     return BRG_OK;
 }
 

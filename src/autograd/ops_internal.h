@@ -27,12 +27,13 @@ brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, con
 
 /* Half activations (brg_tape_activation_dtype). The kernels compute in fp32, so an op reads each
  * floating-point tensor through ops_read, which hands out its data when it is F32 and otherwise
- * widens it (exactly) into staging slot `slot`, 0 to BRG_SCRATCH_STAGE_SLOTS - 1, of the calling
+ * widens it (exactly, with the tape's backend's kernel) into staging slot `slot`, 0 to
+ * BRG_SCRATCH_STAGE_SLOTS - 1, of the calling
  * thread's scratch; an op writes an output where ops_write says (its data, or a staging slot)
  * and then calls ops_store, which rounds the staged values into the tensor (nearest even).
  * Tensors one kernel call reads or writes at the same time take different slots. Staging holds
  * one op's operands at a time: the activations held across the step are the half tensors. */
-const float *ops_read(const brg_tensor *t, int slot);
+const float *ops_read(const brg_tape *tape, const brg_tensor *t, int slot);
 /* Ops whose operands are wide (a language-model head's [rows, vocabulary] logits) stage half
  * ones a block of rows at a time, so that staging holds at most OPS_STAGE_BLOCK_FLOATS floats of
  * each. ops_stage_rows: rows per block for `rows` rows of `width` (all of them when they fit);
@@ -46,17 +47,21 @@ int64_t ops_set_stage_block_floats(int64_t floats);
 bool ops_is_half(const brg_tensor *t);
 bool ops_grad_is_half(const brg_tensor *t);
 float *ops_stage_buffer(int slot, int64_t n);
-const float *ops_read_rows(const brg_tensor *t, int slot, int64_t row0, int64_t rows, int64_t width);
-void ops_store_rows(brg_tensor *y, const float *values, int64_t row0, int64_t rows, int64_t width);
-float *ops_widen_grad_rows(const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows, int64_t width);
-void ops_round_grad_rows(brg_tensor *t, const float *values, int64_t row0, int64_t rows, int64_t width);
+const float *ops_read_rows(const brg_tape *tape, const brg_tensor *t, int slot, int64_t row0, int64_t rows,
+                           int64_t width);
+void ops_store_rows(const brg_tape *tape, brg_tensor *y, const float *values, int64_t row0, int64_t rows,
+                    int64_t width);
+float *ops_widen_grad_rows(const brg_tape *tape, const brg_tensor *t, int scratch_slot, int64_t row0, int64_t rows,
+                           int64_t width);
+void ops_round_grad_rows(const brg_tape *tape, brg_tensor *t, const float *values, int64_t row0, int64_t rows,
+                         int64_t width);
 
 /* Gives an op output in a half type a gradient of that type (F32 otherwise), as a half model's
  * activations have: ops_new does it; an op that makes its output another way (a view, a buffer
  * over a donated input) calls it. */
 void ops_half_grad(brg_tensor *t);
 float *ops_write(brg_tensor *y, int slot);
-void ops_store(brg_tensor *y, const float *values);
+void ops_store(const brg_tape *tape, brg_tensor *y, const float *values);
 
 /* Records `backward` on the tape with a copy of the `size` bytes at `ctx` as its context. */
 brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx, size_t size);
@@ -65,7 +70,7 @@ brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx,
 #define OPS_RECORD(tape, backward, type, ...) ops_record((tape), (backward), &(type){__VA_ARGS__}, sizeof(type))
 
 /* The gradient of an op's output, in fp32, for its backward (brg_tape_read_grad). */
-static inline const float *ops_dy(const brg_tensor *y) { return brg_tape_read_grad(y); }
+static inline const float *ops_dy(const brg_tape *tape, const brg_tensor *y) { return brg_tape_read_grad(tape, y); }
 
 #define OPS_F32(t) ((float *)(t)->data)
 #define OPS_CF32(t) ((const float *)(t)->data)

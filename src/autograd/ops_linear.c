@@ -24,18 +24,19 @@ static brg_status linear_backward_blocks(brg_tape *tape, linear_ctx *c, int64_t 
     if (x_grad_owner && !brg_tape_grad_buffer(tape, c->x, &st)) return st;
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    const float *w = ops_read(c->w, 1);
+    const float *w = ops_read(tape, c->w, 1);
     for (int64_t r0 = 0; r0 < c->n; r0 += block) {
         const int64_t rows = c->n - r0 < block ? c->n - r0 : block;
-        const float *dy = ops_grad_is_half(c->y) ? ops_widen_grad_rows(c->y, BRG_SCRATCH_GRAD_READ, r0, rows, c->out)
-                                                 : c->y->grad + r0 * c->out;
+        const float *dy = ops_grad_is_half(c->y)
+                              ? ops_widen_grad_rows(tape, c->y, BRG_SCRATCH_GRAD_READ, r0, rows, c->out)
+                              : c->y->grad + r0 * c->out;
         float *dx = NULL;
         const bool half_dx = x_grad_owner && ops_grad_is_half(c->x);
-        if (half_dx) dx = ops_widen_grad_rows(c->x, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->in);
+        if (half_dx) dx = ops_widen_grad_rows(tape, c->x, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->in);
         else if (x_grad_owner) dx = c->x->grad + r0 * c->in;
-        ops_k(tape)->linear_bwd(dx, dw, dw_overwrite && r0 == 0, db, dy, ops_read_rows(c->x, 0, r0, rows, c->in), w,
-                                rows, c->in, c->out, c->w_in_out);
-        if (half_dx) ops_round_grad_rows(c->x, dx, r0, rows, c->in);
+        ops_k(tape)->linear_bwd(dx, dw, dw_overwrite && r0 == 0, db, dy, ops_read_rows(tape, c->x, 0, r0, rows, c->in),
+                                w, rows, c->in, c->out, c->w_in_out);
+        if (half_dx) ops_round_grad_rows(tape, c->x, dx, r0, rows, c->in);
     }
     return BRG_OK;
 }
@@ -48,8 +49,8 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in,
-                            c->out, c->w_in_out);
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, ops_dy(tape, c->y), ops_read(tape, c->x, 0),
+                            ops_read(tape, c->w, 1), c->n, c->in, c->out, c->w_in_out);
     return BRG_OK;
 }
 
@@ -92,18 +93,18 @@ brg_status brg_linear(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tensor *
     int64_t n = brg_tensor_numel(x) / (in ? in : 1);
     const int64_t block = linear_block(x, *y, n, in, out);
     if (block) {
-        const float *wv = ops_read(w, 1), *bv = b ? ops_read(b, 2) : NULL;
+        const float *wv = ops_read(tape, w, 1), *bv = b ? ops_read(tape, b, 2) : NULL;
         for (int64_t r0 = 0; r0 < n; r0 += block) {
             const int64_t rows = n - r0 < block ? n - r0 : block;
             float *values = ops_stage_buffer(3, rows * out);
-            ops_k(tape)->linear_fwd(values, ops_read_rows(x, 0, r0, rows, in), wv, bv, rows, in, out, w_in_out);
-            ops_store_rows(*y, values, r0, rows, out);
+            ops_k(tape)->linear_fwd(values, ops_read_rows(tape, x, 0, r0, rows, in), wv, bv, rows, in, out, w_in_out);
+            ops_store_rows(tape, *y, values, r0, rows, out);
         }
     } else {
         float *values = ops_write(*y, 3);
-        ops_k(tape)->linear_fwd(values, ops_read(x, 0), ops_read(w, 1), b ? ops_read(b, 2) : NULL, n, in, out,
-                                w_in_out);
-        ops_store(*y, values);
+        ops_k(tape)->linear_fwd(values, ops_read(tape, x, 0), ops_read(tape, w, 1), b ? ops_read(tape, b, 2) : NULL, n,
+                                in, out, w_in_out);
+        ops_store(tape, *y, values);
     }
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_backward, linear_ctx, x, w, b, *y, n, in, out, w_in_out);
@@ -126,9 +127,9 @@ static brg_status linear_act_backward(brg_tape *tape, void *p) {
     OPS_GRAD(db, tape, c->b);
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
-    ops_k(tape)->bias_gelu_bwd(dh, db, ops_dy(c->y), ops_read(c->h, 2), c->n, c->out, c->kind);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, ops_read(c->x, 0), ops_read(c->w, 1), c->n, c->in, c->out,
-                            c->w_in_out);
+    ops_k(tape)->bias_gelu_bwd(dh, db, ops_dy(tape, c->y), ops_read(tape, c->h, 2), c->n, c->out, c->kind);
+    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, ops_read(tape, c->x, 0), ops_read(tape, c->w, 1), c->n,
+                            c->in, c->out, c->w_in_out);
     return BRG_OK;
 }
 
@@ -148,10 +149,10 @@ brg_status brg_linear_act(brg_tape *tape, brg_tensor *x, brg_tensor *w, brg_tens
     brg_gelu_kind kind = act == BRG_ACT_GELU_TANH ? BRG_GELU_TANH : BRG_GELU_ERF;
     /* the bias is added into the pre-activation in place, so h is stored after both passes */
     float *pre = ops_write(h, 2), *post = ops_write(*y, 3);
-    ops_k(tape)->linear_fwd(pre, ops_read(x, 0), ops_read(w, 1), NULL, n, in, out, w_in_out);
-    ops_k(tape)->bias_gelu_fwd(pre, post, b ? ops_read(b, 1) : NULL, n, out, kind);
-    ops_store(h, pre);
-    ops_store(*y, post);
+    ops_k(tape)->linear_fwd(pre, ops_read(tape, x, 0), ops_read(tape, w, 1), NULL, n, in, out, w_in_out);
+    ops_k(tape)->bias_gelu_fwd(pre, post, b ? ops_read(tape, b, 1) : NULL, n, out, kind);
+    ops_store(tape, h, pre);
+    ops_store(tape, *y, post);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, linear_act_backward, linear_act_ctx, x, w, b, h, *y, n, in, out, w_in_out, kind);
 }
@@ -167,8 +168,8 @@ static brg_status matmul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->bmm_bwd(da, db, ops_dy(c->y), ops_read(c->a, 0), ops_read(c->b, 1), c->batch, c->M, c->N, c->K, c->ta,
-                         c->tb);
+    ops_k(tape)->bmm_bwd(da, db, ops_dy(tape, c->y), ops_read(tape, c->a, 0), ops_read(tape, c->b, 1), c->batch, c->M,
+                         c->N, c->K, c->ta, c->tb);
     return BRG_OK;
 }
 
@@ -197,8 +198,8 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
     shape[nd - 1] = N;
     BRG_TRY(ops_new(tape, nd, shape, rec, "matmul output", y));
     float *values = ops_write(*y, 2);
-    ops_k(tape)->bmm_fwd(values, ops_read(a, 0), ops_read(b, 1), batch, M, N, K, trans_a, trans_b);
-    ops_store(*y, values);
+    ops_k(tape)->bmm_fwd(values, ops_read(tape, a, 0), ops_read(tape, b, 1), batch, M, N, K, trans_a, trans_b);
+    ops_store(tape, *y, values);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, matmul_backward, matmul_ctx, a, b, *y, batch, M, N, K, trans_a, trans_b);
 }

@@ -28,11 +28,11 @@ static brg_status cross_entropy_backward_blocks(brg_tape *tape, cross_entropy_ct
     for (int64_t r0 = 0; r0 < c->n; r0 += block) {
         const int64_t rows = c->n - r0 < block ? c->n - r0 : block;
         const bool half = ops_grad_is_half(c->logits);
-        float *dl = half ? ops_widen_grad_rows(c->logits, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->v)
+        float *dl = half ? ops_widen_grad_rows(tape, c->logits, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->v)
                          : c->logits->grad + r0 * c->v;
-        ops_k(tape)->cross_entropy_bwd(dl, g, ops_read_rows(c->logits, 3, r0, rows, c->v), c->lse + r0, t + r0, rows,
-                                       c->v, c->ignore_index, c->count);
-        if (half) ops_round_grad_rows(c->logits, dl, r0, rows, c->v);
+        ops_k(tape)->cross_entropy_bwd(dl, g, ops_read_rows(tape, c->logits, 3, r0, rows, c->v), c->lse + r0, t + r0,
+                                       rows, c->v, c->ignore_index, c->count);
+        if (half) ops_round_grad_rows(tape, c->logits, dl, r0, rows, c->v);
     }
     return BRG_OK;
 }
@@ -44,7 +44,7 @@ static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     if (block) return cross_entropy_backward_blocks(tape, c, block);
     OPS_GRAD(dl, tape, c->logits);
     if (dl)
-        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, ops_read(c->logits, 3), c->lse,
+        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, ops_read(tape, c->logits, 3), c->lse,
                                        (const int32_t *)c->targets->data, c->n, c->v, c->ignore_index, c->count);
     return BRG_OK;
 }
@@ -82,14 +82,14 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
         for (int64_t r0 = 0; r0 < n; r0 += block) {
             const int64_t rows = n - r0 < block ? n - r0 : block;
             int64_t counted = 0;
-            const float m = ops_k(tape)->cross_entropy_fwd(lse + r0, &counted, ops_read_rows(logits, 3, r0, rows, v),
-                                                           t + r0, rows, v, ignore_index);
+            const float m = ops_k(tape)->cross_entropy_fwd(
+                lse + r0, &counted, ops_read_rows(tape, logits, 3, r0, rows, v), t + r0, rows, v, ignore_index);
             total += (double)m * (double)counted;
             count += counted;
         }
         mean = count ? (float)(total / (double)count) : 0.0f;
     } else {
-        mean = ops_k(tape)->cross_entropy_fwd(lse, &count, ops_read(logits, 3), t, n, v, ignore_index);
+        mean = ops_k(tape)->cross_entropy_fwd(lse, &count, ops_read(tape, logits, 3), t, n, v, ignore_index);
     }
     double scale = denominator > 0 ? (double)count / denominator : 1.0;
     OPS_F32(*loss)[0] = (float)(mean * scale);
@@ -116,7 +116,7 @@ static brg_status pointwise_loss_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     float scale = c->loss->grad[0] * c->inv_denominator;
     int64_t n = brg_tensor_numel(c->x);
-    const float *x = ops_read(c->x, 3), *target = ops_read(c->target, 2);
+    const float *x = ops_read(tape, c->x, 3), *target = ops_read(tape, c->target, 2);
     if (c->kind == LOSS_MSE) ops_k(tape)->mse_bwd(dx, scale, x, target, n);
     else ops_k(tape)->bce_logits_bwd(dx, scale, x, target, n);
     return BRG_OK;
@@ -137,7 +137,7 @@ static brg_status pointwise(brg_tape *tape, const char *op, pointwise_loss kind,
     const brg_tensor *ins[1] = {x};
     bool rec = brg_tape_needs(tape, ins, 1) && n > 0;
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss)); /* fp32, as cross_entropy's */
-    const float *xs = ops_read(x, 3), *ts = ops_read(target, 2);
+    const float *xs = ops_read(tape, x, 3), *ts = ops_read(tape, target, 2);
     double sum = kind == LOSS_MSE ? ops_k(tape)->mse_sum_fwd(xs, ts, n) : ops_k(tape)->bce_logits_sum_fwd(xs, ts, n);
     OPS_F32(*loss)[0] = n > 0 ? (float)(sum / denom) : 0.0f;
     if (!rec) return BRG_OK;

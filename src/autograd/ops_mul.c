@@ -11,7 +11,8 @@ static brg_status mul_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->mul_bwd(da, db, ops_dy(c->y), ops_read(c->a, 0), ops_read(c->b, 1), brg_tensor_numel(c->y));
+    ops_k(tape)->mul_bwd(da, db, ops_dy(tape, c->y), ops_read(tape, c->a, 0), ops_read(tape, c->b, 1),
+                         brg_tensor_numel(c->y));
     return BRG_OK;
 }
 
@@ -27,8 +28,8 @@ brg_status brg_mul(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     bool rec = brg_tape_needs(tape, ins, 2);
     BRG_TRY(ops_new_like(tape, a, rec, "mul output", y));
     float *out = ops_write(*y, 2);
-    ops_k(tape)->mul_fwd(out, ops_read(a, 0), ops_read(b, 1), brg_tensor_numel(a));
-    ops_store(*y, out);
+    ops_k(tape)->mul_fwd(out, ops_read(tape, a, 0), ops_read(tape, b, 1), brg_tensor_numel(a));
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, mul_backward, mul_ctx, a, b, *y);
 }

@@ -17,7 +17,7 @@ static brg_status embedding_backward(brg_tape *tape, void *p) {
     embedding_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    if (dt) ops_k(tape)->embedding_bwd(dt, ops_dy(c->y), (const int32_t *)c->ids->data, c->n, c->dim);
+    if (dt) ops_k(tape)->embedding_bwd(dt, ops_dy(tape, c->y), (const int32_t *)c->ids->data, c->n, c->dim);
     return BRG_OK;
 }
 
@@ -38,8 +38,8 @@ brg_status brg_embedding(brg_tape *tape, brg_tensor *ids, brg_tensor *table, brg
     shape[ids->ndim] = dim;
     BRG_TRY(ops_new(tape, ids->ndim + 1, shape, rec, "embedding output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->embedding_fwd(out, id, ops_read(table, 0), n, dim);
-    ops_store(*y, out);
+    ops_k(tape)->embedding_fwd(out, id, ops_read(tape, table, 0), n, dim);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, embedding_backward, embedding_ctx, ids, table, *y, n, dim);
 }
@@ -57,8 +57,8 @@ static brg_status layer_norm_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dg, tape, c->gamma);
     OPS_GRAD(db, tape, c->beta);
-    ops_k(tape)->layernorm_bwd(dx, dg, db, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->gamma, 1), c->mean, c->rstd,
-                               c->n, c->c);
+    ops_k(tape)->layernorm_bwd(dx, dg, db, ops_dy(tape, c->y), ops_read(tape, c->x, 0), ops_read(tape, c->gamma, 1),
+                               c->mean, c->rstd, c->n, c->c);
     return BRG_OK;
 }
 
@@ -78,8 +78,9 @@ brg_status brg_layer_norm(brg_tape *tape, brg_tensor *x, brg_tensor *gamma, brg_
     float *rstd = brg_arena_alloc(arena, (size_t)n * sizeof(float), "layer_norm statistics");
     if (!mean || !rstd) return BRG_ERR_OOM;
     float *out = ops_write(*y, 3);
-    ops_k(tape)->layernorm_fwd(out, mean, rstd, ops_read(x, 0), ops_read(gamma, 1), ops_read(beta, 2), n, c, eps);
-    ops_store(*y, out);
+    ops_k(tape)->layernorm_fwd(out, mean, rstd, ops_read(tape, x, 0), ops_read(tape, gamma, 1), ops_read(tape, beta, 2),
+                               n, c, eps);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, layer_norm_backward, layer_norm_ctx, x, gamma, beta, *y, mean, rstd, n, c);
 }
@@ -96,7 +97,9 @@ static brg_status activation_backward(brg_tape *tape, void *p) {
     activation_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->gelu_bwd(dx, ops_dy(c->y), ops_read(c->x, 0), brg_tensor_numel(c->x), gelu_kind(c->act));
+    if (dx)
+        ops_k(tape)->gelu_bwd(dx, ops_dy(tape, c->y), ops_read(tape, c->x, 0), brg_tensor_numel(c->x),
+                              gelu_kind(c->act));
     return BRG_OK;
 }
 
@@ -106,8 +109,8 @@ brg_status brg_activation_op(brg_tape *tape, brg_tensor *x, brg_activation act, 
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "activation output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->gelu_fwd(out, ops_read(x, 0), brg_tensor_numel(x), gelu_kind(act));
-    ops_store(*y, out);
+    ops_k(tape)->gelu_fwd(out, ops_read(tape, x, 0), brg_tensor_numel(x), gelu_kind(act));
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, activation_backward, activation_ctx, x, *y, act);
 }
@@ -123,7 +126,8 @@ static brg_status softmax_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     int64_t cols = last_dim(c->x);
     if (dx)
-        ops_k(tape)->softmax_bwd(dx, ops_dy(c->y), ops_read(c->y, 0), brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
+        ops_k(tape)->softmax_bwd(dx, ops_dy(tape, c->y), ops_read(tape, c->y, 0),
+                                 brg_tensor_numel(c->x) / (cols ? cols : 1), cols);
     return BRG_OK;
 }
 
@@ -134,8 +138,8 @@ brg_status brg_softmax(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     BRG_TRY(ops_new_like(tape, x, rec, "softmax output", y));
     int64_t cols = last_dim(x);
     float *out = ops_write(*y, 1);
-    ops_k(tape)->softmax_fwd(out, ops_read(x, 0), brg_tensor_numel(x) / (cols ? cols : 1), cols);
-    ops_store(*y, out);
+    ops_k(tape)->softmax_fwd(out, ops_read(tape, x, 0), brg_tensor_numel(x) / (cols ? cols : 1), cols);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, softmax_backward, softmax_ctx, x, *y);
 }
@@ -151,8 +155,8 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     int64_t n = brg_tensor_numel(c->y);
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    if (da) ops_k(tape)->accumulate(da, ops_dy(c->y), n);
-    if (db) ops_k(tape)->accumulate(db, ops_dy(c->y), n);
+    if (da) ops_k(tape)->accumulate(da, ops_dy(tape, c->y), n);
+    if (db) ops_k(tape)->accumulate(db, ops_dy(tape, c->y), n);
     return BRG_OK;
 }
 
@@ -183,10 +187,10 @@ brg_status brg_add(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_tensor **y)
     brg_tensor *over = brg_tape_take_donated(tape, b) ? b : brg_tape_take_donated(tape, a) ? a : NULL;
     BRG_TRY(over ? new_over(tape, over, rec, "add output", y) : ops_new_like(tape, a, rec, "add output", y));
     /* both operands are read (staged) before the sum is written, which may be over one of them */
-    const float *ra = ops_read(a, 0), *rb = ops_read(b, 1);
+    const float *ra = ops_read(tape, a, 0), *rb = ops_read(tape, b, 1);
     float *out = ops_write(*y, 2);
     ops_k(tape)->add_fwd(out, ra, rb, brg_tensor_numel(a));
-    ops_store(*y, out);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, add_backward, add_ctx, a, b, *y);
 }
@@ -203,7 +207,7 @@ static brg_status scale_backward(brg_tape *tape, void *p) {
     OPS_GRAD(dx, tape, c->x);
     if (!dx) return BRG_OK;
     int64_t n = brg_tensor_numel(c->x);
-    const float *dy = ops_dy(c->y);
+    const float *dy = ops_dy(tape, c->y);
     for (int64_t i = 0; i < n; i++) dx[i] += c->s * dy[i];
     return BRG_OK;
 }
@@ -214,8 +218,8 @@ brg_status brg_scale(brg_tape *tape, brg_tensor *x, float s, brg_tensor **y) {
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "scale output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->scale(out, ops_read(x, 0), s, brg_tensor_numel(x));
-    ops_store(*y, out);
+    ops_k(tape)->scale(out, ops_read(tape, x, 0), s, brg_tensor_numel(x));
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, scale_backward, scale_ctx, x, *y, s);
 }
@@ -231,7 +235,7 @@ static brg_status dropout_backward(brg_tape *tape, void *p) {
     dropout_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->dropout_bwd(dx, ops_dy(c->y), brg_tensor_numel(c->x), c->p, c->seed, c->offset);
+    if (dx) ops_k(tape)->dropout_bwd(dx, ops_dy(tape, c->y), brg_tensor_numel(c->x), c->p, c->seed, c->offset);
     return BRG_OK;
 }
 
@@ -249,10 +253,10 @@ brg_status brg_dropout(brg_tape *tape, brg_tensor *x, float p, bool training, ui
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(brg_tape_take_donated(tape, x) ? new_over(tape, x, rec, "dropout output", y)
                                            : ops_new_like(tape, x, rec, "dropout output", y));
-    const float *in = ops_read(x, 0);
+    const float *in = ops_read(tape, x, 0);
     float *out = ops_write(*y, 1);
     ops_k(tape)->dropout_fwd(out, in, brg_tensor_numel(x), p, seed, offset);
-    ops_store(*y, out);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, dropout_backward, dropout_ctx, x, *y, p, seed, offset);
 }
@@ -266,7 +270,7 @@ static brg_status reshape_backward(brg_tape *tape, void *p) {
     reshape_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->accumulate(dx, ops_dy(c->y), brg_tensor_numel(c->x));
+    if (dx) ops_k(tape)->accumulate(dx, ops_dy(tape, c->y), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 

@@ -15,7 +15,7 @@ static brg_status concat_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(da, tape, c->a);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->concat_rows_bwd(da, db, ops_dy(c->y), c->B, c->na, c->nb);
+    ops_k(tape)->concat_rows_bwd(da, db, ops_dy(tape, c->y), c->B, c->na, c->nb);
     return BRG_OK;
 }
 
@@ -32,8 +32,8 @@ brg_status brg_concat_rows(brg_tape *tape, brg_tensor *a, brg_tensor *b, brg_ten
     int64_t shape[2] = {B, na + nb};
     BRG_TRY(ops_new(tape, 2, shape, rec, "concat_rows output", y));
     float *out = ops_write(*y, 2);
-    ops_k(tape)->concat_rows_fwd(out, ops_read(a, 3), ops_read(b, 0), B, na, nb);
-    ops_store(*y, out);
+    ops_k(tape)->concat_rows_fwd(out, ops_read(tape, a, 3), ops_read(tape, b, 0), B, na, nb);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, concat_backward, concat_ctx, a, b, *y, B, na, nb);
 }
@@ -49,7 +49,7 @@ static brg_status gather_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     if (!dx) return BRG_OK;
-    ops_k(tape)->gather_positions_bwd(dx, ops_dy(c->y), c->index->data, c->B, c->T, c->C);
+    ops_k(tape)->gather_positions_bwd(dx, ops_dy(tape, c->y), c->index->data, c->B, c->T, c->C);
     return BRG_OK;
 }
 
@@ -69,8 +69,8 @@ brg_status brg_gather_positions(brg_tape *tape, brg_tensor *x, brg_tensor *index
     int64_t shape[2] = {B, C};
     BRG_TRY(ops_new(tape, 2, shape, rec, "gather_positions output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->gather_positions_fwd(out, ops_read(x, 0), idx, B, T, C);
-    ops_store(*y, out);
+    ops_k(tape)->gather_positions_fwd(out, ops_read(tape, x, 0), idx, B, T, C);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, gather_backward, gather_ctx, x, index, *y, B, T, C);
 }

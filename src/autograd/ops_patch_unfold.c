@@ -11,7 +11,7 @@ static brg_status unfold_backward(brg_tape *tape, void *p) {
     unfold_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->pixels);
-    ops_k(tape)->patch_unfold_bwd(dx, ops_dy(c->y), &c->d);
+    ops_k(tape)->patch_unfold_bwd(dx, ops_dy(tape, c->y), &c->d);
     return BRG_OK;
 }
 
@@ -31,8 +31,8 @@ brg_status brg_patch_unfold(brg_tape *tape, brg_tensor *pixels, int64_t ph, int6
     int64_t shape[3] = {d.B, (d.H / ph) * (d.W / pw), d.C * ph * pw};
     BRG_TRY(ops_new(tape, 3, shape, rec, "patches", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->patch_unfold_fwd(out, ops_read(pixels, 0), &d);
-    ops_store(*y, out);
+    ops_k(tape)->patch_unfold_fwd(out, ops_read(tape, pixels, 0), &d);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, unfold_backward, unfold_ctx, pixels, *y, d);
 }

@@ -12,7 +12,7 @@ static brg_status prepend_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->token);
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->prepend_token_bwd(dt, dx, ops_dy(c->y), c->B, c->n, c->c);
+    ops_k(tape)->prepend_token_bwd(dt, dx, ops_dy(tape, c->y), c->B, c->n, c->c);
     return BRG_OK;
 }
 
@@ -29,8 +29,8 @@ brg_status brg_prepend_token(brg_tape *tape, brg_tensor *token, brg_tensor *x, b
     int64_t shape[3] = {B, n + 1, c};
     BRG_TRY(ops_new(tape, 3, shape, rec, "prepend_token output", y));
     float *out = ops_write(*y, 2);
-    ops_k(tape)->prepend_token_fwd(out, ops_read(token, 0), ops_read(x, 1), B, n, c);
-    ops_store(*y, out);
+    ops_k(tape)->prepend_token_fwd(out, ops_read(tape, token, 0), ops_read(tape, x, 1), B, n, c);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, prepend_backward, prepend_ctx, token, x, *y, B, n, c);
 }

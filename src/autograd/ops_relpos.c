@@ -25,7 +25,7 @@ static brg_status relpos_backward(brg_tape *tape, void *p) {
     relpos_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dt, tape, c->table);
-    ops_k(tape)->relpos_bias_bwd(dt, ops_dy(c->y), c->buckets->data, c->table->shape[1], c->buckets->shape[0],
+    ops_k(tape)->relpos_bias_bwd(dt, ops_dy(tape, c->y), c->buckets->data, c->table->shape[1], c->buckets->shape[0],
                           c->buckets->shape[1]);
     return BRG_OK;
 }
@@ -46,8 +46,8 @@ brg_status brg_relative_position_bias(brg_tape *tape, brg_tensor *table, brg_ten
     int64_t H = table->shape[1], Tq = buckets->shape[0], Tk = buckets->shape[1], shape[3] = {H, Tq, Tk};
     BRG_TRY(ops_new(tape, 3, shape, rec, "relative position bias", bias));
     float *out = ops_write(*bias, 1);
-    ops_k(tape)->relpos_bias_fwd(out, ops_read(table, 0), bk, H, Tq, Tk);
-    ops_store(*bias, out);
+    ops_k(tape)->relpos_bias_fwd(out, ops_read(tape, table, 0), bk, H, Tq, Tk);
+    ops_store(tape, *bias, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, relpos_backward, relpos_ctx, table, buckets, *bias);
 }

@@ -10,7 +10,7 @@ static brg_status relu_backward(brg_tape *tape, void *p) {
     relu_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->relu_bwd(dx, ops_dy(c->y), ops_read(c->x, 0), brg_tensor_numel(c->x));
+    ops_k(tape)->relu_bwd(dx, ops_dy(tape, c->y), ops_read(tape, c->x, 0), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 
@@ -20,8 +20,8 @@ brg_status brg_relu(brg_tape *tape, brg_tensor *x, brg_tensor **y) {
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new_like(tape, x, rec, "relu output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->relu_fwd(out, ops_read(x, 0), brg_tensor_numel(x));
-    ops_store(*y, out);
+    ops_k(tape)->relu_fwd(out, ops_read(tape, x, 0), brg_tensor_numel(x));
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, relu_backward, relu_ctx, x, *y);
 }

@@ -13,7 +13,8 @@ static brg_status rms_norm_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
     OPS_GRAD(dw, tape, c->w);
-    ops_k(tape)->rmsnorm_bwd(dx, dw, ops_dy(c->y), ops_read(c->x, 0), ops_read(c->w, 1), c->rstd, c->n, c->c);
+    ops_k(tape)->rmsnorm_bwd(dx, dw, ops_dy(tape, c->y), ops_read(tape, c->x, 0), ops_read(tape, c->w, 1), c->rstd,
+                             c->n, c->c);
     return BRG_OK;
 }
 
@@ -31,8 +32,8 @@ brg_status brg_rms_norm(brg_tape *tape, brg_tensor *x, brg_tensor *weight, float
     float *rstd = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "rms_norm statistics");
     if (!rstd) return BRG_ERR_OOM;
     float *out = ops_write(*y, 2);
-    ops_k(tape)->rmsnorm_fwd(out, rstd, ops_read(x, 0), ops_read(weight, 1), n, c, eps);
-    ops_store(*y, out);
+    ops_k(tape)->rmsnorm_fwd(out, rstd, ops_read(tape, x, 0), ops_read(tape, weight, 1), n, c, eps);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, rms_norm_backward, rms_norm_ctx, x, weight, *y, rstd, n, c);
 }

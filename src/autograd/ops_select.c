@@ -12,7 +12,7 @@ static brg_status select_backward(brg_tape *tape, void *p) {
     select_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->select_bwd(dx, ops_dy(c->y), c->outer, c->n, c->inner, c->index);
+    ops_k(tape)->select_bwd(dx, ops_dy(tape, c->y), c->outer, c->n, c->inner, c->index);
     return BRG_OK;
 }
 
@@ -33,8 +33,8 @@ brg_status brg_select(brg_tape *tape, brg_tensor *x, int dim, int64_t index, brg
     bool rec = brg_tape_needs(tape, ins, 1);
     BRG_TRY(ops_new(tape, x->ndim - 1, shape, rec, "select output", y));
     float *out = ops_write(*y, 1);
-    ops_k(tape)->select_fwd(out, ops_read(x, 0), outer, x->shape[dim], inner, index);
-    ops_store(*y, out);
+    ops_k(tape)->select_fwd(out, ops_read(tape, x, 0), outer, x->shape[dim], inner, index);
+    ops_store(tape, *y, out);
     if (!rec) return BRG_OK;
     return OPS_RECORD(tape, select_backward, select_ctx, x, *y, outer, x->shape[dim], inner, index);
 }

@@ -9,8 +9,7 @@
  * block then holds one block's activation gradients at a time instead of all of them. */
 #include "brigade/tape.h"
 
-#include "kernels/half.h"
-#include "kernels/kernels.h"
+#include "kernels/backend.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -151,8 +150,7 @@ static float *stage_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
     }
     const int64_t n = brg_tensor_numel(t);
     float *values = brg_scratch(BRG_SCRATCH_GRAD_STAGE + tape->n_staged, (size_t)n);
-    if (t->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, (const uint16_t *)t->grad, n);
-    else brg_f16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    tape->backend->f32->widen(values, t->grad, t->grad_dtype, n);
     tape->staged[tape->n_staged] = t;
     tape->staged_values[tape->n_staged++] = values;
     return values;
@@ -162,9 +160,7 @@ static float *stage_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
 static void commit_staged(brg_tape *tape) {
     for (int i = 0; i < tape->n_staged; i++) {
         brg_tensor *t = tape->staged[i];
-        const int64_t n = brg_tensor_numel(t);
-        if (t->grad_dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row((uint16_t *)t->grad, tape->staged_values[i], n);
-        else brg_f32_to_f16_row((uint16_t *)t->grad, tape->staged_values[i], n);
+        tape->backend->f32->narrow(t->grad, tape->staged_values[i], t->grad_dtype, brg_tensor_numel(t));
     }
     tape->n_staged = 0;
 }
@@ -205,12 +201,11 @@ void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status) {
     return t->grad;
 }
 
-const float *brg_tape_read_grad(const brg_tensor *t) {
+const float *brg_tape_read_grad(const brg_tape *tape, const brg_tensor *t) {
     if (!t->grad || !half_grad(t)) return t->grad;
     const int64_t n = brg_tensor_numel(t);
     float *values = brg_scratch(BRG_SCRATCH_GRAD_READ, (size_t)n);
-    if (t->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(values, (const uint16_t *)t->grad, n);
-    else brg_f16_to_f32_row(values, (const uint16_t *)t->grad, n);
+    tape->backend->f32->widen(values, t->grad, t->grad_dtype, n);
     return values;
 }
 

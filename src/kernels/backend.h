@@ -92,6 +92,10 @@ typedef struct brg_kernels {
     void (*concat_rows_bwd)(float *da, float *db, const float *dy, int64_t B, int64_t na, int64_t nb);
     void (*gather_positions_fwd)(float *y, const float *x, const int32_t *index, int64_t B, int64_t T, int64_t C);
     void (*gather_positions_bwd)(float *dx, const float *dy, const int32_t *index, int64_t B, int64_t T, int64_t C);
+    /* Half activations (F16 / BF16 `type`): widened exactly to fp32, and rounded back to nearest
+     * even (the autograd ops' staging, the tape's half gradients). */
+    void (*widen)(float *dst, const void *src, brg_dtype type, int64_t n);
+    void (*narrow)(void *dst, const float *src, brg_dtype type, int64_t n);
     /* sum x[i]^2 in double (gradient norms). */
     double (*sum_squares)(const float *x, int64_t n);
     /* One optimizer step over a parameter's elements (brg_k_optimizer_update). */

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "kernels/backend.h"
+#include "kernels/half.h"
 #include "kernels/simd.h"
 
 static const brg_kernels cpu_f32 = {
@@ -64,6 +65,8 @@ static const brg_kernels cpu_f32 = {
     .concat_rows_bwd = brg_k_concat_rows_bwd,
     .gather_positions_fwd = brg_k_gather_positions_fwd,
     .gather_positions_bwd = brg_k_gather_positions_bwd,
+    .widen = brg_k_widen,
+    .narrow = brg_k_narrow,
     .sum_squares = brg_simd_sum_squares,
     .optimizer_update = brg_k_optimizer_update,
 };

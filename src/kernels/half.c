@@ -253,3 +253,15 @@ void brg_f32_to_bf16_row(uint16_t *dst, const float *src, int64_t n) {
 void brg_bf16_to_f32_row(float *dst, const uint16_t *src, int64_t n) {
     brg_bf16_to_f32_row_with(brg_half_path_active(), dst, src, n);
 }
+
+void brg_k_widen(float *dst, const void *src, brg_dtype type, int64_t n) {
+    BRG_ASSERT(type == BRG_DTYPE_F16 || type == BRG_DTYPE_BF16);
+    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
+    else brg_f16_to_f32_row(dst, src, n);
+}
+
+void brg_k_narrow(void *dst, const float *src, brg_dtype type, int64_t n) {
+    BRG_ASSERT(type == BRG_DTYPE_F16 || type == BRG_DTYPE_BF16);
+    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst, src, n);
+    else brg_f32_to_f16_row(dst, src, n);
+}

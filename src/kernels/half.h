@@ -33,6 +33,9 @@ void brg_f32_to_f16_row(uint16_t *dst, const float *src, int64_t n);
 void brg_f16_to_f32_row(float *dst, const uint16_t *src, int64_t n);
 void brg_f32_to_bf16_row(uint16_t *dst, const float *src, int64_t n);
 void brg_bf16_to_f32_row(float *dst, const uint16_t *src, int64_t n);
+/* The same by the type's name (F16 or BF16): the CPU backend's widen and narrow kernels. */
+void brg_k_widen(float *dst, const void *src, brg_dtype type, int64_t n);
+void brg_k_narrow(void *dst, const float *src, brg_dtype type, int64_t n);
 
 /* ---- the bodies one by one, for tests and benchmarks ---- */
 typedef enum brg_half_path {

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "brigade/trace.h"
-#include "kernels/half.h"
 #include "runtime_internal.h"
 
 /* What travels between stages is what the model declares (rt->carried); slot k of a device's
@@ -167,7 +166,8 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
         BRG_TRY(set_carried(dev, b, k, c->in[k]));
     }
     brg_tensor *pre = NULL;
-    if (c->in[0]) BRG_TRY(brg_tensor_new(arena, c->in[0]->dtype, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
+    if (c->in[0])
+        BRG_TRY(brg_tensor_new(arena, c->in[0]->dtype, c->in[0]->ndim, c->in[0]->shape, "layer output", &pre));
     size_t mark = brg_arena_mark(arena);
     brg_tape_set_grad_enabled(tape, false);
     brg_status st = brg_model_forward_blocks(&dev->view, block, block, tape, b);
@@ -293,12 +293,9 @@ static void add_into(const brg_device *dev, brg_tensor *dst, const float *g) {
         return;
     }
     float *wide = brg_scratch(BRG_SCRATCH_GRAD_STAGE, (size_t)n);
-    uint16_t *half = (uint16_t *)dst->grad;
-    if (dst->grad_dtype == BRG_DTYPE_BF16) brg_bf16_to_f32_row(wide, half, n);
-    else brg_f16_to_f32_row(wide, half, n);
+    dev->backend->f32->widen(wide, dst->grad, dst->grad_dtype, n);
     dev->backend->f32->accumulate(wide, g, n);
-    if (dst->grad_dtype == BRG_DTYPE_BF16) brg_f32_to_bf16_row(half, wide, n);
-    else brg_f32_to_f16_row(half, wide, n);
+    dev->backend->f32->narrow(dst->grad, wide, dst->grad_dtype, n);
 }
 
 /* Sends the gradients of this stage's carried inputs back to the stage before. */
@@ -436,7 +433,8 @@ brg_status executor_run_device(brg_device *dev, void *arg) {
     size_t act = brg_arena_peak(dev->arena) > held ? brg_arena_peak(dev->arena) - held : 0;
     if (act > dev->activation_peak) dev->activation_peak = act;
     for (int s = 0; s < dev->n_slots; s++)
-        if (brg_arena_peak(dev->slots[s]) > dev->micro_batch_peak) dev->micro_batch_peak = brg_arena_peak(dev->slots[s]);
+        if (brg_arena_peak(dev->slots[s]) > dev->micro_batch_peak)
+            dev->micro_batch_peak = brg_arena_peak(dev->slots[s]);
     for (int i = 0; i < dev->n_tapes; i++) brg_tape_clear(dev->tapes[i]);
     for (int s = 0; s < dev->n_slots; s++) {
         brg_arena_reset(dev->slots[s], 0);
