@@ -294,6 +294,28 @@ def decode_goals(brig, torch):
     return verdicts
 
 
+def half_decode_lines(decode):
+    """bf16.32 decode (the steps reading bf16 weights) against fp32's on the same configuration and
+    batch, paired by round: shown, not a goal."""
+    brig = [r for r in decode if r["impl"] == "brigade"]
+    parts = []
+    for bt in ("1x128", "8x128"):
+        for cfg in ("1dev", "1dev2t"):
+            ratios = []
+            for rnd in rounds_of(brig):
+                f = best_in_round(brig, ("small", "decode", bt), rnd,
+                                  pick=lambda r, c=cfg: r["config"] == c and not is_half_run(r))
+                h = best_in_round(brig, ("small", "decode", bt), rnd,
+                                  pick=lambda r, c=cfg: r["config"] == c and r.get("precision") == "bf16.32")
+                if f and h:
+                    ratios.append(float(h["tokens_per_s"]) / float(f["tokens_per_s"]))
+            if ratios:
+                parts.append(f"batch {bt.split('x')[0]} {cfg} {spread(ratios, unit='×')}")
+    if not parts:
+        return []
+    return ["", "bf16.32 decode (weights read as bf16) against fp32's, paired by round: " + "; ".join(parts) + "."]
+
+
 def request_goals(requests):
     """GPT-2 small decode, requests in flight on a 2-stage pipeline against the same requests on one
     device, paired by round."""
@@ -522,10 +544,11 @@ def main():
                   "weight once, the tied LM head once, plus the batch's KV cache at the mean length). Streaming "
                   f"bandwidth (highest of {len(BANDWIDTH)} measurements): {bw_text}.", ""]
         lines += decode_table(decode)
+        lines += half_decode_lines(decode)
     if SCRIPT_REPORTS:
         lines += ["", "Scale-out (bench/scale_out.sh):", ""] + [f"- {r}" for r in SCRIPT_REPORTS]
     lines += ["", "Goals:", ""]
-    dec_b = [r for r in decode if r["impl"] == "brigade"]
+    dec_b = [r for r in decode if r["impl"] == "brigade" and not is_half_run(r)]
     dec_t = [r for r in decode if r["impl"] == "torch"]
     lines += [f"- {v}" for v in goals(brig, torch, rss_rows) + precision_goals(brig, half) +
               trace_goals(brig, half) + decode_goals(dec_b, dec_t) + request_goals(requests) + SCRIPT_GOALS]

@@ -128,6 +128,10 @@ for round in $(seq 1 "$rounds"); do
             case $model in small | tiny) ;; *) continue ;; esac
             say "== round $round/$rounds: $model decode: brigade, then PyTorch (at ${SECONDS} s)"
             in_round "$round" "$build/brigade_bench" --no-peak --model "$model" --mode decode
+            # the same in bf16.32: the steps read bf16 copies of the weights (shown beside fp32's)
+            if [ "${BENCH_PRECISION:-1}" != 0 ]; then
+                in_round "$round" "$build/brigade_bench" --no-peak --model "$model" --mode decode --precision bf16.32
+            fi
             in_round "$round" "$py" "$root/bench/bench_torch.py" --model "$model" --mode decode
             workload_done "round $round: $model decode"
         done

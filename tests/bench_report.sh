@@ -106,6 +106,7 @@ EOF
 RESULT impl=bandwidth kind=bandwidth threads=1 gbps=$([ "$r" = 1 ] && echo 21.5 || echo 15) buffer_mib=1024 round=$r
 RESULT impl=bandwidth kind=bandwidth threads=2 gbps=30 buffer_mib=1024 round=$r
 RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev cores=1 threads=1 batch=1 prompt=128 new_tokens=128 prefill_ms=50 ms_per_step=1 decode_tokens_per_s=${f[7]} tokens_per_s=${f[7]} gflops=1 bytes_per_token=100000000 bw_gbps=15 bw_bound_tokens_per_s=150 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev cores=1 threads=1 batch=1 prompt=128 new_tokens=128 prefill_ms=50 ms_per_step=1 decode_tokens_per_s=300 tokens_per_s=300 gflops=1 bytes_per_token=50000000 bw_gbps=15 bw_bound_tokens_per_s=300 params=1 gemm=avx512 precision=bf16.32 round=$r
 RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev2t cores=2 threads=2 batch=1 prompt=128 new_tokens=128 prefill_ms=40 ms_per_step=1 decode_tokens_per_s=140 tokens_per_s=140 gflops=1 bytes_per_token=100000000 bw_gbps=30 bw_bound_tokens_per_s=300 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=decode bt=8x128 config=1dev cores=1 threads=1 batch=8 prompt=128 new_tokens=128 prefill_ms=300 ms_per_step=1 decode_tokens_per_s=${f[8]} tokens_per_s=${f[8]} gflops=1 bytes_per_token=20000000 bw_gbps=15 bw_bound_tokens_per_s=750 params=1 gemm=avx512 round=$r
 RESULT impl=torch model=small mode=decode bt=1x128 config=t1 cores=1 threads=1 batch=1 prompt=128 new_tokens=128 prefill_ms=80 ms_per_step=1 decode_tokens_per_s=100 tokens_per_s=100 gflops=1 bytes_per_token=100000000 params=1 peak_rss_mb=900 rss=fresh env=default round=$r
@@ -162,6 +163,8 @@ grep -q 'bandwidth bound .*: 70.2% (70.2–70.2) over 2 round(s) (last: 1dev 151
     "$tmp/s1.md" && ok || bad "bound line: $(grep 'bandwidth bound' "$tmp/s1.md")"
 grep -q '^| small | 1x128+128 | brigade | 1dev | 1 | 50.0 | 151.0 (151.0–151.0) | 100.0 | 215.0 | 70.2% |' "$tmp/s1.md" &&
     ok || bad "decode table row: $(grep '1x128+128 | brigade | 1dev |' "$tmp/s1.md")"
+grep -q 'bf16.32 decode (weights read as bf16) against fp32.s, paired by round: batch 1 1dev 1.99× (1.99–1.99)' \
+    "$tmp/s1.md" && ok || bad "bf16 decode line: $(grep 'bf16.32 decode' "$tmp/s1.md")"
 grep -q 'Streaming bandwidth (highest of 4 measurements): 1 thread(s) 21.5 GB/s, 2 thread(s) 30.0 GB/s' "$tmp/s1.md" &&
     ok || bad "bandwidth line"
 # Table: compile time and the foreach fallback in the notes, a peak so far marked, the RSS-only

@@ -20,6 +20,9 @@
  *   (c) the guard pages, on every run;
  *   (d) NaN and inf inputs in one shape per entry: every configuration must give the reference's
  *       NaN/inf pattern, and (unless the entry says otherwise) a NaN must reach an output.
+ *   (e) half activations (column half): the op's graph on a tape that stores activations in bf16
+ *       and in fp16, on inputs rounded to the type and passed as half tensors, against the fp32
+ *       graph on the same values (see run_half); then again with staging bounded to one row.
  * The registry check: every op in ops_registry (src/autograd/ops_registry.c) needs a table entry,
  * and every `brg_status brg_NAME(brg_tape *...)` declared in include/brigade/ops.h or in
  * src/autograd needs a registry line; the run fails naming the missing ones.
