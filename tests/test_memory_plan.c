@@ -321,6 +321,7 @@ int main(void) {
     training(GPT2, &text[1], &threads);
     const setup half[] = {{1, 1, BRG_SCHEDULE_1F1B, false, "1 device, bf16.32", 0, BRG_PRECISION_BF16_32},
                           {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 16.16", 0, BRG_PRECISION_16_16},
+                          {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 16.16, recompute", 0, BRG_PRECISION_16_16},
                           {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads, bf16.32", 2, BRG_PRECISION_BF16_32}};
     for (int a = 0; a < N_ARCHS; a++) {
         const shape *s = a == VIT ? &images[1] : &text[1];
