@@ -76,6 +76,17 @@ for model in gpt2 bert t5; do
   done
 done
 
+# 16.16: the stages send each other fp16 activations (over MPI, serialised with their dtype) and
+# fp32 gradients back; the same bits as the threads run.
+for np in threads 2; do
+  out=$tmp/gpt2-both-16-$np
+  args=(train --model "$tmp/gpt2" --ipu-config "$tmp/both.json" $(data_args gpt2) --micro-batch-size 2 --lr 1e-3
+    --seed 4 --steps 3 --quiet --precision 16.16 --log "$out.jsonl" --output "$out")
+  if [[ $np == threads ]]; then "$brigade" "${args[@]}"; else mpi "$np" "${args[@]}"; fi >"$tmp/out.txt" 2>&1 ||
+    bad "16.16 $np: $(tail -3 "$tmp/out.txt")"
+done
+same_output "16.16 over 2 ranks" "$tmp/gpt2-both-16-threads" "$tmp/gpt2-both-16-2"
+
 # Uneven spreads of the 2 x 2 layout: 1 + 3 and 3 + 1 devices.
 for spread in 1,3 3,1; do
   out=$tmp/gpt2-both-$spread
