@@ -38,6 +38,7 @@ typedef struct run_setup {
     const char *output, *resume, *log;
     int accumulation;          /* 0: 2 */
     bool recompute;            /* recompute_checkpoint_every_layer */
+    bool sgd;                  /* SGD at lr 0.1 instead of AdamW at 1e-3 */
     brg_train_result *result;  /* optional */
 } run_setup;
 
@@ -54,6 +55,10 @@ static brg_status train(const run_setup *s, record *rec, brg_model **kept) {
     o.accumulation = s->accumulation ? s->accumulation : 2, o.micro_batch = 4, o.steps = s->steps ? s->steps : STEPS,
     o.shuffle = false;
     o.optimizer.lr = 1e-3;
+    if (s->sgd) {
+        o.optimizer = brg_optimizer_config_default(BRG_OPTIMIZER_SGD);
+        o.optimizer.lr = 0.1f;
+    }
     o.precision = s->precision, o.loss_scaling = s->loss_scaling, o.auto_loss_scaling = s->auto_scaling;
     o.stochastic_rounding = s->stochastic;
     o.recompute = s->recompute;
@@ -346,7 +351,7 @@ static void test_half_activations(void) {
  * up to the order of fp32 sums (the weights' gradients summed block by block). */
 static void test_blocked_staging(brg_precision precision) {
     record whole = {0}, blocked = {0};
-    run_setup s = {.precision = precision, .stochastic = 0};
+    run_setup s = {.precision = precision, .stochastic = 0, .sgd = true};
     CHECK_OK(train(&s, &whole, NULL));
     const int64_t bound = ops_set_stage_block_floats(1);
     CHECK_OK(train(&s, &blocked, NULL));
@@ -354,11 +359,11 @@ static void test_blocked_staging(brg_precision precision) {
     record piped = {0};
     CHECK_OK(train(&s, &piped, NULL));
     ops_set_stage_block_floats(bound);
-    /* Past the first steps a weight next to a half rounding boundary can round the other way and
-     * the small model's runs drift apart (a Debug build sees 4% by step 11), so the one-pass
-     * comparison stops at step 4; the two placements stage the same blocks and stay together. */
+    /* SGD: AdamW's normalised steps would turn the blocks' other fp32 rounding of a gradient near
+     * zero into a step of full size the other way, and the small model's runs would drift apart
+     * (4% by step 11); the two placements stage the same blocks and stay together. */
     for (int i = 0; i < STEPS; i++) {
-        const bool close = i >= 4 || fabs(blocked.loss[i] - whole.loss[i]) <= 1e-4 * whole.loss[i];
+        const bool close = fabs(blocked.loss[i] - whole.loss[i]) <= 1e-3 * whole.loss[i];
         CHECK_MSG(isfinite(blocked.loss[i]) && close,
                   "%s step %d: %.9g staged by rows, %.9g at once", brg_precision_name(precision), i + 1,
                   blocked.loss[i], whole.loss[i]);
