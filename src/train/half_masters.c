@@ -31,29 +31,61 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-static float widen(brg_dtype type, uint16_t h) { return type == BRG_DTYPE_BF16 ? brg_bf16_to_f32(h) : brg_f16_to_f32(h); }
-static uint16_t narrow(brg_dtype type, float f) { return type == BRG_DTYPE_BF16 ? brg_f32_to_bf16(f) : brg_f32_to_f16(f); }
 
-/* Both formats are sign-magnitude, so the half values next to h in magnitude are h - 1 and h + 1
- * (h - 1 of +-0 is never taken: a value that rounds to zero lies above it in magnitude). */
-static float round_one(brg_dtype type, float x, uint64_t draw) {
-    if (!isfinite(x)) return x;
-    const uint16_t near = narrow(type, x);
-    const float v = widen(type, near);
-    if (v == x) return x;
-    uint16_t lo = near, hi = near;
-    if (fabsf(v) > fabsf(x)) lo = (uint16_t)(near - 1); /* near is the upper neighbour */
-    else hi = (uint16_t)(near + 1);
-    const float lo_v = widen(type, lo), hi_v = widen(type, hi);
-    if (!isfinite(hi_v)) return lo_v; /* beyond the largest finite value: stay finite */
-    const double p = ((double)fabsf(x) - fabs((double)lo_v)) / (fabs((double)hi_v) - fabs((double)lo_v));
-    const double u = (double)(draw >> 11) * 0x1p-53;
-    return u < p ? hi_v : lo_v;
+static void widen_row(brg_dtype type, float *dst, const uint16_t *src, int64_t n) {
+    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
+    else brg_f16_to_f32_row(dst, src, n);
+}
+
+static void narrow_row(brg_dtype type, uint16_t *dst, const float *src, int64_t n) {
+    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst, src, n);
+    else brg_f32_to_f16_row(dst, src, n);
+}
+
+/* a when c, else b, by masks: a branch on a random draw would be mispredicted half the time */
+static float pick(bool c, float a, float b) {
+    uint32_t ua, ub;
+    memcpy(&ua, &a, 4);
+    memcpy(&ub, &b, 4);
+    const uint32_t m = (uint32_t)0 - (uint32_t)c;
+    const uint32_t r = (ua & m) | (ub & ~m);
+    float f;
+    memcpy(&f, &r, 4);
+    return f;
+}
+
+/* Stochastic rounding over a chunk, its conversions done a row at a time. Both formats are
+ * sign-magnitude, so the half values next to h in magnitude are h - 1 and h + 1 (h - 1 of +-0 is
+ * never taken: a value that rounds to zero lies above it in magnitude); the nearest value v is
+ * the upper neighbour when |v| > |x|. A value beyond the largest finite one stays finite. */
+static void round_chunk(brg_dtype type, float *x, int64_t m, uint64_t key, uint64_t first) {
+    uint16_t near[CHUNK], lo[CHUNK], hi[CHUNK];
+    float v[CHUNK], lo_v[CHUNK], hi_v[CHUNK];
+    narrow_row(type, near, x, m);
+    widen_row(type, v, near, m);
+    for (int64_t k = 0; k < m; k++) { /* arithmetic, not branches: which side is a coin toss */
+        const unsigned inexact = isfinite(x[k]) && v[k] != x[k], above = fabsf(v[k]) > fabsf(x[k]);
+        lo[k] = (uint16_t)(near[k] - (inexact & above));
+        hi[k] = (uint16_t)(near[k] + (inexact & !above));
+    }
+    widen_row(type, lo_v, lo, m);
+    widen_row(type, hi_v, hi, m);
+    /* Up with probability p = below / gap: u < p. The gap between neighbours is a power of two and
+     * below (under one gap) and u (53 bits) are exact in double, so u * gap < below is the same
+     * comparison without the division. */
+    for (int64_t k = 0; k < m; k++) {
+        const double below = (double)fabsf(x[k]) - fabs((double)lo_v[k]);
+        const double gap = fabs((double)hi_v[k]) - fabs((double)lo_v[k]);
+        const double u = (double)(int64_t)(mix(key + first + (uint64_t)k) >> 11) * 0x1p-53;
+        const bool up = (u * gap < below) & (isfinite(hi_v[k]) != 0);
+        const float drawn = pick(up, hi_v[k], lo_v[k]);
+        x[k] = !isfinite(x[k]) || v[k] == x[k] ? x[k] : drawn;
+    }
 }
 
 void half_round_stochastic(brg_dtype type, float *x, int64_t n, uint64_t seed, uint64_t stream) {
     const uint64_t key = mix(seed ^ mix(stream));
-    for (int64_t i = 0; i < n; i++) x[i] = round_one(type, x[i], mix(key + (uint64_t)i));
+    for (int64_t i = 0; i < n; i += CHUNK) round_chunk(type, x + i, n - i < CHUNK ? n - i : CHUNK, key, (uint64_t)i);
 }
 
 /* FNV-1a of a parameter's name: the stream its draws come from on every device that holds it. */
