@@ -27,6 +27,18 @@ expect_ok "forward on the half model" "$brigade" forward --model "$tmp/h" --inpu
 # A 32.32 run logs no loss_scale.
 expect_ok "32.32" run_train --steps 2 --output "$tmp/f" --log "$tmp/f.jsonl"
 grep -q '"loss_scale"' "$tmp/f.jsonl" && bad "loss_scale without loss scaling" || ok
+# The summary says what one micro-batch held: half in 16.16, whose activations are fp16 (a model
+# wide enough for the MiB printed to one decimal to show it: about 4 against 2).
+mb() { sed -n 's/.*one micro-batch \([0-9.]*\) MiB.*/\1/p' "$1" | head -1; }
+"$brigade" init --arch gpt2 --layers 2 --hidden 128 --heads 2 --vocab 256 --positions 16 --seed 2 \
+  --output "$tmp/wide" >/dev/null || bad "init wide"
+for p in 32.32 16.16; do
+  "$brigade" train --model "$tmp/wide" --data builtin:reverse --rows 32 --micro-batch-size 8 --seed 4 --steps 1 \
+    --precision $p --output "$tmp/s$p" >"$tmp/s$p.txt" 2>&1 || bad "$p summary run: $(tail -2 "$tmp/s$p.txt")"
+done
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); sys.exit(0 if 0 < b <= 0.6 * a else 1)" \
+  "$(mb "$tmp/s32.32.txt")" "$(mb "$tmp/s16.16.txt")" 2>/dev/null && ok ||
+  bad "one micro-batch: $(mb "$tmp/s16.16.txt") MiB in 16.16, $(mb "$tmp/s32.32.txt") in 32.32"
 # auto_loss_scaling from the IPUConfig, started where fp16 overflows: skipped steps are logged
 # and the scale halves at each.
 cat >"$tmp/ipu.json" <<'JSON'

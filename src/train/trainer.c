@@ -441,9 +441,9 @@ static void summary(trainer *t, brg_train_result *r, double tokens, int64_t firs
     for (int d = 0; d < devices; d++) {
         brg_device_stats s;
         brg_runtime_device_stats(t->rt, d, &s);
-        fprintf(f, "  device %d: busy %.0f%%, peak memory %.1f MiB (activations %.1f MiB)\n", d,
-                r->seconds > 0 ? 100 * s.busy_seconds / r->seconds : 0, (double)s.peak_bytes / (1 << 20),
-                (double)s.activation_peak_bytes / (1 << 20));
+        fprintf(f, "  device %d: busy %.0f%%, peak memory %.1f MiB (activations %.1f MiB, one micro-batch %.1f MiB)\n",
+                d, r->seconds > 0 ? 100 * s.busy_seconds / r->seconds : 0, (double)s.peak_bytes / (1 << 20),
+                (double)s.activation_peak_bytes / (1 << 20), (double)s.micro_batch_peak_bytes / (1 << 20));
     }
     if (sharded(t) || t->opts.optimizer_state_offchip)
         fprintf(f, "  optimizer state: %.2f MiB per device%s%s\n", (double)r->optimizer_state_bytes / (1 << 20),
