@@ -137,6 +137,8 @@ static void test_op_errors(void) {
     CHECK_ERR(brg_cross_entropy(tape, x, ids, -100, &y), BRG_ERR_INVALID_ARG, "label 7 at position 1");
     CHECK_ERR(brg_add(tape, x, w, &y), BRG_ERR_INVALID_ARG, "shapes [2, 3] and [4, 5] differ");
     CHECK_ERR(brg_dropout(tape, x, 1.5f, true, 0, 0, &y), BRG_ERR_INVALID_ARG, "dropout probability");
+    /* float inputs are F32, F16 or BF16 */
+    CHECK_ERR(brg_softmax(tape, ids, &y), BRG_ERR_INVALID_ARG, "softmax: ids is I32, expected F32, F16 or BF16");
     brg_tape_destroy(tape);
     brg_arena_destroy(a);
 }

@@ -276,6 +276,17 @@ int main(void) {
     CHECK(same_weights(&half_cpu, &half_counted));
     free_step(&half_cpu);
     free_step(&half_counted);
+    /* activations are held in a floating-point type */
+    brg_model *bad = tiny_gpt2();
+    if (bad) {
+        const int zero[4] = {0};
+        brg_runtime_options o = {.replicas = 1, .stages = 1, .block_stage = zero, .micro_batches = 1,
+                                 .training = true, .activation_dtype = BRG_DTYPE_I32};
+        brg_runtime *rt = NULL;
+        CHECK_ERR(brg_runtime_create(bad, &o, &rt), BRG_ERR_INVALID_ARG, "activations cannot be held in I32");
+        CHECK(rt == NULL);
+        brg_model_destroy(bad);
+    }
 
     counting_kernels.linear_fwd = off_by_one_linear_fwd;
     run_step(&d, &counting, &broken);

@@ -27,6 +27,8 @@ typedef enum brg_dtype {
 
 /* Bytes per element. */
 size_t brg_dtype_size(brg_dtype dtype);
+/* F16 or BF16. */
+bool brg_dtype_is_half(brg_dtype dtype);
 /* The safetensors spelling: "F32", "F16", "BF16", "I32", "I64", "BOOL". */
 const char *brg_dtype_name(brg_dtype dtype);
 /* Parses a safetensors dtype name; BRG_ERR_UNSUPPORTED for names brigade does not compute with. */

@@ -5,26 +5,17 @@
 #include "ops_cost.h"
 #include "ops_internal.h"
 
-brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims) {
+brg_status ops_check_float(const char *op, const brg_tensor *t, int min_dims) {
     if (!t) return brg_error(BRG_ERR_INVALID_ARG, "%s: missing input", op);
-    if (t->dtype != BRG_DTYPE_F32)
-        return brg_error(BRG_ERR_INVALID_ARG, "%s: %s is %s, expected F32", op, t->name ? t->name : "input",
-                         brg_dtype_name(t->dtype));
+    if (t->dtype != BRG_DTYPE_F32 && !brg_dtype_is_half(t->dtype))
+        return brg_error(BRG_ERR_INVALID_ARG, "%s: %s is %s, expected F32, F16 or BF16", op,
+                         t->name ? t->name : "input", brg_dtype_name(t->dtype));
     if (!brg_tensor_is_contiguous(t))
         return brg_error(BRG_ERR_INVALID_ARG, "%s: %s is not contiguous", op, t->name ? t->name : "input");
     if (t->ndim < min_dims)
         return brg_error(BRG_ERR_INVALID_ARG, "%s: %s has %d dims, expected at least %d", op,
                          t->name ? t->name : "input", t->ndim, min_dims);
     return BRG_OK;
-}
-
-brg_status ops_check_float(const char *op, const brg_tensor *t, int min_dims) {
-    if (t && (t->dtype == BRG_DTYPE_F16 || t->dtype == BRG_DTYPE_BF16)) {
-        brg_tensor as_f32 = *t;
-        as_f32.dtype = BRG_DTYPE_F32;
-        return ops_check_f32(op, &as_f32, min_dims);
-    }
-    return ops_check_f32(op, t, min_dims);
 }
 
 brg_status ops_check_i32(const char *op, const brg_tensor *t) {
@@ -41,7 +32,7 @@ brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const cha
     return ops_new(tape, x->ndim, x->shape, rec, what, y);
 }
 
-static bool is_half(const brg_tensor *t) { return t->dtype == BRG_DTYPE_F16 || t->dtype == BRG_DTYPE_BF16; }
+static bool is_half(const brg_tensor *t) { return brg_dtype_is_half(t->dtype); }
 
 void ops_half_grad(brg_tensor *t) { t->grad_dtype = is_half(t) ? t->dtype : BRG_DTYPE_F32; }
 
@@ -51,24 +42,17 @@ brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, con
     return BRG_OK;
 }
 
-static float *stage(const brg_tensor *t, int slot) {
-    BRG_ASSERT(slot >= 0 && slot < BRG_SCRATCH_STAGE_SLOTS);
-    return brg_scratch(BRG_SCRATCH_STAGE + slot, (size_t)brg_tensor_numel(t));
-}
-
 const float *ops_read(const brg_tape *tape, const brg_tensor *t, int slot) {
     if (!is_half(t)) return t->data;
-    float *values = stage(t, slot);
+    float *values = ops_stage_buffer(slot, brg_tensor_numel(t));
     ops_k(tape)->widen(values, t->data, t->dtype, brg_tensor_numel(t));
     return values;
 }
 
-float *ops_write(brg_tensor *y, int slot) { return is_half(y) ? stage(y, slot) : y->data; }
+float *ops_write(brg_tensor *y, int slot) { return is_half(y) ? ops_stage_buffer(slot, brg_tensor_numel(y)) : y->data; }
 
 bool ops_is_half(const brg_tensor *t) { return is_half(t); }
-bool ops_grad_is_half(const brg_tensor *t) {
-    return t->grad_dtype == BRG_DTYPE_F16 || t->grad_dtype == BRG_DTYPE_BF16;
-}
+bool ops_grad_is_half(const brg_tensor *t) { return brg_dtype_is_half(t->grad_dtype); }
 
 static _Atomic int64_t stage_block_floats = OPS_STAGE_BLOCK_FLOATS;
 
@@ -140,22 +124,20 @@ static void scratch_max(double *slots, int slot, double floats) {
     if (bytes > slots[slot]) slots[slot] = bytes;
 }
 
-void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad) {
+/* A tensor of n elements and, when it takes part in backward, its gradient: a half output has a
+ * half gradient, which its backward reads through an fp32 copy and its consumer's backward adds
+ * into through another (the first gradient it asks for), `staged` elements of it at a time. */
+static void count_tensor(ops_cost *c, double n, int elem_size, bool grad, double staged) {
     c->fwd += ops_cost_tensor_bytes(n, elem_size);
     if (!grad || !c->record) return;
-    /* a half output has a half gradient, which its backward reads through an fp32 copy and its
-     * consumer's backward adds into through another (the first gradient it asks for) */
     const bool half = elem_size < (int)sizeof(float);
     c->grad += ops_cost_align(n * (half ? elem_size : (double)sizeof(float)));
-    if (half) ops_cost_half_grad(c, n);
+    if (half) ops_cost_half_grad(c, staged);
 }
 
-void ops_cost_output_rows(ops_cost *c, double n, double staged) {
-    c->fwd += ops_cost_tensor_bytes(n, ops_cost_act(c));
-    if (!c->record) return;
-    c->grad += ops_cost_align(n * ops_cost_act(c));
-    ops_cost_half_grad(c, staged);
-}
+void ops_cost_tensor(ops_cost *c, double n, int elem_size, bool grad) { count_tensor(c, n, elem_size, grad, n); }
+
+void ops_cost_output_rows(ops_cost *c, double n, double staged) { count_tensor(c, n, ops_cost_act(c), true, staged); }
 
 double ops_cost_stage_rows(const ops_cost *c, double rows, double width) {
     if (ops_cost_act(c) == (int)sizeof(float)) return rows;

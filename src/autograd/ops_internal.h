@@ -9,9 +9,8 @@
 /* The fp32 kernels of the tape's backend: every kernel an op runs is called through here. */
 static inline const brg_kernels *ops_k(const brg_tape *tape) { return brg_tape_backend(tape)->f32; }
 
-/* Fails unless t is a contiguous F32 tensor with at least `min_dims` dimensions. */
-brg_status ops_check_f32(const char *op, const brg_tensor *t, int min_dims);
-/* The same for a floating-point input an op widens as it reads it: F32, F16 or BF16. */
+/* Fails unless t is a contiguous floating-point tensor (F32, or F16 / BF16, which the op widens as
+ * it reads it: ops_read) with at least `min_dims` dimensions. */
 brg_status ops_check_float(const char *op, const brg_tensor *t, int min_dims);
 /* Same for I32 index tensors. */
 brg_status ops_check_i32(const char *op, const brg_tensor *t);
@@ -72,8 +71,8 @@ brg_status ops_record(brg_tape *tape, brg_backward_fn backward, const void *ctx,
 /* The gradient of an op's output, in fp32, for its backward (brg_tape_read_grad). */
 static inline const float *ops_dy(const brg_tape *tape, const brg_tensor *y) { return brg_tape_read_grad(tape, y); }
 
+/* An F32 tensor's data (a loss's: the one output type that is not the tape's activation type). */
 #define OPS_F32(t) ((float *)(t)->data)
-#define OPS_CF32(t) ((const float *)(t)->data)
 
 /* Gradient of an input inside a backward (NULL when it needs none); returns on OOM. */
 #define OPS_GRAD(var, tape, t)                           \

@@ -134,9 +134,7 @@ static brg_status ensure_grad(brg_tape *tape, brg_tensor *t) {
     return st;
 }
 
-static bool half_grad(const brg_tensor *t) {
-    return t->grad_dtype == BRG_DTYPE_F16 || t->grad_dtype == BRG_DTYPE_BF16;
-}
+static bool half_grad(const brg_tensor *t) { return brg_dtype_is_half(t->grad_dtype); }
 
 /* An fp32 copy of t's half gradient for the running backward function, the same one each time it
  * asks (an op whose two inputs are one tensor adds both parts into it). */
@@ -165,13 +163,18 @@ static void commit_staged(brg_tape *tape) {
     tape->n_staged = 0;
 }
 
-float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
+void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status) {
     if (!t || !t->requires_grad) return NULL;
     if (ensure_grad(tape, t) != BRG_OK) {
         *status = BRG_ERR_OOM;
         return NULL;
     }
     brg_tensor_settle_grad(t);
+    return t->grad;
+}
+
+float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
+    if (!brg_tape_grad_buffer(tape, t, status)) return NULL;
     return half_grad(t) ? stage_grad(tape, t, status) : t->grad;
 }
 
@@ -182,22 +185,9 @@ float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, b
         *status = BRG_ERR_OOM;
         return NULL;
     }
-    if (half_grad(t)) { /* the staged copy holds the values, zero or not */
-        brg_tensor_settle_grad(t);
-        return stage_grad(tape, t, status);
-    }
+    if (half_grad(t)) return brg_tape_grad(tape, t, status); /* the staged copy holds the values, zero or not */
     *overwrite = t->grad_zero_pending;
     t->grad_zero_pending = false;
-    return t->grad;
-}
-
-void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status) {
-    if (!t || !t->requires_grad) return NULL;
-    if (ensure_grad(tape, t) != BRG_OK) {
-        *status = BRG_ERR_OOM;
-        return NULL;
-    }
-    brg_tensor_settle_grad(t);
     return t->grad;
 }
 

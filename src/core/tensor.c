@@ -18,6 +18,8 @@ size_t brg_dtype_size(brg_dtype dtype) {
     return dtype_info[dtype].size;
 }
 
+bool brg_dtype_is_half(brg_dtype dtype) { return dtype == BRG_DTYPE_F16 || dtype == BRG_DTYPE_BF16; }
+
 const char *brg_dtype_name(brg_dtype dtype) {
     if (dtype < 0 || dtype >= BRG_DTYPE_COUNT) return "?";
     return dtype_info[dtype].name;

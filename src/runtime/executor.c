@@ -175,22 +175,6 @@ static brg_status forward_checkpointed(brg_device *dev, int mb, int block, brg_b
     return st != BRG_OK ? st : kept;
 }
 
-/* A micro-batch's logits into the caller's fp32 buffer (widened when activations are half). */
-static brg_status logits_to_host(const brg_device *dev, float *dst, const brg_tensor *lg) {
-    if (lg->dtype == BRG_DTYPE_F32) {
-        dev->backend->copy(dst, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
-        return BRG_OK;
-    }
-    brg_tensor held = *lg;
-    held.data = malloc(brg_tensor_nbytes(lg));
-    if (!held.data) return brg_error(BRG_ERR_OOM, "cannot copy the logits to the host");
-    dev->backend->copy(held.data, lg->data, brg_tensor_nbytes(lg), BRG_COPY_TO_HOST);
-    brg_tensor out = brg_tensor_wrap(BRG_DTYPE_F32, lg->ndim, lg->shape, dst);
-    brg_status st = brg_tensor_copy(&out, &held);
-    free(held.data);
-    return st;
-}
-
 /* brg_runtime_infer_collect: micro-batch `global`'s logits [b, ...] into rows [first, first + b)
  * of the batch's [rows, ...] tensor, which the first micro-batch to get here allocates with its
  * shape past the first dimension (every later one must have the same). */
@@ -267,7 +251,9 @@ static brg_status forward_step(brg_device *dev, int mb) {
     if (dev->stage == rt->opts.stages - 1) {
         output_slots(dev, mb)[0] = b->loss;
         if (rt->losses) rt->losses[global] = b->loss ? ((float *)b->loss->data)[0] : 0.0f;
-        if (rt->logits && rt->logits[global] && b->logits) BRG_TRY(logits_to_host(dev, rt->logits[global], b->logits));
+        /* (inference only: its activations, the logits too, are fp32) */
+        if (rt->logits && rt->logits[global] && b->logits)
+            dev->backend->copy(rt->logits[global], b->logits->data, brg_tensor_nbytes(b->logits), BRG_COPY_TO_HOST);
         return rt->collect_out ? collect_logits(dev, global, b->logits) : BRG_OK;
     }
     BRG_TRY(check_carried(dev, b));

@@ -37,8 +37,7 @@ static brg_status check_placement(const brg_model *m, const brg_runtime_options 
     }
     if (o->block_stage[m->n_blocks - 1] != o->stages - 1)
         return brg_error(BRG_ERR_INVALID_ARG, "stage %d holds no blocks", o->stages - 1);
-    if (o->activation_dtype != BRG_DTYPE_F32 && o->activation_dtype != BRG_DTYPE_F16 &&
-        o->activation_dtype != BRG_DTYPE_BF16)
+    if (o->activation_dtype != BRG_DTYPE_F32 && !brg_dtype_is_half(o->activation_dtype))
         return brg_error(BRG_ERR_INVALID_ARG, "activations cannot be held in %s: F32, F16 or BF16",
                          brg_dtype_name(o->activation_dtype));
     return BRG_OK;

@@ -13,13 +13,8 @@ void half_round(brg_dtype type, float *x, int64_t n) {
     uint16_t bits[CHUNK];
     for (int64_t i = 0; i < n; i += CHUNK) {
         const int64_t m = n - i < CHUNK ? n - i : CHUNK;
-        if (type == BRG_DTYPE_BF16) {
-            brg_f32_to_bf16_row(bits, x + i, m);
-            brg_bf16_to_f32_row(x + i, bits, m);
-        } else {
-            brg_f32_to_f16_row(bits, x + i, m);
-            brg_f16_to_f32_row(x + i, bits, m);
-        }
+        brg_k_narrow(bits, x + i, type, m);
+        brg_k_widen(x + i, bits, type, m);
     }
 }
 
@@ -31,16 +26,6 @@ static uint64_t mix(uint64_t z) {
     return z ^ (z >> 31);
 }
 
-
-static void widen_row(brg_dtype type, float *dst, const uint16_t *src, int64_t n) {
-    if (type == BRG_DTYPE_BF16) brg_bf16_to_f32_row(dst, src, n);
-    else brg_f16_to_f32_row(dst, src, n);
-}
-
-static void narrow_row(brg_dtype type, uint16_t *dst, const float *src, int64_t n) {
-    if (type == BRG_DTYPE_BF16) brg_f32_to_bf16_row(dst, src, n);
-    else brg_f32_to_f16_row(dst, src, n);
-}
 
 /* a when c, else b, by masks: a branch on a random draw would be mispredicted half the time */
 static float pick(bool c, float a, float b) {
@@ -61,15 +46,15 @@ static float pick(bool c, float a, float b) {
 static void round_chunk(brg_dtype type, float *x, int64_t m, uint64_t key, uint64_t first) {
     uint16_t near[CHUNK], lo[CHUNK], hi[CHUNK];
     float v[CHUNK], lo_v[CHUNK], hi_v[CHUNK];
-    narrow_row(type, near, x, m);
-    widen_row(type, v, near, m);
+    brg_k_narrow(near, x, type, m);
+    brg_k_widen(v, near, type, m);
     for (int64_t k = 0; k < m; k++) { /* arithmetic, not branches: which side is a coin toss */
         const unsigned inexact = isfinite(x[k]) && v[k] != x[k], above = fabsf(v[k]) > fabsf(x[k]);
         lo[k] = (uint16_t)(near[k] - (inexact & above));
         hi[k] = (uint16_t)(near[k] + (inexact & !above));
     }
-    widen_row(type, lo_v, lo, m);
-    widen_row(type, hi_v, hi, m);
+    brg_k_widen(lo_v, lo, type, m);
+    brg_k_widen(hi_v, hi, type, m);
     /* Up with probability p = below / gap: u < p. The gap between neighbours is a power of two and
      * below (under one gap) and u (53 bits) are exact in double, so u * gap < below is the same
      * comparison without the division. */
