@@ -32,64 +32,32 @@ static void widen(brg_dtype type, float *dst, const uint16_t *src, int64_t n) {
     else brg_f16_to_f32_row(dst, src, n);
 }
 
-/* Four widened weight rows w0..w3 into each of the m output rows' tile y[r, 0:n], the terms
- * added one after the other (gemv.c's in_out_tile). */
+/* Four weight rows at a time (eight for bf16 read in place, FEW_ROWS_GROUP below FEW_ROWS rows,
+ * where the weight stream bounds the loop), the rest one at a time: gemv.c's in_out_tile, through
+ * the same add_weight_rows, so the bits are those of the fp32 kernel on the widened weights. */
 ROW_LOOP static void add_four_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
-                                   const float *restrict w0, const float *restrict w1, const float *restrict w2,
-                                   const float *restrict w3, int64_t m, int64_t n) {
-    for (int64_t r = 0; r < m; r++) {
-        float *restrict yr = y + r * ldy;
-        const float *xr = x + r * in + k;
-        const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3];
-        for (int64_t j = 0; j < n; j++) yr[j] = (((yr[j] + a0 * w0[j]) + a1 * w1[j]) + a2 * w2[j]) + a3 * w3[j];
-    }
+                                   const float *restrict w, int64_t ldw, int64_t m, int64_t n) {
+    add_weight_rows(y, ldy, x, in, k, w, ldw, m, n, 4, false);
 }
 
 ROW_LOOP static void add_one_row(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
-                                 const float *restrict wk, int64_t m, int64_t n) {
-    for (int64_t r = 0; r < m; r++) {
-        float *restrict yr = y + r * ldy;
-        const float a = x[r * in + k];
-        for (int64_t j = 0; j < n; j++) yr[j] += a * wk[j];
-    }
+                                 const float *restrict w, int64_t m, int64_t n) {
+    add_weight_rows(y, ldy, x, in, k, w, 0, m, n, 1, false);
 }
 
-/* bf16 bits -> fp32: exact. */
-static inline float bf16_value(uint16_t h) {
-    union {
-        uint32_t u;
-        float f;
-    } v = {(uint32_t)h << 16};
-    return v.f;
-}
-
-/* add_four_rows and add_one_row with the bf16 weights read in place, eight rows at a time: the
- * terms are still added one after the other, so the bits are those of four at a time, with half
- * the loads and stores of y per weight byte (which bound this loop once the weights are halved). */
 ROW_LOOP static void add_eight_bf16_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
-                                         const uint16_t *restrict w0, int64_t ldw, int64_t m, int64_t n) {
-    const uint16_t *restrict w1 = w0 + ldw, *restrict w2 = w1 + ldw, *restrict w3 = w2 + ldw;
-    const uint16_t *restrict w4 = w3 + ldw, *restrict w5 = w4 + ldw, *restrict w6 = w5 + ldw, *restrict w7 = w6 + ldw;
-    for (int64_t r = 0; r < m; r++) {
-        float *restrict yr = y + r * ldy;
-        const float *xr = x + r * in + k;
-        const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3], a4 = xr[4], a5 = xr[5], a6 = xr[6], a7 = xr[7];
-        for (int64_t j = 0; j < n; j++) {
-            const float lo = (((yr[j] + a0 * bf16_value(w0[j])) + a1 * bf16_value(w1[j])) + a2 * bf16_value(w2[j])) +
-                             a3 * bf16_value(w3[j]);
-            yr[j] = (((lo + a4 * bf16_value(w4[j])) + a5 * bf16_value(w5[j])) + a6 * bf16_value(w6[j])) +
-                    a7 * bf16_value(w7[j]);
-        }
-    }
+                                         const uint16_t *restrict w, int64_t ldw, int64_t m, int64_t n) {
+    add_weight_rows(y, ldy, x, in, k, w, ldw, m, n, 8, true);
+}
+
+ROW_LOOP static void add_group_bf16_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
+                                         const uint16_t *restrict w, int64_t ldw, int64_t m, int64_t n) {
+    add_weight_rows(y, ldy, x, in, k, w, ldw, m, n, FEW_ROWS_GROUP, true);
 }
 
 ROW_LOOP static void add_one_bf16_row(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
-                                      const uint16_t *restrict wk, int64_t m, int64_t n) {
-    for (int64_t r = 0; r < m; r++) {
-        float *restrict yr = y + r * ldy;
-        const float a = x[r * in + k];
-        for (int64_t j = 0; j < n; j++) yr[j] += a * bf16_value(wk[j]);
-    }
+                                      const uint16_t *restrict w, int64_t m, int64_t n) {
+    add_weight_rows(y, ldy, x, in, k, w, 0, m, n, 1, true);
 }
 
 /* gemv_parts.h's dot with b in bf16: the same lanes and order. */
@@ -118,19 +86,21 @@ static void in_out_tile(const half_job *j, int64_t t0, int64_t n, float *rows) {
     }
     int64_t k = 0;
     if (j->type == BRG_DTYPE_BF16) {
+        if (j->m < FEW_ROWS)
+            for (; k + FEW_ROWS_GROUP <= j->in; k += FEW_ROWS_GROUP)
+                add_group_bf16_rows(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->out, j->m, n);
         for (; k + 8 <= j->in; k += 8)
             add_eight_bf16_rows(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->out, j->m, n);
         for (; k < j->in; k++) add_one_bf16_row(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->m, n);
         return;
     }
-    float *w0 = rows, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
     for (; k + 4 <= j->in; k += 4) {
         for (int q = 0; q < 4; q++) widen(j->type, rows + q * n, j->w + (k + q) * j->out + t0, n);
-        add_four_rows(j->y + t0, j->out, j->x, j->in, k, w0, w1, w2, w3, j->m, n);
+        add_four_rows(j->y + t0, j->out, j->x, j->in, k, rows, n, j->m, n);
     }
     for (; k < j->in; k++) {
-        widen(j->type, w0, j->w + k * j->out + t0, n);
-        add_one_row(j->y + t0, j->out, j->x, j->in, k, w0, j->m, n);
+        widen(j->type, rows, j->w + k * j->out + t0, n);
+        add_one_row(j->y + t0, j->out, j->x, j->in, k, rows, j->m, n);
     }
 }
 

@@ -4,6 +4,7 @@
 #ifndef BRIGADE_KERNELS_GEMV_PARTS_H
 #define BRIGADE_KERNELS_GEMV_PARTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The loops are also compiled for AVX-512 and AVX2 and picked at load time by the CPU (a batch of
@@ -35,6 +36,43 @@
 static inline int64_t gemv_tile_width(int64_t m) {
     const int64_t fit = TILE_Y_FLOATS / (m > 0 ? m : 1) / 16 * 16;
     return fit > TILE ? fit : TILE;
+}
+
+/* Rows below which a W [in, out] product is bound by its weight stream, and the weight rows its
+ * portable loops add per pass over the rows' partial outputs there (in_out_tile). */
+#define FEW_ROWS 4
+#define FEW_ROWS_GROUP 16
+
+/* bf16 bits -> fp32: exact. */
+static inline float bf16_value(uint16_t h) {
+    union {
+        uint32_t u;
+        float f;
+    } v = {(uint32_t)h << 16};
+    return v.f;
+}
+
+/* Weight rows k .. k + G - 1 (fp32, or bf16 read in place when BF16) into each of the m rows'
+ * tile y[r, 0:n]: every y element is loaded and stored once for the G terms, which are still
+ * added one after the other, so any G gives the same bits. Inlined with G and BF16 constants,
+ * so each clone of the caller vectorises it for that CPU. */
+static inline __attribute__((always_inline)) void add_weight_rows(float *restrict y, int64_t ldy,
+                                                                  const float *restrict x, int64_t in, int64_t k,
+                                                                  const void *restrict w, int64_t ldw, int64_t m,
+                                                                  int64_t n, const int G, const bool BF16) {
+    const float *restrict wf = w;
+    const uint16_t *restrict wh = w;
+    for (int64_t r = 0; r < m; r++) {
+        float *restrict yr = y + r * ldy;
+        float a[FEW_ROWS_GROUP];
+        for (int q = 0; q < G; q++) a[q] = x[r * in + k + q];
+        for (int64_t j = 0; j < n; j++) {
+            float s = yr[j];
+#pragma GCC unroll 16
+            for (int q = 0; q < G; q++) s += a[q] * (BF16 ? bf16_value(wh[q * ldw + j]) : wf[q * ldw + j]);
+            yr[j] = s;
+        }
+    }
 }
 
 /* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
