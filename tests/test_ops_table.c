@@ -695,6 +695,12 @@ static const shape attention_shapes[] = {
     {{1, 2, 5, 5, 3}, S_SPECIAL | V1},
     {{1, 2, 33, 65, 17}, V0 | V1 | V4}, /* two row blocks */
     {{1, 3, 97, 97, 40}, S_BIG | V0 | V1 | V2 | V3},
+    /* one query row, a decode step's: without a log-sum-exp to keep it reads the keys and values
+     * as rows (gemv.c) instead of through GEMMs; heads split across a team from fewer bytes */
+    {{1, 2, 1, 9, 4}, V0},
+    {{2, 2, 1, 7, 5}, V1 | V2 | V3},
+    {{1, 3, 1, 40, 17}, V0 | V4},
+    {{2, 12, 1, 300, 64}, S_BIG | V0 | V1 | V4},
 };
 
 static brg_attn_args attention_args(opcase *c) {
@@ -720,6 +726,8 @@ static void attention_layout(opcase *c) {
     ACC("dk", B, H, Tk, D);
     ACC("dv", B, H, Tk, D);
     if (c->v & V2) ACC("dbias", H, Tq, Tk);
+    if (Tq == 1) OUT("outs", B, H, Tq, D);
+    if (Tq == 1 && (c->v & V4)) OUT("outsc", B, H, Tq, D);
     if (c->v & V4) {
         IN("kc", 0, -1, 1, B, H, S, D);
         IN("vc", 0, -1, 1, B, H, S, D);
@@ -765,6 +773,10 @@ static void attention_kernel(opcase *c) {
         expect_close(c, "out vs brg_k_attention_fwd_ref", out, ref, nq, 2e-6);
         free(ref);
     }
+    if (Tq == 1) { /* the single-row path: as close to the GEMMs' output as they are to the reference */
+        brg_k_attention_fwd(F(c, "outs"), NULL, q, k, v, &a);
+        if (!(c->v & S_SPECIAL)) expect_close(c, "single row (no lse) vs with lse", F(c, "outs"), out, nq, 2e-6);
+    }
     if (!(c->v & V4)) return;
     /* A KV cache's layout: the same bits as the packed keys and values. */
     brg_attn_args s = a;
@@ -773,6 +785,10 @@ static void attention_kernel(opcase *c) {
     brg_k_attention_fwd(F(c, "outc"), F(c, "lsec"), q, kc, vc, &s);
     brg_k_attention_bwd(F(c, "dqc"), dkc, dvc, NULL, F(c, "dout"), F(c, "outc"), F(c, "lsec"), q, kc, vc, &s);
     expect_bits(c, "kv_stride out", F(c, "outc"), out, nq);
+    if (Tq == 1) {
+        brg_k_attention_fwd(F(c, "outsc"), NULL, q, kc, vc, &s);
+        expect_bits(c, "kv_stride single-row out", F(c, "outsc"), F(c, "outs"), nq);
+    }
     expect_bits(c, "kv_stride lse", F(c, "lsec"), lse, B * H * Tq);
     expect_bits(c, "kv_stride dq", F(c, "dqc"), F(c, "dq"), nq);
     bool rows_ok = true, rest_ok = true;

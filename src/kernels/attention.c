@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "brigade/status.h"
+#include "brigade/precision.h"
+#include "kernels/gemv.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
 
@@ -52,13 +54,9 @@ static int64_t block_key_end(const brg_attn_args *a, const block *blk) {
     return end < 0 ? 0 : end > a->Tk ? a->Tk : end;
 }
 
-/* Masked scores of the block into s[nr, Tk]; returns block_key_end. The product is taken for the
- * keys before that end only: the causal where discards the rest. */
-static int64_t block_scores(float *s, const float *q, const float *k, const block *blk, const brg_attn_args *a) {
-    const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D;
-    const int64_t kend = block_key_end(a, blk);
-    const float *kb = k + blk->bh * kv_rows(a) * D;
-    brg_gemm(false, true, blk->nr, kend, D, a->scale, q + (blk->bh * Tq + blk->i0) * D, D, kb, D, 0.0f, s, Tk);
+/* The masks on the block's raw scores s[nr, Tk] (the products taken for keys before kend). */
+static void mask_scores(float *s, const block *blk, const brg_attn_args *a) {
+    const int64_t Tq = a->Tq, Tk = a->Tk;
     const float *mask = a->key_mask ? a->key_mask + blk->b * Tk : NULL;
     for (int64_t r = 0; r < blk->nr; r++) {
         const int64_t i = blk->i0 + r, last = last_visible(a, i);
@@ -71,6 +69,34 @@ static int64_t block_scores(float *s, const float *q, const float *k, const bloc
             row[j] = sc;
         }
     }
+}
+
+/* Masked scores of the block into s[nr, Tk]; returns block_key_end. The product is taken for the
+ * keys before that end only: the causal where discards the rest. */
+static int64_t block_scores(float *s, const float *q, const float *k, const block *blk, const brg_attn_args *a) {
+    const int64_t Tq = a->Tq, Tk = a->Tk, D = a->D;
+    const int64_t kend = block_key_end(a, blk);
+    const float *kb = k + blk->bh * kv_rows(a) * D;
+    brg_gemm(false, true, blk->nr, kend, D, a->scale, q + (blk->bh * Tq + blk->i0) * D, D, kb, D, 0.0f, s, Tk);
+    mask_scores(s, blk, a);
+    return kend;
+}
+
+/* A decode step's single query row (Tq == 1, fp32 products, no log-sum-exp kept for a backward):
+ * the scores and the output as rows against the cached keys and values (gemv.c), each key and
+ * value read once, where a GEMM would first pack them. The same bits whatever the team, the batch
+ * or the placement; the tape's forward, whose backward recomputes the scores with GEMMs, keeps
+ * the GEMM path. */
+static bool single_row(const brg_attn_args *a, const float *lse) {
+    return a->Tq == 1 && !lse && brg_compute_dtype() == BRG_DTYPE_F32;
+}
+
+static int64_t single_row_scores(float *s, const float *q, const float *k, const block *blk,
+                                 const brg_attn_args *a) {
+    const int64_t D = a->D, kend = block_key_end(a, blk);
+    brg_k_linear_rows_fwd(s, q + blk->bh * D, k + blk->bh * kv_rows(a) * D, NULL, 1, D, kend, false);
+    for (int64_t j = 0; j < kend; j++) s[j] *= a->scale;
+    mask_scores(s, blk, a);
     return kend;
 }
 
@@ -146,8 +172,8 @@ static void head_range(const brg_attn_args *a, int i, int n, int64_t *h0, int64_
 
 /* Runs fn over all heads: split across the bound team when there is one and the work (in
  * multiply-adds of one product) is worth waking it for. */
-static void run_heads(brg_team_fn fn, attn_job *job, int64_t work) {
-    if (job->args->H >= 2 && work >= (1 << 20) && brg_team_run(fn, job)) return;
+static void run_heads(brg_team_fn fn, attn_job *job, int64_t work, int64_t min_work) {
+    if (job->args->H >= 2 && work >= min_work && brg_team_run(fn, job)) return;
     fn(job, 0, 1);
 }
 
@@ -155,6 +181,7 @@ static void forward_heads(void *ctx, int i, int n) {
     const attn_job *j = ctx;
     const brg_attn_args *args = j->args;
     const int64_t B = args->B, H = args->H, Tq = args->Tq, Tk = args->Tk, D = args->D;
+    const bool one_row = single_row(args, j->lse);
     int64_t h0, h1;
     head_range(args, i, n, &h0, &h1);
     float *p = brg_scratch(0, (size_t)(ROW_BLOCK * Tk));
@@ -162,7 +189,9 @@ static void forward_heads(void *ctx, int i, int n) {
         for (int64_t b = 0; b < B; b++)
             for (int64_t i0 = 0; i0 < Tq; i0 += ROW_BLOCK) {
                 block blk = {b, h, b * H + h, i0, Tq - i0 < ROW_BLOCK ? Tq - i0 : ROW_BLOCK};
-                const int64_t kend = block_scores(p, j->q, j->k, &blk, args), row0 = blk.bh * Tq + i0;
+                const int64_t kend = one_row ? single_row_scores(p, j->q, j->k, &blk, args)
+                                             : block_scores(p, j->q, j->k, &blk, args),
+                              row0 = blk.bh * Tq + i0;
                 int64_t used = 0;
                 for (int64_t r = 0; r < blk.nr; r++) {
                     int64_t u;
@@ -171,8 +200,9 @@ static void forward_heads(void *ctx, int i, int n) {
                     used = u > used ? u : used;
                 }
                 apply_dropout(p, &blk, used, args);
-                brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, j->v + blk.bh * kv_rows(args) * D, D, 0.0f,
-                         j->out + row0 * D, D);
+                const float *vb = j->v + blk.bh * kv_rows(args) * D;
+                if (one_row) brg_k_linear_rows_fwd(j->out + row0 * D, p, vb, NULL, 1, used, D, true);
+                else brg_gemm(false, false, blk.nr, D, used, 1.0f, p, Tk, vb, D, 0.0f, j->out + row0 * D, D);
             }
 }
 
@@ -186,7 +216,10 @@ void brg_k_attention_fwd(float *out, float *lse, const float *q, const float *k,
         return;
     }
     attn_job job = {.out = out, .lse = lse, .q = q, .k = k, .v = v, .args = args};
-    run_heads(forward_heads, &job, B * H * Tq * Tk * D);
+    /* A single query row reads every cached key and value once: worth a team from the sizes that
+     * element-wise loops split at, not only from a GEMM's. */
+    const int64_t work = B * H * Tq * Tk * D;
+    run_heads(forward_heads, &job, work, single_row(args, lse) ? BRG_TEAM_MIN_ELEMENTS : (1 << 20));
 }
 
 typedef struct attn_grads {
@@ -266,7 +299,7 @@ void brg_k_attention_bwd(float *dq, float *dk, float *dv, float *dbias, const fl
     if (Tk == 0 || !(dq || dk || dv || dbias)) return;
     const attn_grads g = {dq, dk, dv, dbias};
     attn_job job = {.q = q, .k = k, .v = v, .dout = dout, .saved_out = out, .saved_lse = lse, .g = &g, .args = args};
-    run_heads(backward_heads, &job, 3 * B * H * Tq * Tk * args->D);
+    run_heads(backward_heads, &job, 3 * B * H * Tq * Tk * args->D, 1 << 20);
 }
 
 /* ---- reference ---------------------------------------------------------------------------- */
