@@ -1,6 +1,7 @@
 /* Fused scaled dot-product attention, flash-style: query rows are processed in blocks of
  * ROW_BLOCK, whose scores live only in a [ROW_BLOCK, Tk] scratch; the products go through
- * brg_gemm, and causal blocks stop at their last visible key.
+ * brg_gemm (a decode step's single query row: row products, see single_row), and causal blocks
+ * stop at their last visible key.
  *
  * Masking follows transformers' eager attention exactly, in float arithmetic:
  *   s = scale * q.k (+ bias)
@@ -19,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "brigade/status.h"
 #include "brigade/precision.h"
+#include "brigade/status.h"
 #include "kernels/gemv.h"
 #include "kernels/kernels.h"
 #include "kernels/simd.h"
