@@ -36,11 +36,12 @@ ROW_LOOP static void in_out_tile(float *restrict y, int64_t ldy, const float *re
     for (; k < in; k++) add_weight_rows(y, ldy, x, in, k, w + k * ldw, ldw, m, n, 1, false);
 }
 
-/* Columns [c0, c1) with W [in, out], a tile at a time (or the AVX-512 body's register blocks,
- * which give the same bits). */
+/* Columns [c0, c1) with W [in, out], a tile at a time (or the AVX-512 bodies: register blocks
+ * from BLOCK_ROWS rows, 16-row passes below; the same bits). */
 static void in_out_columns(const rows_job *j, int64_t c0, int64_t c1) {
-    if (brg_simd_avx512() && j->m >= BLOCK_ROWS) {
-        brg_gemv_in_out_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
+    if (brg_simd_avx512()) {
+        if (j->m >= BLOCK_ROWS) brg_gemv_in_out_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
+        else brg_gemv_in_out_avx512_few(j->y, j->x, j->w, j->b, j->m, j->in, j->out, c0, c1);
         return;
     }
     const int64_t tile = gemv_tile_width(j->m);

@@ -1,6 +1,7 @@
 #include "kernels/gemv_avx512.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include "kernels/gemv_parts.h"
 #include "kernels/simd.h"
 
 /* Rows of one register block: 8 rows x 3 vectors of partial sums use 24 of the 32 registers. */
@@ -137,6 +138,59 @@ void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bo
     in_out(y, x, (weights){NULL, w, bf16 ? W_BF16 : W_F16}, b, m, in, out, c0, c1);
 }
 
+/* Fewer than BLOCK_ROWS rows, W [in, out]: the weight stream bounds the product, not the
+ * arithmetic. Each pass adds FEW_ROWS_GROUP weight rows, read side by side across the tile, into
+ * the rows' partial outputs (loaded and stored once per pass), and asks for the next pass's rows
+ * (into L2) at the same columns as it goes. The order and the bits are those of the portable loop
+ * (gemv.c's in_out_tile); the reads are faster: GPT-2 small's layer products for one row at 24.4
+ * GB/s against 21.8 on one Zen 4 core (medians of 31 alternating passes). */
+BRG_AVX512 static void few_rows_tile(float *y, int64_t ldy, const float *x, int64_t in, const float *w, int64_t ldw,
+                                     const float *b, int64_t m, int64_t n) {
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < n; j += 16) {
+            const __mmask16 mk = first_lanes(n - j);
+            _mm512_mask_storeu_ps(y + r * ldy + j, mk, b ? _mm512_maskz_loadu_ps(mk, b + j) : _mm512_setzero_ps());
+        }
+    int64_t k = 0;
+    for (; k + FEW_ROWS_GROUP <= in; k += FEW_ROWS_GROUP) {
+        const bool ahead = k + 2 * FEW_ROWS_GROUP <= in;
+        for (int64_t r = 0; r < m; r++) {
+            __m512 a[FEW_ROWS_GROUP];
+#pragma GCC unroll 16
+            for (int q = 0; q < FEW_ROWS_GROUP; q++) a[q] = _mm512_set1_ps(x[r * in + k + q]);
+            for (int64_t j = 0; j < n; j += 16) {
+                const __mmask16 mk = first_lanes(n - j);
+                __m512 acc = _mm512_maskz_loadu_ps(mk, y + r * ldy + j);
+#pragma GCC unroll 16
+                for (int q = 0; q < FEW_ROWS_GROUP; q++)
+                    acc = _mm512_add_ps(acc, _mm512_mul_ps(a[q], _mm512_maskz_loadu_ps(mk, w + (k + q) * ldw + j)));
+                if (ahead && r == 0)
+#pragma GCC unroll 16
+                    for (int q = 0; q < FEW_ROWS_GROUP; q++)
+                        _mm_prefetch((const char *)(w + (k + FEW_ROWS_GROUP + q) * ldw + j), _MM_HINT_T1);
+                _mm512_mask_storeu_ps(y + r * ldy + j, mk, acc);
+            }
+        }
+    }
+    for (; k < in; k++)
+        for (int64_t r = 0; r < m; r++) {
+            const __m512 a = _mm512_set1_ps(x[r * in + k]);
+            for (int64_t j = 0; j < n; j += 16) {
+                const __mmask16 mk = first_lanes(n - j);
+                const __m512 acc = _mm512_maskz_loadu_ps(mk, y + r * ldy + j);
+                _mm512_mask_storeu_ps(y + r * ldy + j, mk,
+                                      _mm512_add_ps(acc, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(mk, w + k * ldw + j))));
+            }
+        }
+}
+
+void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                                int64_t out, int64_t c0, int64_t c1) {
+    const int64_t tile = gemv_tile_width(m);
+    for (int64_t t0 = c0; t0 < c1; t0 += tile)
+        few_rows_tile(y + t0, out, x, in, w + t0, out, b ? b + t0 : NULL, m, c1 - t0 < tile ? c1 - t0 : tile);
+}
+
 /* R rows x NC columns of W [out, in] (rows of in floats from w): 16 partial sums per element,
  * term i into sum i mod 16 (the tail into the first lanes, masked so the others stay as they
  * are), then the sums added in lane order and the bias, as gemv.c's dot. The next block's
@@ -239,6 +293,11 @@ void brg_gemv_out_in_avx512_half(float *y, const float *x, const uint16_t *w, bo
 
 #else
 #include "brigade/status.h"
+void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                                int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+    BRG_ASSERT(0 && "no AVX-512 on this target");
+}
 void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1) {
     (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;

@@ -14,6 +14,11 @@
 void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1);
 
+/* The same for fewer than BLOCK_ROWS rows (gemv_parts.h), where the weight stream bounds the
+ * product: FEW_ROWS_GROUP weight rows a pass, as the portable loop adds them. */
+void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                                int64_t out, int64_t c0, int64_t c1);
+
 /* Columns [c0, c1) of y[m, out] = x[m, in] @ W^T + b with W [out, in]: each element is the dot
  * product in 16 partial sums (term i into sum i mod 16) added in order, then the bias. */
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,

@@ -76,7 +76,8 @@ static inline __attribute__((always_inline)) void add_weight_rows(float *restric
 }
 
 /* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
- * arithmetic, bounds the product, and the portable loops' fewer memory streams read it faster. */
+ * arithmetic, bounds the product. The portable dot products' single stream then reads W [out, in]
+ * faster, and W [in, out] goes through AVX-512's FEW_ROWS_GROUP-row passes. */
 #define BLOCK_ROWS 4
 
 /* Inlined, so each clone of its caller vectorises it for that CPU. */
