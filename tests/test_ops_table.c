@@ -1604,7 +1604,7 @@ static const shape linear_rows_shapes[] = {
     /* W [in, out] tiles as wide as the rows' partial outputs allow: 2048 columns for 2 rows,
      * 4096 for one, so the rows at once and one at a time cut 5000 columns differently */
     {{2, 20, 5000}, V0},
-    /* below FEW_ROWS rows W [in, out] adds 16 weight rows per pass, from FEW_ROWS four (then the
+    /* below 4 rows (BLOCK_ROWS) W [in, out] adds 16 weight rows per pass, from 4 rows four (then the
      * rest one at a time): the rows at once and one at a time group 53 = 3 x 16 + 5 differently */
     {{5, 53, 70}, V0}, {{3, 53, 70}, V0 | V1},
 };

@@ -172,7 +172,7 @@ static void head_range(const brg_attn_args *a, int i, int n, int64_t *h0, int64_
 }
 
 /* Runs fn over all heads: split across the bound team when there is one and the work (in
- * multiply-adds of one product) is worth waking it for. */
+ * multiply-adds of one product) reaches min_work, what waking the team is worth. */
 static void run_heads(brg_team_fn fn, attn_job *job, int64_t work, int64_t min_work) {
     if (job->args->H >= 2 && work >= min_work && brg_team_run(fn, job)) return;
     fn(job, 0, 1);

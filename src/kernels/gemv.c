@@ -16,7 +16,7 @@ typedef struct rows_job {
 } rows_job;
 
 /* One tile: y[r, 0:n] (row stride ldy) = b[0:n] + sum over k of x[r, k] w[k, 0:n] (row stride
- * ldw), adding the k terms in order. Below FEW_ROWS rows the loop is bound by the weight stream:
+ * ldw), adding the k terms in order. Below BLOCK_ROWS rows the loop is bound by the weight stream:
  * FEW_ROWS_GROUP weight rows per pass over y keep the y traffic at a sixteenth of the weights'
  * (one decode row's GPT-2 layer products read their weights at 22 GB/s against 18 with four,
  * alone on one Zen 4 core). With more rows each row's pass re-reads the group's weights from the
@@ -29,7 +29,7 @@ ROW_LOOP static void in_out_tile(float *restrict y, int64_t ldy, const float *re
         else memset(y + r * ldy, 0, (size_t)n * sizeof *y);
     }
     int64_t k = 0;
-    if (m < FEW_ROWS)
+    if (m < BLOCK_ROWS)
         for (; k + FEW_ROWS_GROUP <= in; k += FEW_ROWS_GROUP)
             add_weight_rows(y, ldy, x, in, k, w + k * ldw, ldw, m, n, FEW_ROWS_GROUP, false);
     for (; k + 4 <= in; k += 4) add_weight_rows(y, ldy, x, in, k, w + k * ldw, ldw, m, n, 4, false);

@@ -32,7 +32,7 @@ static void widen(brg_dtype type, float *dst, const uint16_t *src, int64_t n) {
     else brg_f16_to_f32_row(dst, src, n);
 }
 
-/* Four weight rows at a time (eight for bf16 read in place, FEW_ROWS_GROUP below FEW_ROWS rows,
+/* Four weight rows at a time (eight for bf16 read in place, FEW_ROWS_GROUP below BLOCK_ROWS rows,
  * where the weight stream bounds the loop), the rest one at a time: gemv.c's in_out_tile, through
  * the same add_weight_rows, so the bits are those of the fp32 kernel on the widened weights. */
 ROW_LOOP static void add_four_rows(float *restrict y, int64_t ldy, const float *x, int64_t in, int64_t k,
@@ -86,7 +86,7 @@ static void in_out_tile(const half_job *j, int64_t t0, int64_t n, float *rows) {
     }
     int64_t k = 0;
     if (j->type == BRG_DTYPE_BF16) {
-        if (j->m < FEW_ROWS)
+        if (j->m < BLOCK_ROWS)
             for (; k + FEW_ROWS_GROUP <= j->in; k += FEW_ROWS_GROUP)
                 add_group_bf16_rows(j->y + t0, j->out, j->x, j->in, k, j->w + k * j->out + t0, j->out, j->m, n);
         for (; k + 8 <= j->in; k += 8)

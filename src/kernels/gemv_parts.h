@@ -38,9 +38,11 @@ static inline int64_t gemv_tile_width(int64_t m) {
     return fit > TILE ? fit : TILE;
 }
 
-/* Rows below which a W [in, out] product is bound by its weight stream, and the weight rows its
- * portable loops add per pass over the rows' partial outputs there (in_out_tile). */
-#define FEW_ROWS 4
+/* Rows from which the AVX-512 register blocks run. With fewer the weight stream, not the
+ * arithmetic, bounds the product: the portable dot products' single stream then reads W [out, in]
+ * faster, and W [in, out] adds FEW_ROWS_GROUP weight rows per pass over the rows' partial outputs
+ * (in_out_tile, and its AVX-512 body) instead of four. */
+#define BLOCK_ROWS 4
 #define FEW_ROWS_GROUP 16
 
 /* bf16 bits -> fp32: exact. */
@@ -74,11 +76,6 @@ static inline __attribute__((always_inline)) void add_weight_rows(float *restric
         }
     }
 }
-
-/* Rows from which the AVX-512 register blocks run: with fewer, the weight stream, not the
- * arithmetic, bounds the product. The portable dot products' single stream then reads W [out, in]
- * faster, and W [in, out] goes through AVX-512's FEW_ROWS_GROUP-row passes. */
-#define BLOCK_ROWS 4
 
 /* Inlined, so each clone of its caller vectorises it for that CPU. */
 static inline __attribute__((always_inline)) float dot(const float *a, const float *b, int64_t n) {
