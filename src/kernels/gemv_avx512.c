@@ -9,10 +9,12 @@ enum { ROWS = 8, IO_VECS = 3, OI_COLS = 3 };
 
 /* Weight rows per pass over the columns (W [in, out]): the pass reads these rows side by side,
  * each from c0 to c1 in order, so the memory streams are long and contiguous; the partial sums go
- * back to y between passes (they are exact floats, so nothing changes). Each row is also
- * prefetched W_AHEAD floats ahead of its loads: 16 streams are more than the hardware prefetcher
- * follows on its own. */
-enum { K_PASS = 16, W_AHEAD = 384 };
+ * back to y between passes (they are exact floats, so nothing changes). As it reads a row, the
+ * pass asks for the next pass's row at the same columns into L2: 16 streams are more than the
+ * hardware prefetcher follows on its own, and a prefetch a whole pass ahead hides the latency that
+ * a short one (1.5 KiB, non-temporal) left exposed. GPT-2 small's layer products for 8 rows on one
+ * Intel AVX-512 core: 28.6 ms against 83.7 (11.9 against 4.1 GB/s). */
+enum { K_PASS = 16 };
 
 static inline __mmask16 first_lanes(int64_t n) { return n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1); }
 
@@ -35,21 +37,22 @@ BRG_AVX512_INLINE __m512 load_w(weights w, int64_t i, __mmask16 mk, const int HA
     return _mm512_maskz_loadu_ps(mk, w.f32 + i);
 }
 
+/* Into L2 (T1): the next weights a block reads, well before it reads them. */
 BRG_AVX512_INLINE void prefetch_w(weights w, int64_t i, const int HALF) {
-    if (HALF) __builtin_prefetch(w.half + i, 0, 0);
-    else __builtin_prefetch(w.f32 + i, 0, 0);
+    if (HALF) _mm_prefetch((const char *)(w.half + i), _MM_HINT_T1);
+    else _mm_prefetch((const char *)(w.f32 + i), _MM_HINT_T1);
 }
 
 static inline weights offset_w(weights w, int64_t i) {
     return (weights){w.f32 ? w.f32 + i : NULL, w.half ? w.half + i : NULL, w.type};
 }
 
-/* R rows x NV vectors of columns, weight rows [k0, k1); the last vector holds the lanes of
- * `last`. The sums start from y (k0 > 0), else from b or +0, and each adds x * w one k at a
- * time, as gemv.c's loop does. */
+/* R rows x NV vectors of columns, weight rows [k0, k1) of [0, k_end); the last vector holds the
+ * lanes of `last`. The sums start from y (k0 > 0), else from b or +0, and each adds x * w one k
+ * at a time, as gemv.c's loop does. */
 BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
-                                const float *b, int64_t k0, int64_t k1, const int R, const int NV, __mmask16 last,
-                                const int HALF) {
+                                const float *b, int64_t k0, int64_t k1, int64_t k_end, const int R, const int NV,
+                                __mmask16 last, const int HALF) {
     __m512 acc[ROWS][IO_VECS];
 #pragma GCC unroll 8
     for (int r = 0; r < R; r++)
@@ -62,8 +65,9 @@ BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t l
         }
     for (int64_t k = k0; k < k1; k++) {
         __m512 wv[IO_VECS];
+        if (k + K_PASS < k_end)
 #pragma GCC unroll 3
-        for (int v = 0; v < NV; v++) prefetch_w(w, k * ldw + 16 * v + W_AHEAD, HALF);
+            for (int v = 0; v < NV; v++) prefetch_w(w, (k + K_PASS) * ldw + 16 * v, HALF);
 #pragma GCC unroll 3
         for (int v = 0; v < NV; v++) wv[v] = load_w(w, k * ldw + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF, HALF);
 #pragma GCC unroll 8
@@ -80,17 +84,17 @@ BRG_AVX512_INLINE void io_block(float *y, int64_t ldy, const float *x, int64_t l
             _mm512_mask_storeu_ps(y + r * ldy + 16 * v, v == NV - 1 ? last : (__mmask16)0xFFFF, acc[r][v]);
 }
 
-#define IO_ROWS(R)                                                                           \
-    case R:                                                                                  \
-        if (nv == 3) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 3, last, HALF);          \
-        else if (nv == 2) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 2, last, HALF);     \
-        else io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, R, 1, last, HALF);                  \
+#define IO_ROWS(R)                                                                              \
+    case R:                                                                                     \
+        if (nv == 3) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, 3, last, HALF);      \
+        else if (nv == 2) io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, 2, last, HALF); \
+        else io_block(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, 1, last, HALF);              \
         break;
 
 /* One block of R <= 8 rows and nv <= 3 vectors, the constants the loops unroll by. */
 BRG_AVX512_INLINE void io_block_rows(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
-                                     const float *b, int64_t k0, int64_t k1, int R, int nv, __mmask16 last,
-                                     const int HALF) {
+                                     const float *b, int64_t k0, int64_t k1, int64_t k_end, int R, int nv,
+                                     __mmask16 last, const int HALF) {
     switch (R) {
         IO_ROWS(1)
         IO_ROWS(2)
@@ -105,10 +109,11 @@ BRG_AVX512_INLINE void io_block_rows(float *y, int64_t ldy, const float *x, int6
 }
 
 BRG_AVX512 static void io_block_any(float *y, int64_t ldy, const float *x, int64_t ldx, weights w, int64_t ldw,
-                                    const float *b, int64_t k0, int64_t k1, int R, int nv, __mmask16 last) {
-    if (w.type == W_BF16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_BF16);
-    else if (w.type == W_F16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_F16);
-    else io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, R, nv, last, W_F32);
+                                    const float *b, int64_t k0, int64_t k1, int64_t k_end, int R, int nv,
+                                    __mmask16 last) {
+    if (w.type == W_BF16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, nv, last, W_BF16);
+    else if (w.type == W_F16) io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, nv, last, W_F16);
+    else io_block_rows(y, ldy, x, ldx, w, ldw, b, k0, k1, k_end, R, nv, last, W_F32);
 }
 
 static void in_out(float *y, const float *x, weights w, const float *b, int64_t m, int64_t in, int64_t out, int64_t c0,
@@ -122,7 +127,7 @@ static void in_out(float *y, const float *x, weights w, const float *b, int64_t 
             const int nv = (int)((n + 15) / 16);
             const __mmask16 last = first_lanes(n - 16 * (nv - 1));
             for (int64_t r0 = 0; r0 < m; r0 += ROWS)
-                io_block_any(y + r0 * out + c, out, x + r0 * in, in, offset_w(w, c), out, b ? b + c : NULL, k0, k1,
+                io_block_any(y + r0 * out + c, out, x + r0 * in, in, offset_w(w, c), out, b ? b + c : NULL, k0, k1, in,
                              (int)(m - r0 < ROWS ? m - r0 : ROWS), nv, last);
         }
     }
@@ -194,7 +199,8 @@ void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const 
 /* R rows x NC columns of W [out, in] (rows of in floats from w): 16 partial sums per element,
  * term i into sum i mod 16 (the tail into the first lanes, masked so the others stay as they
  * are), then the sums added in lane order and the bias, as gemv.c's dot. The next block's
- * weight rows are prefetched as these are read. */
+ * weight rows are asked into L2 as these are read (the LM head for 8 rows on one Intel AVX-512
+ * core: 14.8 ms against 33.1 with non-temporal prefetches). */
 BRG_AVX512_INLINE void oi_block(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
                                 const int R, const int NC, const int HALF) {
     __m512 acc[ROWS][OI_COLS];
