@@ -592,20 +592,44 @@ static bool pick(const char *want, const char *name) {
 /* ---- streaming bandwidth -----------------------------------------------------------------
  * The rate a decode step can at best read its weights at: threads summing disjoint parts of a
  * buffer far larger than the last-level cache, so every byte comes from memory. SSE2 (every
- * x86-64 has it) with eight accumulators already issues loads faster than DRAM delivers them. */
+ * x86-64 has it) with eight accumulators already issues loads faster than DRAM delivers them.
+ * Two ways of reading, the best taken: one stream per thread, which the hardware prefetcher
+ * follows, and 16 streams side by side with each asked into L2 a KiB ahead, as the decode
+ * products read their weight rows. On an Intel AVX-512 VM the second read 16.3 GB/s against 12.7
+ * for one thread (31.5 against 21.9 for two): with the first alone, decode rows read faster than
+ * their "bound". */
+
+enum { BW_STREAMS = 16, BW_AHEAD = 256 /* floats */ };
 
 typedef struct bw_job {
     const float *p;
-    size_t n; /* floats, a multiple of 32 */
+    size_t n; /* floats, a multiple of 32 * BW_STREAMS */
+    bool streams;
     float sink;
 } bw_job;
+
+static inline void bw_add(__m128 acc[8], const float *p) {
+    for (int a = 0; a < 8; a++) acc[a] = _mm_add_ps(acc[a], _mm_load_ps(p + 4 * (size_t)a));
+}
 
 static void *bw_thread(void *arg) {
     bw_job *j = arg;
     __m128 acc[8];
     for (int i = 0; i < 8; i++) acc[i] = _mm_setzero_ps();
-    for (size_t i = 0; i < j->n; i += 32)
-        for (int a = 0; a < 8; a++) acc[a] = _mm_add_ps(acc[a], _mm_load_ps(j->p + i + 4 * (size_t)a));
+    if (!j->streams)
+        for (size_t i = 0; i < j->n; i += 32) bw_add(acc, j->p + i);
+    else {
+        const size_t len = j->n / BW_STREAMS;
+        for (size_t i = 0; i < len; i += 32)
+            for (size_t s = 0; s < BW_STREAMS; s++) {
+                const float *q = j->p + s * len + i;
+                if (i + BW_AHEAD + 32 <= len) {
+                    _mm_prefetch((const char *)(q + BW_AHEAD), _MM_HINT_T1);
+                    _mm_prefetch((const char *)(q + BW_AHEAD + 16), _MM_HINT_T1);
+                }
+                bw_add(acc, q);
+            }
+    }
     for (int a = 1; a < 8; a++) acc[0] = _mm_add_ps(acc[0], acc[a]);
     float out[4];
     _mm_storeu_ps(out, acc[0]);
@@ -613,21 +637,23 @@ static void *bw_thread(void *arg) {
     return NULL;
 }
 
-/* GB/s (1e9 bytes) of `threads` threads reading `buf` (n floats) once each pass; best of five. */
+/* GB/s (1e9 bytes) of `threads` threads reading `buf` (n floats) once each pass; the best of five
+ * passes of each way of reading. */
 static double measure_bandwidth(const float *buf, size_t n, int threads) {
     double best = 0;
-    for (int rep = 0; rep < 5; rep++) {
+    const size_t unit = 32 * BW_STREAMS, units = n / unit;
+    for (int rep = 0; rep < 10; rep++) {
         pthread_t th[8];
         bw_job jobs[8];
         const double t = now();
         for (int i = 0; i < threads; i++) {
-            const size_t blocks = n / 32, first = blocks * (size_t)i / (size_t)threads * 32,
-                         last = blocks * (size_t)(i + 1) / (size_t)threads * 32;
-            jobs[i] = (bw_job){buf + first, last - first, 0};
+            const size_t first = units * (size_t)i / (size_t)threads * unit,
+                         last = units * (size_t)(i + 1) / (size_t)threads * unit;
+            jobs[i] = (bw_job){buf + first, last - first, rep % 2 == 1, 0};
             pthread_create(&th[i], NULL, bw_thread, &jobs[i]);
         }
         for (int i = 0; i < threads; i++) pthread_join(th[i], NULL);
-        const double gbps = (double)(n / 32 * 32) * sizeof(float) / (now() - t) * 1e-9;
+        const double gbps = (double)(units * unit) * sizeof(float) / (now() - t) * 1e-9;
         if (gbps > best) best = gbps;
     }
     return best;
