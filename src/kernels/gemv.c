@@ -63,7 +63,7 @@ ROW_LOOP static void out_in_columns(const rows_job *j, int64_t c0, int64_t c1) {
 static void columns_slice(void *ctx, int i, int n) {
     const rows_job *j = ctx;
     int64_t first, last;
-    brg_team_slice(j->out, TILE, i, n, &first, &last);
+    brg_team_slice(j->out, TEAM_UNIT, i, n, &first, &last);
     if (first >= last) return;
     if (j->w_in_out) in_out_columns(j, first, last);
     else if (brg_simd_avx512() && j->m >= BLOCK_ROWS)

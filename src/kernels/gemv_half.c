@@ -114,7 +114,7 @@ ROW_LOOP static void dot_rows(const half_job *j, int64_t c, const float *wc) {
 static void columns_slice(void *ctx, int i, int n) {
     const half_job *j = ctx;
     int64_t first, last;
-    brg_team_slice(j->out, TILE, i, n, &first, &last);
+    brg_team_slice(j->out, TEAM_UNIT, i, n, &first, &last);
     if (first >= last) return;
     /* The register blocks from BLOCK_ROWS rows; fp16 takes them for fewer rows too (its
      * conversion in the loads beats a scratch pass). */
