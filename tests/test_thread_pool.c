@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "brigade/data_loader.h"
 #include "brigade/generate.h"
@@ -50,6 +51,38 @@ static void test_each_worker_once_per_job(void) {
     brg_pool_wait(p); /* nothing running: returns at once */
     brg_pool_destroy(p);
     brg_pool_destroy(NULL);
+}
+
+static void pause_us(long us) {
+    const struct timespec t = {0, us * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void slow_count_job(void *p, int i, int n) {
+    pause_us(400);
+    count_job(p, i, n);
+}
+
+/* Workers and waiters look for their event for a while (50 us) before they sleep: jobs launched
+ * after longer idle gaps must still reach sleeping workers, and a wait for a job longer than the
+ * look must still return only once every worker is done. */
+static void test_jobs_after_sleeping(void) {
+    brg_pool *p = NULL;
+    CHECK_OK(brg_pool_create(WORKERS, "the test's pool", &p));
+    if (!p) return;
+    counts c = {0};
+    for (int j = 0; j < 20; j++) {
+        pause_us(j % 2 ? 300 : 5); /* past the look, and within it */
+        brg_pool_run(p, j % 4 < 2 ? count_job : slow_count_job, &c);
+        for (int i = 0; i < WORKERS; i++)
+            if (atomic_load(&c.runs[i]) != j + 1) {
+                CHECK_MSG(false, "after job %d worker %d ran %d times", j + 1, i, atomic_load(&c.runs[i]));
+                j = 20;
+                break;
+            }
+    }
+    CHECK(atomic_load(&c.wrong_n) == 0);
+    brg_pool_destroy(p);
 }
 
 /* A job that holds its workers until the caller lets them go. */
@@ -195,6 +228,7 @@ static void test_runtime_threads_come_from_pools(void) {
 int main(void) {
     test_each_worker_once_per_job();
     test_launch_returns_before_the_job_ends();
+    test_jobs_after_sleeping();
     test_workers_keep_their_threads();
     test_bad_size();
     test_runtime_threads_come_from_pools();
