@@ -541,12 +541,14 @@ static void test_gemm_half_degenerate(void) {
 static const char *expected_half(const char *env, bool both_bf16) {
     const brg_isa isa = brg_isa_detected();
     const char *widen = isa >= BRG_ISA_AVX512 ? "avx512" : isa >= BRG_ISA_AVX2 ? "avx2" : "openblas";
-    const char *best = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16() && both_bf16 ? "avx512bf16" : widen;
+    const bool bf16_dot = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16() && both_bf16;
+    const char *best = bf16_dot && brg_isa_bf16_dot_outruns_fma() ? "avx512bf16" : widen;
     if (!env) return best;
+    if (strcmp(env, "avx512bf16") == 0) return bf16_dot ? "avx512bf16" : best;
     if (strcmp(env, "openblas") == 0 || strcmp(env, "ref") == 0) return env;
     if (strcmp(env, "avx512") == 0) return widen;
     if (strcmp(env, "avx2") == 0) return isa >= BRG_ISA_AVX2 ? "avx2" : "openblas";
-    return best; /* avx512bf16 and unknown names */
+    return best; /* unknown names */
 }
 
 static void test_backend_env(const char *self) {

@@ -3,8 +3,10 @@
  *
  * Kernels, chosen once per process from the CPU, BRIGADE_ISA and BRIGADE_GEMM (the variable
  * brg_gemm reads; each name picks the same family for both):
- *   avx512bf16  VDPBF16PS on bf16 pairs (gemm_bf16.c); the default when the CPU has AVX512_BF16
- *               and both operands are bf16. Other operand types get avx512.
+ *   avx512bf16  VDPBF16PS on bf16 pairs (gemm_bf16.c); the default when both operands are bf16
+ *               and the CPU has AVX512_BF16 issued as fast as fp32 FMAs (AMD; on Intel's cores it
+ *               runs at half their rate, so avx512 is the default there:
+ *               brg_isa_bf16_dot_outruns_fma). Other operand types get avx512.
  *   avx512      half operands widened to fp32 while packing, then the fp32 AVX-512 microkernel:
  *               the bits of brg_gemm's avx512 kernel on the widened operands. The default on
  *               AVX-512 CPUs without AVX512_BF16, and for fp16 (or mixed) operands.
@@ -12,9 +14,9 @@
  *   openblas    operands widened into fp32 buffers, then OpenBLAS's sgemm (openblas.c); the default
  *               below AVX2.
  *   ref         brg_gemm_half_ref, double accumulation (slow; the yardstick of the tests).
- * BRIGADE_GEMM=avx512bf16 is the default; avx512, avx2 ask for a widening kernel (capped by the
- * CPU as for brg_gemm), so an AVX512_BF16 machine can run exactly what an AVX-512 or AVX2 one
- * runs. No kernel accumulates in fp16 (brg_gemm_half_partials_available). */
+ * BRIGADE_GEMM=avx512bf16 asks for VDPBF16PS wherever the CPU has it; avx512, avx2 ask for a
+ * widening kernel (capped by the CPU as for brg_gemm), so an AVX512_BF16 machine can run exactly
+ * what an AVX-512 or AVX2 one runs. No kernel accumulates in fp16 (brg_gemm_half_partials_available). */
 #include "kernels/gemm_half.h"
 
 #include <pthread.h>
@@ -68,12 +70,14 @@ static brg_gemm_half_kernel widening_for(brg_isa isa) {
 
 static void choose(void) {
     const brg_isa isa = brg_isa_detected();
+    const bool bf16_dot = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16();
     const brg_gemm_half_kernel best =
-        isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16() ? BRG_GEMM_HALF_AVX512BF16 : widening_for(isa);
+        bf16_dot && brg_isa_bf16_dot_outruns_fma() ? BRG_GEMM_HALF_AVX512BF16 : widening_for(isa);
     preferred = best;
     const char *env = getenv("BRIGADE_GEMM");
-    if (!env || !*env || strcmp(env, "avx512bf16") == 0) return;
-    if (strcmp(env, "avx512") == 0) preferred = widening_for(isa);
+    if (!env || !*env) return;
+    if (strcmp(env, "avx512bf16") == 0) preferred = bf16_dot ? BRG_GEMM_HALF_AVX512BF16 : best;
+    else if (strcmp(env, "avx512") == 0) preferred = widening_for(isa);
     else if (strcmp(env, "avx2") == 0) preferred = widening_for(isa < BRG_ISA_AVX2 ? isa : BRG_ISA_AVX2);
     else if (strcmp(env, "ref") == 0) preferred = BRG_GEMM_HALF_REF;
     else if (strcmp(env, "openblas") == 0) preferred = BRG_GEMM_HALF_OPENBLAS;

@@ -57,6 +57,9 @@ brg_half_path brg_half_path_active(void);
  * VDPBF16PS), whatever BRIGADE_ISA says; brg_isa_detected() >= BRG_ISA_AVX512 must also hold
  * for a kernel to use it. */
 bool brg_isa_has_avx512bf16(void);
+/* True when VDPBF16PS products outrun the fp32 FMA kernel on this CPU (AVX512_BF16 on AMD; on
+ * Intel it issues at half the fp32 FMA rate), which makes it the default bf16 kernel. */
+bool brg_isa_bf16_dot_outruns_fma(void);
 /* True when the CPU has F16C (every AVX2 CPU does; checked anyway before F16C bodies run). */
 bool brg_isa_has_f16c(void);
 
