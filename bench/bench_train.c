@@ -452,6 +452,13 @@ static brg_precision train_precision = BRG_PRECISION_32_32;
 /* --trace FILE: training runs traced into FILE (what tracing costs; RESULT trace=on). */
 static const char *train_trace;
 
+/* The kernel the run's half products went to ("none" in fp32): on AVX512_BF16 CPUs it depends on
+ * the vendor (gemm_half.c), and the precision goal's line names it. */
+static const char *half_products_kernel(bool train) {
+    const brg_dtype t = brg_precision_compute_dtype(train ? train_precision : BRG_PRECISION_32_32);
+    return t == BRG_DTYPE_F32 ? "none" : brg_gemm_half_backend(t, t);
+}
+
 static brg_status bench_train(brg_model *m, const model_spec *ms, const shape_spec *s, config c, int warmup, int steps,
                               bool verbose, bool recompute, measurement *out) {
     const int reps = c == CONFIG_REP2 ? 2 : 1, accum = pipelined(c) ? PIPE_MICRO_BATCHES : 1;
@@ -570,10 +577,10 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            100 * share, cores_of(c), 100 * r->pipe_eff, 100 * r->ideal, rss, set->measured ? " (process so far)" : "");
     printf("RESULT impl=brigade model=%s mode=%s bt=%s config=%s cores=%d threads=%d ms_per_step=%.3f "
            "tokens_per_s=%.3f gflops=%.3f peak_share=%.4f pipe_eff=%.4f ideal=%.4f steps=%d params=%.0f gemm=%s "
-           "simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s act_mib=%.2f act_peak_mib=%.2f%s%s\n",
+           "half_gemm=%s simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s act_mib=%.2f act_peak_mib=%.2f%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
-           brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
+           half_products_kernel(train), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
            brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), train && train_trace ? "on" : "off",
            train ? r->act_mib : 0.0, train ? r->act_peak_mib : 0.0, set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);

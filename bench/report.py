@@ -12,7 +12,7 @@ import sys
 
 # The streaming-bandwidth measurements (RESULT impl=bandwidth lines), filled by parse().
 BANDWIDTH = []
-GOAL_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx512_vnni", "avx2", "fma")
+GOAL_FLAGS = ("avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512_bf16", "avx512_vnni", "amx_bf16", "avx2", "fma")
 
 
 # Lines other bench scripts print whole (bench/scale_out.sh): "GOAL PASS|FAIL: ..." verdicts and
@@ -347,7 +347,7 @@ def precision_goals(brig, half):
     CPU has AVX512_BF16 (vdpbf16ps), >= 1.15x elsewhere (AVX2: half the operand traffic only)."""
     bf16 = cpu_has("avx512_bf16")
     need = 1.6 if bf16 else 1.15
-    parts, ok_all = [], True
+    parts, ok_all, kernels = [], True, set()
     for bt in ("4x64", "8x128"):
         ratios = []
         for rnd in rounds_of(brig):
@@ -361,12 +361,15 @@ def precision_goals(brig, half):
             ok_all = False
             parts.append(f"{bt}: not measured")
             continue
+        kernels.update(r["half_gemm"] for r in half if r.get("precision") == "bf16.32" and "half_gemm" in r)
         best = max(median([x for x, c in ratios if c == cfg]) for cfg in {c for _, c in ratios})
         ok_all &= best >= need
         parts.append(f"{bt}: " + ", ".join(f"{cfg} {spread([x for x, c in ratios if c == cfg], unit='×')}"
                                            for cfg in sorted({c for _, c in ratios})))
     return [f"{'PASS' if ok_all else 'FAIL'}: GPT-2 small bf16.32 training tokens/s >= {need}x fp32's "
-            f"({'AVX512_BF16' if bf16 else 'no AVX512_BF16'}; median of paired ratios, the better configuration): " +
+            f"({'AVX512_BF16' if bf16 else 'no AVX512_BF16'}"
+            f"{'; bf16 products on ' + ', '.join(sorted(kernels)) if kernels else ''}"
+            "; median of paired ratios, the better configuration): " +
             "; ".join(parts),
             activation_memory_goal(brig, half)]
 

@@ -23,6 +23,10 @@ done
     >"$tmp/half.log" 2>&1 || bad "brigade_bench --precision exited with $?: $(tail -3 "$tmp/half.log")"
 grep -q "^RESULT impl=brigade model=tiny mode=train bt=4x64 config=1dev .* precision=bf16.32" "$tmp/half.log" && ok ||
     bad "no precision=bf16.32 in the RESULT line"
+# the bf16 products' kernel: one of brg_gemm_half's (it depends on the CPU); none in fp32
+grep -q " half_gemm=\(avx512bf16\|avx512\|avx2\|openblas\|ref\) " "$tmp/half.log" && ok ||
+    bad "no half_gemm kernel in the bf16.32 RESULT line: $(grep '^RESULT' "$tmp/half.log")"
+grep -q " half_gemm=none " "$tmp/run.log" && ok || bad "fp32 RESULT lines do not say half_gemm=none"
 "$bench" --no-peak --model tiny --mode train --precision fp8 >"$tmp/bad.log" 2>&1 && bad "--precision fp8 accepted" ||
     { grep -q "is not one of 32.32" "$tmp/bad.log" && ok || bad "--precision fp8: $(cat "$tmp/bad.log")"; }
 cat "$tmp/half.log" >>"$tmp/run.log"
@@ -85,8 +89,8 @@ RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1
 RESULT impl=brigade model=small mode=train bt=4x64 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$tr gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=32.32 trace=on round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=1dev cores=1 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=100 gflops=0 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=pipe2 cores=2 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=$rq gflops=0 params=1 gemm=avx512 round=$r
-RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=bf16.32 round=$r
-RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 precision=bf16.32 round=$r
+RESULT impl=brigade model=small mode=train bt=4x64 config=1dev2t cores=2 threads=2 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 half_gemm=avx512bf16 precision=bf16.32 round=$r
+RESULT impl=brigade model=small mode=train bt=8x128 config=1dev cores=1 threads=1 ms_per_step=1 tokens_per_s=$bf gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 half_gemm=avx512bf16 precision=bf16.32 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=rep2 cores=2 threads=1 ms_per_step=1 tokens_per_s=${f[0]} gflops=10 pipe_eff=1 ideal=1 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=4x64 config=pipe2bal cores=2 threads=1 ms_per_step=1 tokens_per_s=1 gflops=1 pipe_eff=${f[3]} ideal=0.8889 steps=1 params=1 gemm=avx512 round=$r
 RESULT impl=brigade model=small mode=train bt=8x128 config=pipe2bal cores=2 threads=1 ms_per_step=1 tokens_per_s=1 gflops=1 pipe_eff=${f[3]} ideal=0.8889 steps=1 params=1 gemm=avx512 round=$r
@@ -148,6 +152,8 @@ grep -q '4 requests in flight .*: 1.61× (1.61–1.61) over 2 round(s) (last: 16
     bad "requests line: $(grep 'requests in flight' "$tmp/s1.md")"
 grep -q 'bf16.32 training tokens/s .*4x64: 1dev2t 1.61× (1.61–1.61); 8x128: 1dev 1.61× (1.61–1.61)' "$tmp/s1.md" && ok ||
     bad "precision line: $(grep 'bf16.32 training' "$tmp/s1.md")"
+grep -q 'bf16.32 training tokens/s .*; bf16 products on avx512bf16;' "$tmp/s1.md" && ok ||
+    bad "the precision line does not name the bf16 kernel: $(grep 'bf16.32 training' "$tmp/s1.md")"
 grep -q '^| small | train | 8x128 | brigade | 1dev bf16.32 | 1 |' "$tmp/s1.md" && ok || bad "no bf16.32 row in the table"
 grep -q '16.16 activation memory .*: 4x64: 0.550x (55.0 MiB against 100.0); 8x128: 0.550x (110.0 MiB against 200.0)' \
     "$tmp/s1.md" && ok || bad "activation memory line: $(grep '16.16 activation' "$tmp/s1.md")"
