@@ -347,7 +347,8 @@ def precision_goals(brig, half):
     CPU has AVX512_BF16 (vdpbf16ps), >= 1.15x elsewhere (AVX2: half the operand traffic only)."""
     bf16 = cpu_has("avx512_bf16")
     need = 1.6 if bf16 else 1.15
-    parts, ok_all, kernels = [], True, set()
+    parts, ok_all = [], True
+    kernels = {r["half_gemm"] for r in half if r.get("precision") == "bf16.32" and "half_gemm" in r}
     for bt in ("4x64", "8x128"):
         ratios = []
         for rnd in rounds_of(brig):
@@ -361,7 +362,6 @@ def precision_goals(brig, half):
             ok_all = False
             parts.append(f"{bt}: not measured")
             continue
-        kernels.update(r["half_gemm"] for r in half if r.get("precision") == "bf16.32" and "half_gemm" in r)
         best = max(median([x for x, c in ratios if c == cfg]) for cfg in {c for _, c in ratios})
         ok_all &= best >= need
         parts.append(f"{bt}: " + ", ".join(f"{cfg} {spread([x for x, c in ratios if c == cfg], unit='×')}"

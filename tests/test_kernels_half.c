@@ -551,6 +551,21 @@ static const char *expected_half(const char *env, bool both_bf16) {
     return best; /* unknown names */
 }
 
+/* VDPBF16PS is the default bf16 kernel on AMD only: the vendor as /proc/cpuinfo names it, not as
+ * cpuid (which brg_isa_bf16_dot_outruns_fma reads) does. */
+static void test_bf16_dot_vendor(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return; /* not Linux: nothing independent to compare with */
+    char line[4096], vendor[64] = "";
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "vendor_id : %63s", vendor) == 1) break;
+    fclose(f);
+    const bool amd = strcmp(vendor, "AuthenticAMD") == 0;
+    CHECK_MSG(brg_isa_bf16_dot_outruns_fma() == (amd && brg_isa_has_avx512bf16()),
+              "vendor %s, AVX512_BF16 %d: VDPBF16PS outruns the FMAs %d", vendor, brg_isa_has_avx512bf16(),
+              brg_isa_bf16_dot_outruns_fma());
+}
+
 static void test_backend_env(const char *self) {
     CHECK_MSG(strcmp(brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16), expected_half(getenv("BRIGADE_GEMM"), true)) == 0,
               "half backend %s", brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16));
@@ -602,6 +617,7 @@ int main(int argc, char **argv) {
     test_gemm_half_kernels();
     test_gemm_half_team();
     test_gemm_half_degenerate();
+    test_bf16_dot_vendor();
     test_backend_env(len > 0 ? self : NULL);
     return test_finish();
 }

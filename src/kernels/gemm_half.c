@@ -9,7 +9,8 @@
  *               brg_isa_bf16_dot_outruns_fma). Other operand types get avx512.
  *   avx512      half operands widened to fp32 while packing, then the fp32 AVX-512 microkernel:
  *               the bits of brg_gemm's avx512 kernel on the widened operands. The default on
- *               AVX-512 CPUs without AVX512_BF16, and for fp16 (or mixed) operands.
+ *               AVX-512 CPUs without AVX512_BF16 or where it is slower (Intel), and for fp16 (or
+ *               mixed) operands.
  *   avx2        the same with the fp32 AVX2 microkernel; the default on AVX2 CPUs.
  *   openblas    operands widened into fp32 buffers, then OpenBLAS's sgemm (openblas.c); the default
  *               below AVX2.

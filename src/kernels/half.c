@@ -43,7 +43,7 @@ static bool detect_avx512bf16(void) {
  * and GPT-2 small bf16.32 training at 0.65-0.71x fp32. */
 bool brg_isa_bf16_dot_outruns_fma(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    unsigned max_leaf = 0, vendor[3] = {0};
+    unsigned max_leaf = 0, vendor[3] = {0}; /* leaf 0 spells the vendor in EBX, EDX, ECX */
     if (!brg_isa_has_avx512bf16() || !__get_cpuid(0, &max_leaf, &vendor[0], &vendor[2], &vendor[1])) return false;
     return memcmp(vendor, "AuthenticAMD", 12) == 0;
 #else
