@@ -7,8 +7,9 @@
  * --quick: the LM head's products at n = 256 only, no T5 shapes, no separate brg_gemm column.
  * --half: the GPT-2 products with half-precision operands (brg_gemm_half's kernels, fp32
  *         accumulation and output) next to the fp32 kernel of the same ISA: both operands bf16
- *         through VDPBF16PS (avx512bf16), and bf16 or fp16 operands widened while packing into
- *         the fp32 AVX-512 and AVX2 microkernels. BRIGADE_ISA caps the columns shown.
+ *         through VDPBF16PS (avx512bf16) and through the AMX tiles (amxbf16), and bf16 or fp16
+ *         operands widened while packing into the fp32 AVX-512 and AVX2 microkernels.
+ *         BRIGADE_ISA caps the columns shown.
  *
  * Shapes: for n = B*T rows in {256, 1024} and each (in, out) of GPT-2's linears (BERT-base has
  * the same 768/3072 ones), the forward y = x @ W (NN), the input gradient dx = dy @ W^T (NT) and
@@ -21,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_bf16.h"
@@ -45,10 +47,11 @@ typedef struct shape {
 typedef enum impl {
     IMPL_AVX512, IMPL_AVX2, IMPL_OPENBLAS, IMPL_DISPATCH, N_FP32_IMPL,
     /* --half: the operands as bf16 or fp16 copies of the fp32 ones */
-    IMPL_BF16_DOT = N_FP32_IMPL, IMPL_BF16_AVX512, IMPL_F16_AVX512, IMPL_BF16_AVX2, IMPL_F16_AVX2, N_IMPL
+    IMPL_BF16_DOT = N_FP32_IMPL, IMPL_BF16_AMX, IMPL_BF16_AVX512, IMPL_F16_AVX512, IMPL_BF16_AVX2, IMPL_F16_AVX2,
+    N_IMPL
 } impl;
 static const char *const impl_names[N_IMPL] = {"avx512", "avx2", "openblas", "brg_gemm", "bf16dot",
-                                               "bf16w512", "f16w512", "bf16w2", "f16w2"};
+                                               "bf16amx", "bf16w512", "f16w512", "bf16w2", "f16w2"};
 
 /* The half copies of the operands (--half). */
 static uint16_t *A_bf16, *B_bf16, *A_f16, *B_f16;
@@ -68,6 +71,9 @@ static void run(impl which, const shape *s, const float *A, const float *B, floa
         break;
     case IMPL_BF16_DOT:
         brg_gemm_avx512bf16(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A_bf16, lda, B_bf16, ldb, 1.0f, C, s->N);
+        break;
+    case IMPL_BF16_AMX:
+        brg_gemm_amxbf16(s->ta, s->tb, s->M, s->N, s->K, 1.0f, A_bf16, lda, B_bf16, ldb, 1.0f, C, s->N);
         break;
     case IMPL_BF16_AVX512:
     case IMPL_F16_AVX512: {
@@ -150,6 +156,7 @@ int main(int argc, char **argv) {
         have[IMPL_AVX2] = isa >= BRG_ISA_AVX2;
         have[IMPL_OPENBLAS] = false;
         have[IMPL_BF16_DOT] = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16();
+        have[IMPL_BF16_AMX] = isa >= BRG_ISA_AVX512 && brg_isa_has_amx_bf16();
         have[IMPL_BF16_AVX512] = have[IMPL_F16_AVX512] = isa >= BRG_ISA_AVX512;
         have[IMPL_BF16_AVX2] = isa >= BRG_ISA_AVX2;
         have[IMPL_F16_AVX2] = isa >= BRG_ISA_AVX2 && brg_isa_has_f16c();
@@ -230,7 +237,7 @@ int main(int argc, char **argv) {
     if (half) {
         /* Each half kernel against the fp32 kernel of its ISA, over the same products. */
         printf("speed-up over fp32 (time-weighted):");
-        const impl base[] = {IMPL_AVX512, IMPL_AVX512, IMPL_AVX512, IMPL_AVX2, IMPL_AVX2};
+        const impl base[] = {IMPL_AVX512, IMPL_AVX512, IMPL_AVX512, IMPL_AVX512, IMPL_AVX2, IMPL_AVX2};
         for (int c = IMPL_BF16_DOT; c < N_IMPL; c++)
             if (have[c] && have[base[c - IMPL_BF16_DOT]])
                 printf(" %s %.2fx", impl_names[c], seconds[base[c - IMPL_BF16_DOT]] / seconds[c]);

@@ -24,7 +24,7 @@ done
 grep -q "^RESULT impl=brigade model=tiny mode=train bt=4x64 config=1dev .* precision=bf16.32" "$tmp/half.log" && ok ||
     bad "no precision=bf16.32 in the RESULT line"
 # the bf16 products' kernel: one of brg_gemm_half's (it depends on the CPU); none in fp32
-grep -q " half_gemm=\(avx512bf16\|avx512\|avx2\|openblas\|ref\) " "$tmp/half.log" && ok ||
+grep -q " half_gemm=\(amxbf16\|avx512bf16\|avx512\|avx2\|openblas\|ref\) " "$tmp/half.log" && ok ||
     bad "no half_gemm kernel in the bf16.32 RESULT line: $(grep '^RESULT' "$tmp/half.log")"
 grep -q " half_gemm=none " "$tmp/run.log" && ok || bad "fp32 RESULT lines do not say half_gemm=none"
 "$bench" --no-peak --model tiny --mode train --precision fp8 >"$tmp/bad.log" 2>&1 && bad "--precision fp8 accepted" ||

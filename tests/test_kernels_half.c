@@ -10,14 +10,17 @@
  *
  * GEMMs: the widening kernels give the bits of the fp32 kernel on the widened operands; the
  * reference the bits of brg_gemm_ref on them; the VDPBF16PS kernel the bits of its documented
- * fp32 FMA order (gemm_bf16.h) and stays within the derived bound of the double reference;
+ * fp32 FMA order (gemm_bf16.h) and stays within the derived bound of the double reference; the
+ * AMX kernel, whose order Intel does not document, stays within the same bound (gemm_amx.h);
  * row/column slices and a 2-thread team give the bits of the whole product; BRIGADE_GEMM picks
- * the documented kernels. A kernel the CPU lacks prints a note and is skipped. */
+ * the documented kernels, and the AMX kernel is offered exactly where /proc/cpuinfo lists the
+ * tiles. A kernel the CPU lacks prints a note and is skipped. */
 #include <math.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include "kernels/cpu_isa.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_bf16.h"
@@ -325,9 +328,40 @@ static void bf16_emulated(bool ta, bool tb, int64_t M, int64_t N, int64_t K, flo
         }
 }
 
+/* The kernels held to the error bound against the double reference, and their depth blocks. */
+static int64_t bounded_kc(brg_gemm_half_kernel k) {
+    return k == BRG_GEMM_HALF_AVX512BF16 ? BRG_GEMM_BF16_KC : k == BRG_GEMM_HALF_AMXBF16 ? BRG_GEMM_AMX_KC : 0;
+}
+
+/* NaN where an operand's rows are padded past their `cols` elements (ld > cols): no kernel may
+ * read there. */
+static void nan_padding(operand *o, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = cols; c < ld; c++) {
+            const int64_t i = r * ld + c;
+            if (o->t == BRG_DTYPE_F32) ((float *)o->data)[i] = NAN;
+            else ((uint16_t *)o->data)[i] = o->t == BRG_DTYPE_F16 ? 0x7E00 : 0x7FC0;
+            o->wide[i] = NAN;
+        }
+}
+
+/* Runs kernel k on NaN operands M x K by K x N (dense), which leaves NaN in the thread's packing
+ * buffers: a later product of lesser depth whose padding the kernel fails to clear shows it. */
+static void poison_buffers(brg_gemm_half_kernel k, brg_dtype at, brg_dtype bt, bool ta, bool tb, int64_t M, int64_t N,
+                           int64_t K) {
+    operand A = {at, malloc((size_t)(M * K) * (size_t)elem_size(at)), tk_zeros(M * K)};
+    operand B = {bt, malloc((size_t)(K * N) * (size_t)elem_size(bt)), tk_zeros(K * N)};
+    nan_padding(&A, 1, 0, M * K), nan_padding(&B, 1, 0, K * N);
+    float *C = tk_zeros(M * N);
+    CHECK(brg_gemm_half_with(k, ta, tb, M, N, K, 1.0f, at, A.data, ta ? M : K, bt, B.data, tb ? K : N, 0.0f, C, N));
+    operand_free(&A), operand_free(&B);
+    free(C);
+}
+
 /* One case: kernel k on the typed operands against `twin` (an fp32 computation on the widened
- * operands that must give the same bits), plus, for the bf16 kernel, the error bound against
- * the double reference. C starts random (NaN for beta == 0, which must not be read). */
+ * operands that must give the same bits; for the AMX kernel, which has none, nothing), plus,
+ * for the bf16 kernels, the error bound against the double reference. C starts random (NaN for
+ * beta == 0, which must not be read). */
 static bool gemm_half_case(brg_gemm_half_kernel k, fp32_kernel_fn *twin, brg_dtype at, brg_dtype bt, bool ta, bool tb,
                            int64_t M, int64_t N, int64_t K, float alpha, float beta, int64_t pad) {
     const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + 2 * pad, ldc = N + pad;
@@ -338,19 +372,26 @@ static bool gemm_half_case(brg_gemm_half_kernel k, fp32_kernel_fn *twin, brg_dty
         for (int64_t i = 0; i < nc; i++) C1[i] = NAN;
     memcpy(C2, C1, (size_t)nc * sizeof *C1);
     memcpy(C0, C1, (size_t)nc * sizeof *C1);
+    /* NaN in the packing buffers and in the operands' padding must not reach C. */
+    poison_buffers(k, at, bt, ta, tb, M, N, K + 64);
+    nan_padding(&A, ta ? K : M, ta ? M : K, lda), nan_padding(&B, tb ? N : K, tb ? K : N, ldb);
     CHECK(brg_gemm_half_with(k, ta, tb, M, N, K, alpha, at, A.data, lda, bt, B.data, ldb, beta, C1, ldc));
     if (twin) CHECK(twin(ta, tb, M, N, K, alpha, A.wide, lda, B.wide, ldb, beta, C2, ldc));
-    else bf16_emulated(ta, tb, M, N, K, alpha, A.wide, lda, B.wide, ldb, beta, C2, ldc);
+    else if (k == BRG_GEMM_HALF_AVX512BF16)
+        bf16_emulated(ta, tb, M, N, K, alpha, A.wide, lda, B.wide, ldb, beta, C2, ldc);
+    else
+        memcpy(C2, C1, (size_t)nc * sizeof *C1);
     bool ok = memcmp(C1, C2, (size_t)nc * sizeof *C1) == 0;
     double worst = 0.0;
-    if (k == BRG_GEMM_HALF_AVX512BF16) {
+    const int64_t KC = bounded_kc(k);
+    if (KC) {
         /* Each element passes through at most K additions, one alpha product and one FMA per
          * depth block: n roundings of unit u = 2^-24 bound it by gamma_n = n u / (1 - n u)
          * times the sum of the magnitudes involved; the double reference's own final rounding
          * adds u |C|. */
         float *R = tk_copy(C0, nc);
         brg_gemm_half_ref(ta, tb, M, N, K, alpha, at, A.data, lda, bt, B.data, ldb, beta, R, ldc);
-        const double u = 0x1p-24, nr = (double)K + 2.0 * (double)((K + BRG_GEMM_BF16_KC - 1) / BRG_GEMM_BF16_KC) + 1;
+        const double u = 0x1p-24, nr = (double)K + 2.0 * (double)((K + KC - 1) / KC) + 1;
         const double gamma = nr * u / (1 - nr * u);
         for (int64_t i = 0; i < M; i++)
             for (int64_t j = 0; j < N; j++) {
@@ -382,11 +423,12 @@ static bool ref_twin(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float al
 
 typedef struct half_kernel_case {
     brg_gemm_half_kernel k;
-    fp32_kernel_fn *twin; /* NULL: the bf16 emulation */
+    fp32_kernel_fn *twin; /* NULL: the bf16 emulation (avx512bf16), none (amxbf16) */
     int64_t MR, NR, KC, MC, NC;
 } half_kernel_case;
 
 static const half_kernel_case half_kernels[] = {
+    {BRG_GEMM_HALF_AMXBF16, NULL, BRG_GEMM_AMX_MR, BRG_GEMM_AMX_NR, BRG_GEMM_AMX_KC, BRG_GEMM_AMX_MC, BRG_GEMM_AMX_NC},
     {BRG_GEMM_HALF_AVX512BF16, NULL, BRG_GEMM_BF16_MR, BRG_GEMM_BF16_NR, BRG_GEMM_BF16_KC, BRG_GEMM_BF16_MC,
      BRG_GEMM_BF16_NC},
     {BRG_GEMM_HALF_AVX512, brg_gemm_avx512, BRG_GEMM_AVX512_MR, BRG_GEMM_AVX512_NR, BRG_GEMM_AVX512_KC,
@@ -542,8 +584,10 @@ static const char *expected_half(const char *env, bool both_bf16) {
     const brg_isa isa = brg_isa_detected();
     const char *widen = isa >= BRG_ISA_AVX512 ? "avx512" : isa >= BRG_ISA_AVX2 ? "avx2" : "openblas";
     const bool bf16_dot = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16() && both_bf16;
-    const char *best = bf16_dot && brg_isa_bf16_dot_outruns_fma() ? "avx512bf16" : widen;
+    const bool tiles = isa >= BRG_ISA_AVX512 && brg_isa_has_amx_bf16() && both_bf16;
+    const char *best = tiles ? "amxbf16" : bf16_dot && brg_isa_bf16_dot_outruns_fma() ? "avx512bf16" : widen;
     if (!env) return best;
+    if (strcmp(env, "amxbf16") == 0) return tiles ? "amxbf16" : best;
     if (strcmp(env, "avx512bf16") == 0) return bf16_dot ? "avx512bf16" : best;
     if (strcmp(env, "openblas") == 0 || strcmp(env, "ref") == 0) return env;
     if (strcmp(env, "avx512") == 0) return widen;
@@ -566,6 +610,29 @@ static void test_bf16_dot_vendor(void) {
               brg_isa_bf16_dot_outruns_fma());
 }
 
+/* The AMX kernel runs exactly where Linux lists the tiles and their bf16 products in
+ * /proc/cpuinfo (it lists them only when it enables their state), next to AVX512_BF16. */
+static void test_amx_flags(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return; /* not Linux: nothing independent to compare with */
+    char line[8192];
+    bool tile = false, bf16 = false, found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) != 0) continue;
+        found = true;
+        for (char *w = strtok(strchr(line, ':') ? strchr(line, ':') + 1 : line, " \n"); w; w = strtok(NULL, " \n")) {
+            tile |= strcmp(w, "amx_tile") == 0;
+            bf16 |= strcmp(w, "amx_bf16") == 0;
+        }
+    }
+    fclose(f);
+    if (!found) return;
+    const bool want = tile && bf16 && brg_isa_has_avx512bf16();
+    CHECK_MSG(brg_isa_has_amx_bf16() == want, "/proc/cpuinfo amx_tile %d amx_bf16 %d: the AMX kernel is %s", tile, bf16,
+              brg_isa_has_amx_bf16() ? "offered" : "not offered");
+    printf("AMX-BF16 tiles: %s\n", want ? "yes" : "no");
+}
+
 static void test_backend_env(const char *self) {
     CHECK_MSG(strcmp(brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16), expected_half(getenv("BRIGADE_GEMM"), true)) == 0,
               "half backend %s", brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16));
@@ -573,7 +640,7 @@ static void test_backend_env(const char *self) {
            brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16), brg_gemm_half_backend(BRG_DTYPE_F16, BRG_DTYPE_F32),
            brg_gemm_backend());
     if (!self) return;
-    const char *values[] = {"openblas", "avx512bf16", "avx512", "avx2", "ref", "bogus"};
+    const char *values[] = {"openblas", "amxbf16", "avx512bf16", "avx512", "avx2", "ref", "bogus"};
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         char cmd[4200], line[256] = "";
         snprintf(cmd, sizeof cmd, "BRIGADE_GEMM=%s '%s' --child-backend 2>/dev/null", values[i], self);
@@ -618,6 +685,7 @@ int main(int argc, char **argv) {
     test_gemm_half_team();
     test_gemm_half_degenerate();
     test_bf16_dot_vendor();
+    test_amx_flags();
     test_backend_env(len > 0 ? self : NULL);
     return test_finish();
 }

@@ -1582,12 +1582,17 @@ static void gemm_half_kernel(opcase *c) {
     brg_gemm_half_with(brg_gemm_half_kernel_for(at, bt), ta, tb, M, Nn, K, 1.0f, at, A, lda, bt, B, ldb, 0.0f, want,
                        Nn);
     expect_bits(c, "brg_gemm_half (bound team) vs its kernel alone", Cd, want, M * Nn);
-    if (c->cfg->gemm == G_AVX512 && brg_gemm_half_kernel_supported(BRG_GEMM_HALF_AVX512BF16, at, bt) &&
-        !(c->v & S_SPECIAL)) {
+    /* the bf16 instruction kernels, whose sums are in their own order: close to the reference */
+    const brg_gemm_half_kernel bf16_kernels[] = {BRG_GEMM_HALF_AVX512BF16, BRG_GEMM_HALF_AMXBF16};
+    for (int i = 0; i < 2; i++) {
+        if (c->cfg->gemm != G_AVX512 || !brg_gemm_half_kernel_supported(bf16_kernels[i], at, bt) || (c->v & S_SPECIAL))
+            continue;
         float *ref = tk_zeros(M * Nn);
-        brg_gemm_half_with(BRG_GEMM_HALF_AVX512BF16, ta, tb, M, Nn, K, 1.0f, at, A, lda, bt, B, ldb, 0.0f, want, Nn);
+        brg_gemm_half_with(bf16_kernels[i], ta, tb, M, Nn, K, 1.0f, at, A, lda, bt, B, ldb, 0.0f, want, Nn);
         brg_gemm_half_ref(ta, tb, M, Nn, K, 1.0f, at, A, lda, bt, B, ldb, 0.0f, ref, Nn);
-        expect_close(c, "avx512bf16 kernel vs brg_gemm_half_ref", want, ref, M * Nn, 1e-5);
+        char what[96];
+        snprintf(what, sizeof what, "%s kernel vs brg_gemm_half_ref", brg_gemm_half_kernel_name(bf16_kernels[i]));
+        expect_close(c, what, want, ref, M * Nn, 1e-5);
         free(ref);
     }
     free(Aw), free(Bw), free(want);

@@ -13,7 +13,7 @@
  *             without AVX2.
  *   ref       brg_gemm_ref, the double-accumulating scalar loop (slow; for debugging).
  * The environment variable BRIGADE_GEMM=openblas|avx512|avx2|ref overrides the default (and
- * avx512bf16, which half-precision products read, gives avx512 here: gemm_half.c); asking
+ * amxbf16 and avx512bf16, which half-precision products read, give avx512 here: gemm_half.c); asking
  * for a kernel the CPU lacks (or BRIGADE_ISA rules out) gives the best one below it.
  * brg_gemm_backend() names what actually runs.
  *
@@ -63,15 +63,16 @@ static void choose_backend(void) {
         active = BACKEND_OPENBLAS;
     } else if (strcmp(env, "ref") == 0) {
         active = BACKEND_REF;
-    } else if (strcmp(env, "avx512") == 0 || strcmp(env, "avx512bf16") == 0) {
-        /* avx512bf16 names the bf16 kernel of brg_gemm_half; fp32 products use avx512. */
+    } else if (strcmp(env, "avx512") == 0 || strcmp(env, "avx512bf16") == 0 || strcmp(env, "amxbf16") == 0) {
+        /* amxbf16 and avx512bf16 name bf16 kernels of brg_gemm_half; fp32 products use avx512. */
         active = kernel_for(isa);
     } else if (strcmp(env, "avx2") == 0) {
         active = kernel_for(isa < BRG_ISA_AVX2 ? isa : BRG_ISA_AVX2);
     } else {
         /* A typo must not silently benchmark the wrong kernel. */
-        fprintf(stderr, "brigade: BRIGADE_GEMM=%s is not one of openblas, avx512bf16, avx512, avx2, ref; using %s\n", env,
-                backend_names[active]);
+        fprintf(stderr,
+                "brigade: BRIGADE_GEMM=%s is not one of openblas, amxbf16, avx512bf16, avx512, avx2, ref; using %s\n",
+                env, backend_names[active]);
     }
 }
 

@@ -71,8 +71,16 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 /* The source types a kernel may pack from index its routine tables. */
 static bool src_type_ok(brg_dtype t) { return t == BRG_DTYPE_F32 || t == BRG_DTYPE_F16 || t == BRG_DTYPE_BF16; }
 
+/* A's packing routines for a source type: its own where the kernel has them, else B's. */
+static brg_pack_rows_fn *a_rows(const brg_gemm_kernel *k, brg_dtype t) {
+    return k->pack_rows_a[t] ? k->pack_rows_a[t] : k->pack_rows[t];
+}
+static brg_pack_cols_fn *a_cols(const brg_gemm_kernel *k, brg_dtype t) {
+    return k->pack_cols_a[t] ? k->pack_cols_a[t] : k->pack_cols[t];
+}
+
 bool brg_gemm_blocked_reads(const brg_gemm_kernel *k, brg_dtype a_type, brg_dtype b_type) {
-    return src_type_ok(a_type) && src_type_ok(b_type) && k->pack_rows[a_type] && k->pack_cols[a_type] &&
+    return src_type_ok(a_type) && src_type_ok(b_type) && a_rows(k, a_type) && a_cols(k, a_type) &&
            k->pack_rows[b_type] && k->pack_cols[b_type];
 }
 
@@ -84,16 +92,21 @@ typedef struct operand {
     brg_pack_cols_fn *pack_cols;
 } operand;
 
-static operand operand_of(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
+static operand b_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
     return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, k->pack_rows[type], k->pack_cols[type]};
+}
+static operand a_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, a_rows(k, type), a_cols(k, type)};
 }
 
 /* The source element `offset` elements into the operand. */
 static const void *at(const operand *o, int64_t offset) { return o->data + offset * o->elem; }
 
-/* Bytes of a packed panel of `lanes` lanes over depth kc: 4-byte lanes, kc / k_pack steps. */
+/* Bytes of a packed panel of `lanes` lanes over depth kc: 4-byte lanes, kc / k_pack steps, kc
+ * padded to the kernel's alignment. */
 static int64_t panel_bytes(const brg_gemm_kernel *k, int64_t lanes, int64_t kc) {
-    return lanes * (round_up(kc, k->k_pack) / k->k_pack) * 4;
+    const int64_t align = k->k_align ? k->k_align : k->k_pack;
+    return lanes * (round_up(kc, align) / k->k_pack) * 4;
 }
 
 /* op(A)[ic:ic+mc, pc:pc+kc] into MR-row micro-panels. */
@@ -202,7 +215,7 @@ static bool blocked_loops(const brg_gemm_kernel *k, bool trans_a, bool trans_b, 
 bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                       float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
                       int64_t ldb, float beta, float *C, int64_t ldc) {
-    const operand a_op = operand_of(k, a_type, A, lda), b_op = operand_of(k, b_type, B, ldb);
+    const operand a_op = a_operand(k, a_type, A, lda), b_op = b_operand(k, b_type, B, ldb);
     return blocked_loops(k, trans_a, trans_b, M, N, K, alpha, &a_op, &b_op, NULL, beta, C, ldc);
 }
 
@@ -218,7 +231,7 @@ size_t brg_gemm_blocked_packed_bytes(const brg_gemm_kernel *k, int64_t K, int64_
 
 void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, int64_t N, brg_dtype b_type,
                              const void *B, int64_t ldb, void *dst) {
-    const operand b_op = operand_of(k, b_type, B, ldb);
+    const operand b_op = b_operand(k, b_type, B, ldb);
     for (int64_t pc = 0; pc < K; pc += k->KC) {
         const int64_t kc = min64(k->KC, K - pc);
         for (int64_t jc = 0; jc < N; jc += k->NC)
@@ -230,6 +243,6 @@ void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, 
 bool brg_gemm_blocked_packed(const brg_gemm_kernel *k, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha,
                              brg_dtype a_type, const void *A, int64_t lda, const void *packed_b, float beta, float *C,
                              int64_t ldc) {
-    const operand a_op = operand_of(k, a_type, A, lda);
+    const operand a_op = a_operand(k, a_type, A, lda);
     return blocked_loops(k, trans_a, false, M, N, K, alpha, &a_op, NULL, packed_b, beta, C, ldc);
 }

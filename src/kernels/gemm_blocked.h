@@ -53,11 +53,18 @@ typedef struct brg_gemm_kernel {
     int64_t MR, NR, KC, MC, NC;
     int group;  /* rows pack_rows transposes at once (the vector width) */
     int k_pack; /* k values per 4-byte packed lane: 1 (fp32 panels) or 2 (bf16 pairs) */
+    /* Depth a packed panel is padded to, in k values (0: k_pack); the packing routines write
+     * zeros in the padding. Tiles that load whole k-steps (gemm_amx.c, 32 k) need it. */
+    int k_align;
     /* Indexed by the operand's brg_dtype (F32, F16, BF16); NULL where the kernel cannot read
      * that type. Half sources are widened (or paired) while packing, so the tiles never see
      * the source type. */
     brg_pack_rows_fn *pack_rows[BRG_GEMM_SRC_TYPES];
     brg_pack_cols_fn *pack_cols[BRG_GEMM_SRC_TYPES];
+    /* A's own routines where its panels are laid out unlike B's (gemm_amx.c: rows of k-steps);
+     * NULL: A packs as B does. */
+    brg_pack_rows_fn *pack_rows_a[BRG_GEMM_SRC_TYPES];
+    brg_pack_cols_fn *pack_cols_a[BRG_GEMM_SRC_TYPES];
     /* Tiles of decreasing height: tiles[0] has MR rows; the last panel of a block runs the
      * lowest one that covers its rows, instead of spending most FMAs on padding. */
     int n_tiles;

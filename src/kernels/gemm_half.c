@@ -3,9 +3,12 @@
  *
  * Kernels, chosen once per process from the CPU, BRIGADE_ISA and BRIGADE_GEMM (the variable
  * brg_gemm reads; each name picks the same family for both):
- *   avx512bf16  VDPBF16PS on bf16 pairs (gemm_bf16.c); the default when both operands are bf16
- *               and the CPU has AVX512_BF16 issued as fast as fp32 FMAs (AMD; on Intel's cores it
- *               runs at half their rate, so avx512 is the default there:
+ *   amxbf16     TDPBF16PS on the AMX tiles (gemm_amx.c); the default when both operands are bf16
+ *               and the CPU has AMX-BF16 (Intel Xeon from Sapphire Rapids on), the OS enabling
+ *               it. Other operand types get avx512.
+ *   avx512bf16  VDPBF16PS on bf16 pairs (gemm_bf16.c); the default when both operands are bf16,
+ *               there is no AMX, and the CPU has AVX512_BF16 issued as fast as fp32 FMAs (AMD;
+ *               on Intel's cores it runs at half their rate, so avx512 is the default there:
  *               brg_isa_bf16_dot_outruns_fma). Other operand types get avx512.
  *   avx512      half operands widened to fp32 while packing, then the fp32 AVX-512 microkernel:
  *               the bits of brg_gemm's avx512 kernel on the widened operands. The default on
@@ -15,7 +18,8 @@
  *   openblas    operands widened into fp32 buffers, then OpenBLAS's sgemm (openblas.c); the default
  *               below AVX2.
  *   ref         brg_gemm_half_ref, double accumulation (slow; the yardstick of the tests).
- * BRIGADE_GEMM=avx512bf16 asks for VDPBF16PS wherever the CPU has it; avx512, avx2 ask for a
+ * BRIGADE_GEMM=amxbf16 and avx512bf16 ask for the tiles or VDPBF16PS wherever the CPU has
+ * them (else the default); avx512, avx2 ask for a
  * widening kernel (capped by the CPU as for brg_gemm), so an AVX512_BF16 machine can run exactly
  * what an AVX-512 or AVX2 one runs. No kernel accumulates in fp16 (brg_gemm_half_partials_available). */
 #include "kernels/gemm_half.h"
@@ -28,6 +32,7 @@
 #include "brigade/status.h"
 #include "kernels/cpu_isa.h"
 #include "kernels/gemm_avx2.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_bf16.h"
 #include "kernels/gemm_blocked.h"
@@ -35,7 +40,7 @@
 #include "kernels/kernels.h"
 #include "kernels/openblas.h"
 
-static const char *const kernel_names[] = {"openblas", "avx512", "avx2", "ref", "avx512bf16"};
+static const char *const kernel_names[] = {"openblas", "avx512", "avx2", "ref", "avx512bf16", "amxbf16"};
 
 const char *brg_gemm_half_kernel_name(brg_gemm_half_kernel k) {
     return (unsigned)k < BRG_GEMM_HALF_KERNEL_COUNT ? kernel_names[k] : "unknown";
@@ -53,6 +58,7 @@ bool brg_gemm_half_kernel_supported(brg_gemm_half_kernel k, brg_dtype a_type, br
     case BRG_GEMM_HALF_AVX2: return brg_isa_hardware(BRG_ISA_AVX2) && (!f16 || brg_isa_has_f16c());
     case BRG_GEMM_HALF_AVX512BF16:
         return a_type == BRG_DTYPE_BF16 && b_type == BRG_DTYPE_BF16 && brg_isa_has_avx512bf16();
+    case BRG_GEMM_HALF_AMXBF16: return a_type == BRG_DTYPE_BF16 && b_type == BRG_DTYPE_BF16 && brg_isa_has_amx_bf16();
     case BRG_GEMM_HALF_KERNEL_COUNT: break;
     }
     return false;
@@ -72,28 +78,32 @@ static brg_gemm_half_kernel widening_for(brg_isa isa) {
 static void choose(void) {
     const brg_isa isa = brg_isa_detected();
     const bool bf16_dot = isa >= BRG_ISA_AVX512 && brg_isa_has_avx512bf16();
-    const brg_gemm_half_kernel best =
-        bf16_dot && brg_isa_bf16_dot_outruns_fma() ? BRG_GEMM_HALF_AVX512BF16 : widening_for(isa);
+    const bool tiles = isa >= BRG_ISA_AVX512 && brg_isa_has_amx_bf16();
+    const brg_gemm_half_kernel best = tiles                                            ? BRG_GEMM_HALF_AMXBF16
+                                      : bf16_dot && brg_isa_bf16_dot_outruns_fma() ? BRG_GEMM_HALF_AVX512BF16
+                                                                                   : widening_for(isa);
     preferred = best;
     const char *env = getenv("BRIGADE_GEMM");
     if (!env || !*env) return;
-    if (strcmp(env, "avx512bf16") == 0) preferred = bf16_dot ? BRG_GEMM_HALF_AVX512BF16 : best;
+    if (strcmp(env, "amxbf16") == 0) preferred = tiles ? BRG_GEMM_HALF_AMXBF16 : best;
+    else if (strcmp(env, "avx512bf16") == 0) preferred = bf16_dot ? BRG_GEMM_HALF_AVX512BF16 : best;
     else if (strcmp(env, "avx512") == 0) preferred = widening_for(isa);
     else if (strcmp(env, "avx2") == 0) preferred = widening_for(isa < BRG_ISA_AVX2 ? isa : BRG_ISA_AVX2);
     else if (strcmp(env, "ref") == 0) preferred = BRG_GEMM_HALF_REF;
     else if (strcmp(env, "openblas") == 0) preferred = BRG_GEMM_HALF_OPENBLAS;
     else /* A typo must not silently benchmark the wrong kernel. */
         fprintf(stderr,
-                "brigade: BRIGADE_GEMM=%s is not one of openblas, avx512bf16, avx512, avx2, ref; half-precision "
-                "products use %s\n",
+                "brigade: BRIGADE_GEMM=%s is not one of openblas, amxbf16, avx512bf16, avx512, avx2, ref; "
+                "half-precision products use %s\n",
                 env, kernel_names[best]);
 }
 
 brg_gemm_half_kernel brg_gemm_half_kernel_for(brg_dtype a_type, brg_dtype b_type) {
     pthread_once(&choose_once, choose);
     brg_gemm_half_kernel k = preferred;
-    if (k == BRG_GEMM_HALF_AVX512BF16 && !brg_gemm_half_kernel_supported(k, a_type, b_type))
-        k = BRG_GEMM_HALF_AVX512; /* VDPBF16PS needs bf16 on both sides */
+    const bool bf16_only = k == BRG_GEMM_HALF_AVX512BF16 || k == BRG_GEMM_HALF_AMXBF16;
+    if (bf16_only && !brg_gemm_half_kernel_supported(k, a_type, b_type))
+        k = BRG_GEMM_HALF_AVX512; /* the bf16 instructions need bf16 on both sides */
     if (!brg_gemm_half_kernel_supported(k, a_type, b_type)) k = BRG_GEMM_HALF_OPENBLAS;
     return k;
 }
@@ -182,6 +192,8 @@ bool brg_gemm_half_with(brg_gemm_half_kernel k, bool trans_a, bool trans_b, int6
         return true;
     }
     switch (k) {
+    case BRG_GEMM_HALF_AMXBF16:
+        return brg_gemm_amxbf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     case BRG_GEMM_HALF_AVX512BF16:
         return brg_gemm_avx512bf16(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     case BRG_GEMM_HALF_AVX512:

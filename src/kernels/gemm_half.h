@@ -14,10 +14,11 @@ typedef enum brg_gemm_half_kernel {
     BRG_GEMM_HALF_AVX2,         /* widen while packing, the fp32 AVX2 microkernel */
     BRG_GEMM_HALF_REF,          /* brg_gemm_half_ref */
     BRG_GEMM_HALF_AVX512BF16,   /* VDPBF16PS on bf16 pairs (both operands bf16) */
+    BRG_GEMM_HALF_AMXBF16,      /* TDPBF16PS on the AMX tiles (both operands bf16) */
     BRG_GEMM_HALF_KERNEL_COUNT
 } brg_gemm_half_kernel;
 
-/* The BRIGADE_GEMM name of each: "openblas", "avx512", "avx2", "ref", "avx512bf16". */
+/* The BRIGADE_GEMM name of each: "openblas", "avx512", "avx2", "ref", "avx512bf16", "amxbf16". */
 const char *brg_gemm_half_kernel_name(brg_gemm_half_kernel k);
 
 /* True when kernel k can run here (CPU and OS, not BRIGADE_ISA) on operands of these types. */
