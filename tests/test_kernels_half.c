@@ -511,6 +511,101 @@ static void test_gemm_half_kernels(void) {
     }
 }
 
+/* ---- fp32 operands rounded while packed ---- */
+
+/* fp32 values that stress the rounding: ties to even both ways, subnormals (which VCVTNEPS2BF16
+ * alone would flush), and ordinary values; no NaN or Inf, so the product is finite. */
+static float rounding_value(int64_t i) {
+    switch (i % 7) {
+    case 0: return float_of(0x3F808000u ^ (uint32_t)(i & 1) << 16); /* ties */
+    case 1: return float_of(0x007F8000u + (uint32_t)(i % 1000)) * (i & 2 ? -1.0f : 1.0f); /* subnormals */
+    case 2: return (float)(tk_uniform() * 2 - 1) * 1e-3f;
+    default: return (float)(tk_uniform() * 2 - 1);
+    }
+}
+
+/* brg_gemm_amxbf16_rounding gives the bits of brg_gemm_amxbf16 on bf16 copies rounded by the
+ * reference, over tile edges, depth blocks, transposes and padded rows (NaN in the padding). */
+static void test_amx_rounding(void) {
+    if (!brg_isa_has_amx_bf16()) {
+        printf("note: no AMX-BF16 here; the rounding kernel's tests are skipped\n");
+        return;
+    }
+    const int64_t MR = BRG_GEMM_AMX_MR, NR = BRG_GEMM_AMX_NR, KC = BRG_GEMM_AMX_KC;
+    const int64_t shapes[][3] = {
+        {1, 1, 1}, {MR + 1, NR - 1, 33}, {2 * MR + 5, 2 * NR + 3, KC + 1}, {17, 70, 2 * KC + 3}};
+    int cases = 0;
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+        for (int t = 0; t < 4; t++, cases++) {
+            const bool ta = t & 1, tb = t & 2;
+            const int64_t M = shapes[sh][0], N = shapes[sh][1], K = shapes[sh][2], pad = t % 3;
+            const int64_t a_rows = ta ? K : M, a_cols = ta ? M : K, b_rows = tb ? N : K, b_cols = tb ? K : N;
+            const int64_t lda = a_cols + pad, ldb = b_cols + pad;
+            float *A = tk_zeros(a_rows * lda), *B = tk_zeros(b_rows * ldb);
+            uint16_t *Ah = calloc((size_t)(a_rows * lda), 2), *Bh = calloc((size_t)(b_rows * ldb), 2);
+            for (int64_t i = 0; i < a_rows * lda; i++) {
+                A[i] = i % lda < a_cols ? rounding_value(i) : NAN;
+                Ah[i] = brg_f32_to_bf16(A[i]);
+            }
+            for (int64_t i = 0; i < b_rows * ldb; i++) {
+                B[i] = i % ldb < b_cols ? rounding_value(i + 3) : NAN;
+                Bh[i] = brg_f32_to_bf16(B[i]);
+            }
+            float *C0 = tk_rand(M * N, -1, 1), *got = tk_copy(C0, M * N), *want = tk_copy(C0, M * N);
+            CHECK(brg_gemm_amxbf16_rounding(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, 0.5f, got, N));
+            CHECK(brg_gemm_amxbf16(ta, tb, M, N, K, 0.75f, Ah, lda, Bh, ldb, 0.5f, want, N));
+            CHECK_MSG(memcmp(got, want, (size_t)(M * N) * sizeof(float)) == 0,
+                      "amx rounding while packing M=%lld N=%lld K=%lld ta=%d tb=%d: not the bits on rounded copies",
+                      (long long)M, (long long)N, (long long)K, ta, tb);
+            bool finite = true;
+            for (int64_t i = 0; i < M * N; i++) finite &= isfinite(got[i]);
+            CHECK_MSG(finite, "amx rounding M=%lld N=%lld K=%lld ta=%d tb=%d: NaN padding reached C", (long long)M,
+                      (long long)N, (long long)K, ta, tb);
+            free(A), free(B), free(Ah), free(Bh), free(C0), free(got), free(want);
+        }
+    /* fp32 subnormals just below 2^-126 round up to it, a normal bf16 the tiles do not flush:
+     * 64 of them times 1 is 2^-120 (flushing them first would give 0). */
+    float a[64], b[64], c = 1.0f;
+    for (int i = 0; i < 64; i++) a[i] = float_of(0x007FC000u), b[i] = 1.0f;
+    CHECK(brg_gemm_amxbf16_rounding(false, false, 1, 1, 64, 1.0f, a, 64, b, 1, 0.0f, &c, 1));
+    CHECK_MSG(c == 0x1p-120f, "64 fp32 subnormals rounding up to 2^-126: sum %a, want 0x1p-120", c);
+    printf("amxbf16 rounding while packing: %d cases\n", cases);
+}
+
+/* brg_gemm_half_rounded: the bits of brg_gemm_half on rounded copies, alone and on a team of 2;
+ * false exactly where the process's bf16 kernel is not amxbf16. */
+static void test_gemm_half_rounded(void) {
+    const int64_t M = 70, N = 130, K = 200;
+    const bool amx = strcmp(brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16), "amxbf16") == 0;
+    brg_gemm_team *team = NULL;
+    CHECK_OK(brg_gemm_team_create(2, &team));
+    for (int t = 0; t < 4; t++) {
+        const bool ta = t & 1, tb = t & 2;
+        const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        float *A = tk_rand(M * K, -1, 1), *B = tk_rand(K * N, -1, 1);
+        uint16_t *Ah = malloc((size_t)(M * K) * 2), *Bh = malloc((size_t)(K * N) * 2);
+        brg_f32_to_bf16_row(Ah, A, M * K), brg_f32_to_bf16_row(Bh, B, K * N);
+        float *C0 = tk_rand(M * N, -1, 1), *alone = tk_copy(C0, M * N), *two = tk_copy(C0, M * N);
+        float *want = tk_copy(C0, M * N);
+        brg_gemm_half(ta, tb, M, N, K, 0.75f, BRG_DTYPE_BF16, Ah, lda, BRG_DTYPE_BF16, Bh, ldb, 0.5f, want, N);
+        const bool took =
+            brg_gemm_half_rounded(BRG_DTYPE_BF16, ta, tb, M, N, K, 0.75f, A, lda, B, ldb, 0.5f, alone, N);
+        CHECK_MSG(took == amx, "brg_gemm_half_rounded took the product: %d, the bf16 kernel amxbf16: %d", took, amx);
+        if (took) {
+            brg_gemm_team_bind(team);
+            CHECK(brg_gemm_half_rounded(BRG_DTYPE_BF16, ta, tb, M, N, K, 0.75f, A, lda, B, ldb, 0.5f, two, N));
+            brg_gemm_team_bind(NULL);
+            CHECK_MSG(memcmp(alone, want, (size_t)(M * N) * sizeof(float)) == 0 &&
+                          memcmp(two, want, (size_t)(M * N) * sizeof(float)) == 0,
+                      "brg_gemm_half_rounded ta=%d tb=%d: not the bits of brg_gemm_half on rounded copies", ta, tb);
+        } else {
+            CHECK_MSG(memcmp(alone, C0, (size_t)(M * N) * sizeof(float)) == 0, "declined, yet C changed");
+        }
+        free(A), free(B), free(Ah), free(Bh), free(C0), free(alone), free(two), free(want);
+    }
+    brg_gemm_team_destroy(team);
+}
+
 /* ---- the dispatched entry point ---- */
 
 /* brg_gemm_half with a team of 2 gives the bits it gives alone; and whatever it dispatches to
@@ -663,6 +758,7 @@ static int child_backend(void) {
            brg_gemm_half_backend(BRG_DTYPE_F16, BRG_DTYPE_BF16));
     fflush(stdout);
     test_gemm_half_team();
+    test_gemm_half_rounded();
     return test_failed_ ? 1 : 0;
 }
 
@@ -683,6 +779,8 @@ int main(int argc, char **argv) {
     if (exhaustive) return test_finish(); /* the conversions alone */
     test_gemm_half_kernels();
     test_gemm_half_team();
+    test_amx_rounding();
+    test_gemm_half_rounded();
     test_gemm_half_degenerate();
     test_bf16_dot_vendor();
     test_amx_flags();

@@ -36,6 +36,7 @@
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_blocked.h"
+#include "kernels/gemm_half.h"
 #include "kernels/half.h"
 #include "kernels/kernels.h"
 
@@ -130,6 +131,8 @@ static const uint16_t *rounded_operand(int slot, brg_dtype type, const float *X,
 static void gemm_rounded(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                          const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                          int64_t ldc) {
+    /* The AMX kernel rounds while it packs: no copies to write and read again. */
+    if (brg_gemm_half_rounded(type, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     const int64_t a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
     const int64_t b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
     const uint16_t *a = rounded_operand(BRG_SCRATCH_GEMM_A, type, A, a_rows, a_cols, lda);

@@ -28,8 +28,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernels/bf16_round.h"
 #include "kernels/gemm_avx512_parts.h"
-#include "kernels/gemm_bf16.h"
 #endif
 
 /* ---- can this process use the tiles ---- */
@@ -70,7 +70,8 @@ bool brg_isa_has_amx_bf16(void) {
 #ifdef BRG_AMX_BUILD
 
 #define AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
-#define PACK __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+#define PACK BRG_AVX512BF16
+#define PACK_INLINE static inline __attribute__((always_inline)) PACK
 
 enum {
     MR = BRG_GEMM_AMX_MR,
@@ -88,71 +89,132 @@ _Static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of tile c
 
 static int64_t steps_of(int64_t kc) { return (kc + KSTEP - 1) / KSTEP; }
 
-/* ---- B panels: gemm_bf16.c's pairs, then zeros up to the step ---- */
-
-/* Zeros pair steps [from, to) of lanes [0, width) of a [steps][w] panel of 32-bit words. */
-static void zero_steps(uint32_t *dst, int64_t w, int64_t width, int64_t from, int64_t to) {
-    for (int64_t s = from; s < to; s++) memset(dst + s * w, 0, (size_t)width * sizeof *dst);
-}
-
-PACK static void pack_b_rows(void *restrict dst, int64_t w, int width, const void *restrict src, int64_t ld, int rows,
-                             int64_t kc, int64_t next) {
-    brg_gemm_bf16_pack_rows(dst, w, width, src, ld, rows, kc, next);
-    zero_steps(dst, w, width, (kc + 1) / 2, steps_of(kc) * (KSTEP / 2));
-}
-
-PACK static void pack_b_cols(void *restrict dst, int64_t w, const void *restrict src, int64_t ld, int64_t cols,
-                             int64_t kc) {
-    brg_gemm_bf16_pack_cols(dst, w, src, ld, cols, kc);
-    zero_steps(dst, w, w, (kc + 1) / 2, steps_of(kc) * (KSTEP / 2));
-}
-
-/* ---- A panels: per step, w rows of 32 bf16 ---- */
+/* ---- loading sources as bf16 ---- */
 
 /* The mask of the first n (clamped to [0, 32]) 16-bit elements. */
 static inline __mmask32 halves(int64_t n) {
     return n >= 32 ? (__mmask32)0xFFFFFFFFu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
 }
 
+/* The lanes of mask m of a source row from element i, as bf16: a bf16 source as it is, an fp32
+ * one rounded to nearest even (bf16_round.h). Lanes outside m are zero. */
+PACK_INLINE __m256i load16(bool f32, const void *src, int64_t i, __mmask16 m) {
+    if (f32) return brg_bf16_round16(_mm512_maskz_loadu_ps(m, (const float *)src + i));
+    return _mm256_maskz_loadu_epi16(m, (const uint16_t *)src + i);
+}
+
+/* 32 consecutive elements of a source row from element i as 16 pairs, zeros past the first n. */
+PACK_INLINE __m512i load32(bool f32, const void *src, int64_t i, int64_t n) {
+    if (!f32) return _mm512_maskz_loadu_epi16(halves(n), (const uint16_t *)src + i);
+    const __m256i lo = load16(true, src, i, lanes(n)), hi = load16(true, src, i + 16, lanes(n - 16));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* 16 lanes of pairs from two source rows: lo[lane] in the low half, hi[lane] in the high. */
+PACK_INLINE __m512i interleave(__m256i lo, __m256i hi) {
+    return _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+}
+
+enum { PREFETCH_ROWS = 16 };
+
+/* ---- B panels: [steps * 16][w] pairs, as gemm_bf16.c's, padded with zeros to whole steps ---- */
+
+/* Rows contiguous along k (B transposed; a row is a lane): 16 rows of a step loaded as pairs,
+ * then transposed so that each pair step holds the lanes side by side. */
+PACK_INLINE void pack_b_rows(bool f32, void *restrict dst_, int64_t w, int width, const void *restrict src_,
+                             int64_t ld, int rows, int64_t kc) {
+    uint32_t *dst = dst_;
+    const char *src = src_;
+    const int64_t elem = f32 ? 4 : 2;
+    const __mmask16 store = lanes(width);
+    for (int64_t t = 0; t < steps_of(kc); t++) {
+        __m512 r[16];
+        for (int i = 0; i < 16; i++)
+            r[i] = i < rows ? _mm512_castsi512_ps(load32(f32, src + i * ld * elem, t * KSTEP, kc - t * KSTEP))
+                            : _mm512_setzero_ps();
+        transpose16(r);
+        uint32_t *d = dst + t * (KSTEP / 2) * w;
+        for (int q = 0; q < 16; q++) _mm512_mask_storeu_ps(d + q * w, store, r[q]);
+    }
+}
+
+/* Lanes contiguous (B not transposed: element (k, lane) at src + k * ld + lane): rows k and
+ * k + 1 interleaved into each pair step of the `cols` lanes from `lane0` of a w-lane panel. */
+PACK_INLINE void pair_step(bool f32, uint32_t *restrict d, int64_t w, const char *restrict row, int64_t ld_bytes,
+                           int64_t k, int64_t kc, int64_t lane0, int64_t cols) {
+    for (int64_t v = 0; v < w; v += 16) {
+        const __mmask16 m = lanes(cols - v);
+        const __m256i lo = k < kc ? load16(f32, row, lane0 + v, m) : _mm256_setzero_si256();
+        const __m256i hi = k + 1 < kc ? load16(f32, row + ld_bytes, lane0 + v, m) : _mm256_setzero_si256();
+        _mm512_mask_storeu_epi32(d + v, lanes(w - v), interleave(lo, hi));
+    }
+}
+
+PACK_INLINE void pack_b_cols(bool f32, void *restrict dst, int64_t w, const void *restrict src_, int64_t ld,
+                             int64_t cols, int64_t kc) {
+    const char *src = src_;
+    const int64_t elem = f32 ? 4 : 2;
+    for (int64_t s = 0; s < steps_of(kc) * (KSTEP / 2); s++)
+        pair_step(f32, (uint32_t *)dst + s * w, w, src + 2 * s * ld * elem, ld * elem, 2 * s, kc, 0, cols);
+}
+
+/* A whole block of panels, source rows outer: each pair of rows is swept once across all of nc
+ * (a row is a new page at every step; per panel the sweep would touch each page nc / NR times),
+ * the rows PREFETCH_ROWS on asked for meanwhile. */
+PACK_INLINE void pack_b_block(bool f32, void *restrict dst, int64_t w, const void *restrict src_, int64_t ld,
+                              int64_t nc, int64_t kc) {
+    const char *src = src_;
+    const int64_t elem = f32 ? 4 : 2, pairs = steps_of(kc) * (KSTEP / 2);
+    for (int64_t s = 0; s < pairs; s++) {
+        const char *row = src + 2 * s * ld * elem;
+        /* An address, not a pointer: past the last row it lies outside the matrix. */
+        const uintptr_t ahead = (uintptr_t)row + (uintptr_t)(PREFETCH_ROWS * ld * elem);
+        for (int64_t b = 0; b < nc * elem; b += 64) {
+            _mm_prefetch((const char *)(ahead + (uintptr_t)b), _MM_HINT_T0);
+            _mm_prefetch((const char *)(ahead + (uintptr_t)(ld * elem + b)), _MM_HINT_T0);
+        }
+        for (int64_t jr = 0; jr < nc; jr += w) {
+            uint32_t *panel = (uint32_t *)dst + jr * pairs;
+            pair_step(f32, panel + s * w, w, row, ld * elem, 2 * s, kc, jr, nc - jr);
+        }
+    }
+}
+
+/* ---- A panels: per step, w rows of 32 bf16 ---- */
+
 /* Rows contiguous along k (A not transposed): each step's row r is the row's next 32 values,
  * zeros past kc and for rows >= `rows`. */
-PACK static void pack_a_rows(void *restrict dst_, int64_t w, int width, const void *restrict src_, int64_t ld,
-                             int rows, int64_t kc, int64_t next) {
-    (void)width, (void)next;
+PACK_INLINE void pack_a_rows(bool f32, void *restrict dst_, int64_t w, const void *restrict src_, int64_t ld, int rows,
+                             int64_t kc) {
     char *dst = dst_;
-    const uint16_t *src = src_;
+    const char *src = src_;
+    const int64_t elem = f32 ? 4 : 2;
     for (int64_t t = 0; t < steps_of(kc); t++) {
-        const __mmask32 load = halves(kc - t * KSTEP);
         char *d = dst + t * w * ROW_BYTES;
         for (int64_t r = 0; r < w; r++) {
             const __m512i v =
-                r < rows ? _mm512_maskz_loadu_epi16(load, src + r * ld + t * KSTEP) : _mm512_setzero_si512();
+                r < rows ? load32(f32, src + r * ld * elem, t * KSTEP, kc - t * KSTEP) : _mm512_setzero_si512();
             _mm512_store_si512(d + r * ROW_BYTES, v);
         }
     }
 }
 
-/* 16 lanes of pairs from two source rows: lo[lane] in the low half, hi[lane] in the high. */
-PACK static inline __m512i interleave(__m256i lo, __m256i hi) {
-    return _mm512_or_si512(_mm512_cvtepu16_epi32(lo), _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
-}
-
 /* Rows' dimension contiguous (A transposed: element (k, row) at src + k * ld + row): for each
  * step and 16 rows, the 16 pairs of each row gathered across source rows k, then transposed so
  * that each row's pairs lie side by side. */
-PACK static void pack_a_cols(void *restrict dst_, int64_t w, const void *restrict src_, int64_t ld, int64_t cols,
-                             int64_t kc) {
+PACK_INLINE void pack_a_cols(bool f32, void *restrict dst_, int64_t w, const void *restrict src_, int64_t ld,
+                             int64_t cols, int64_t kc) {
     char *dst = dst_;
-    const uint16_t *src = src_;
+    const char *src = src_;
+    const int64_t elem = f32 ? 4 : 2;
     for (int64_t t = 0; t < steps_of(kc); t++) {
         for (int64_t g = 0; g < w; g += 16) {
             const __mmask16 m = lanes(cols - g);
             __m512 r[16];
             for (int s = 0; s < 16; s++) {
                 const int64_t k = t * KSTEP + 2 * s;
-                const __m256i lo = k < kc ? _mm256_maskz_loadu_epi16(m, src + k * ld + g) : _mm256_setzero_si256();
-                const __m256i hi =
-                    k + 1 < kc ? _mm256_maskz_loadu_epi16(m, src + (k + 1) * ld + g) : _mm256_setzero_si256();
+                const __m256i lo = k < kc ? load16(f32, src + k * ld * elem, g, m) : _mm256_setzero_si256();
+                const __m256i hi = k + 1 < kc ? load16(f32, src + (k + 1) * ld * elem, g, m) : _mm256_setzero_si256();
                 r[s] = _mm512_castsi512_ps(interleave(lo, hi));
             }
             transpose16(r); /* r[row] now holds that row's 16 pairs */
@@ -161,6 +223,33 @@ PACK static void pack_a_cols(void *restrict dst_, int64_t w, const void *restric
         }
     }
 }
+
+/* The routines of gemm_blocked.h's signatures, per source type. */
+#define PACKERS(suffix, f32)                                                                                       \
+    PACK static void b_rows_##suffix(void *restrict dst, int64_t w, int width, const void *restrict src, int64_t ld, \
+                                     int rows, int64_t kc, int64_t next) {                                          \
+        (void)next;                                                                                                \
+        pack_b_rows(f32, dst, w, width, src, ld, rows, kc);                                                        \
+    }                                                                                                              \
+    PACK static void b_cols_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,          \
+                                     int64_t cols, int64_t kc) {                                                   \
+        pack_b_cols(f32, dst, w, src, ld, cols, kc);                                                               \
+    }                                                                                                              \
+    PACK static void b_block_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,         \
+                                      int64_t nc, int64_t kc) {                                                    \
+        pack_b_block(f32, dst, w, src, ld, nc, kc);                                                                \
+    }                                                                                                              \
+    PACK static void a_rows_##suffix(void *restrict dst, int64_t w, int width, const void *restrict src, int64_t ld, \
+                                     int rows, int64_t kc, int64_t next) {                                          \
+        (void)width, (void)next;                                                                                   \
+        pack_a_rows(f32, dst, w, src, ld, rows, kc);                                                               \
+    }                                                                                                              \
+    PACK static void a_cols_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,          \
+                                     int64_t cols, int64_t kc) {                                                   \
+        pack_a_cols(f32, dst, w, src, ld, cols, kc);                                                               \
+    }
+PACKERS(bf16, false)
+PACKERS(f32, true)
 
 /* ---- the tile calls ---- */
 
@@ -228,10 +317,12 @@ AMX static void tile_16(int64_t kc, const void *a, const void *b, float *c, int6
 
 static const brg_gemm_kernel amx_kernel = {
     .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 16, .k_pack = 2, .k_align = KSTEP,
-    .pack_rows = {[BRG_DTYPE_BF16] = pack_b_rows},
-    .pack_cols = {[BRG_DTYPE_BF16] = pack_b_cols},
-    .pack_rows_a = {[BRG_DTYPE_BF16] = pack_a_rows},
-    .pack_cols_a = {[BRG_DTYPE_BF16] = pack_a_cols},
+    /* fp32 sources are rounded to bf16 while packed (brg_gemm_amxbf16_rounding) */
+    .pack_rows = {[BRG_DTYPE_BF16] = b_rows_bf16, [BRG_DTYPE_F32] = b_rows_f32},
+    .pack_cols = {[BRG_DTYPE_BF16] = b_cols_bf16, [BRG_DTYPE_F32] = b_cols_f32},
+    .pack_cols_block = {[BRG_DTYPE_BF16] = b_block_bf16, [BRG_DTYPE_F32] = b_block_f32},
+    .pack_rows_a = {[BRG_DTYPE_BF16] = a_rows_bf16, [BRG_DTYPE_F32] = a_rows_f32},
+    .pack_cols_a = {[BRG_DTYPE_BF16] = a_cols_bf16, [BRG_DTYPE_F32] = a_cols_f32},
     .n_tiles = 2, .tile_rows = {MR, 16}, .tiles = {tile_32, tile_16},
     .b_panel_outer = false,
 };
@@ -256,13 +347,25 @@ AMX static void tiles_configure(void) { _tile_loadconfig(&config); }
 
 AMX static void tiles_release(void) { _tile_release(); }
 
-bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
-                      int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+/* The product on operands of `type` (bf16 as they are, fp32 rounded while packed). */
+static bool amx_product(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                        const void *A, int64_t lda, const void *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     tiles_configure();
-    const bool ok = brg_gemm_blocked(&amx_kernel, trans_a, trans_b, M, N, K, alpha, BRG_DTYPE_BF16, A, lda,
-                                     BRG_DTYPE_BF16, B, ldb, beta, C, ldc);
+    const bool ok = brg_gemm_blocked(&amx_kernel, trans_a, trans_b, M, N, K, alpha, type, A, lda, type, B, ldb, beta,
+                                     C, ldc);
     tiles_release();
     return ok;
+}
+
+bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
+                      int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {
+    return amx_product(BRG_DTYPE_BF16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                               int64_t ldc) {
+    return amx_product(BRG_DTYPE_F32, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 #else
@@ -272,6 +375,14 @@ bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t 
     (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
     (void)beta, (void)C, (void)ldc;
     return false; /* never called: brg_isa_has_amx_bf16() is false on this build */
+}
+
+bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                               int64_t ldc) {
+    (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
+    (void)beta, (void)C, (void)ldc;
+    return false;
 }
 
 #endif

@@ -33,6 +33,12 @@ bool brg_isa_has_amx_bf16(void);
 bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                       int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* The product of A and B rounded to bf16 (to nearest even, as brg_f32_to_bf16) while they are
+ * packed: the bits of brg_gemm_amxbf16 on rounded copies, without the copies. Same contract. */
+bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                               int64_t ldc);
+
 /* Blocking, exposed so tests can cross every edge. */
 enum {
     BRG_GEMM_AMX_MR = 32,  /* rows of C per tile call: two 16-row A tiles */

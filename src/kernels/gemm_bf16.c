@@ -45,8 +45,8 @@ static inline __mmask32 halves(int64_t n) {
  * dst[s * w + lane] (32-bit pairs), s < ceil(kc / 2); lanes rows..width-1 are zeros. 32 k (16
  * pairs) a step. `next`: rows on to the next group, prefetched near the end. */
 #define PREFETCH 128
-BF16 void brg_gemm_bf16_pack_rows(void *restrict dst_, int64_t w, int width, const void *restrict src_, int64_t ld,
-                                  int rows, int64_t kc, int64_t next) {
+BF16 static void pack_rows(void *restrict dst_, int64_t w, int width, const void *restrict src_, int64_t ld,
+                           int rows, int64_t kc, int64_t next) {
     uint32_t *dst = dst_;
     const uint16_t *src = src_;
     const __mmask16 store = lanes(width);
@@ -84,8 +84,8 @@ BF16_INLINE __m512i interleave(__m256i lo, __m256i hi) {
 
 /* Panel dimension contiguous: element (k, lane) at src + k * ld + lane, `cols` valid lanes, into
  * dst[s * w + lane] pairs for lanes < w (zeros past cols); an odd kc pairs its last row with 0. */
-BF16 void brg_gemm_bf16_pack_cols(void *restrict dst_, int64_t w, const void *restrict src_, int64_t ld, int64_t cols,
-                                  int64_t kc) {
+BF16 static void pack_cols(void *restrict dst_, int64_t w, const void *restrict src_, int64_t ld, int64_t cols,
+                           int64_t kc) {
     uint32_t *dst = dst_;
     const uint16_t *src = src_;
     const int nv = (int)((w + 15) / 16);
@@ -149,8 +149,8 @@ BF16 static void tile_4(int64_t kc, const void *a, const void *b, float *c, int6
 /* A micro-panel outer, as the fp32 AVX-512 kernel. Reads bf16 operands only. */
 static const brg_gemm_kernel bf16_kernel = {
     .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 16, .k_pack = 2,
-    .pack_rows = {[BRG_DTYPE_BF16] = brg_gemm_bf16_pack_rows},
-    .pack_cols = {[BRG_DTYPE_BF16] = brg_gemm_bf16_pack_cols},
+    .pack_rows = {[BRG_DTYPE_BF16] = pack_rows},
+    .pack_cols = {[BRG_DTYPE_BF16] = pack_cols},
     .n_tiles = 3, .tile_rows = {MR, 8, 4}, .tiles = {tile_14, tile_8, tile_4},
     .b_panel_outer = false,
 };

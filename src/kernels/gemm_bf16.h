@@ -26,14 +26,6 @@
 bool brg_gemm_avx512bf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                          int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* Its packing routines for bf16 sources (gemm_blocked.h's brg_pack_rows_fn, brg_pack_cols_fn):
- * panels of [ceil(kc / 2)][w] 32-bit pairs, which the AMX kernel's B panels share. Compiled
- * for AVX-512 (BW); the caller checks the CPU. */
-void brg_gemm_bf16_pack_rows(void *restrict dst, int64_t w, int width, const void *restrict src, int64_t ld, int rows,
-                             int64_t kc, int64_t next);
-void brg_gemm_bf16_pack_cols(void *restrict dst, int64_t w, const void *restrict src, int64_t ld, int64_t cols,
-                             int64_t kc);
-
 /* Blocking, exposed so tests can cross every edge and emulate the depth blocks. */
 enum {
     BRG_GEMM_BF16_MR = 14,  /* rows of C per tile */

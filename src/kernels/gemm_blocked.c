@@ -90,13 +90,15 @@ typedef struct operand {
     int64_t ld, elem;
     brg_pack_rows_fn *pack_rows;
     brg_pack_cols_fn *pack_cols;
+    void (*pack_cols_block)(void *restrict, int64_t, const void *restrict, int64_t, int64_t, int64_t);
 } operand;
 
 static operand b_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
-    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, k->pack_rows[type], k->pack_cols[type]};
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, k->pack_rows[type], k->pack_cols[type],
+                     k->pack_cols_block[type]};
 }
 static operand a_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
-    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, a_rows(k, type), a_cols(k, type)};
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, a_rows(k, type), a_cols(k, type), NULL};
 }
 
 /* The source element `offset` elements into the operand. */
@@ -127,6 +129,10 @@ static void pack_a(const brg_gemm_kernel *k, char *restrict dst, bool trans_a, c
 static void pack_b(const brg_gemm_kernel *k, char *restrict dst, bool trans_b, const operand *B, int64_t jc,
                    int64_t pc, int64_t nc, int64_t kc) {
     const int64_t NR = k->NR, G = k->group, ldb = B->ld;
+    if (!trans_b && B->pack_cols_block) {
+        B->pack_cols_block(dst, NR, at(B, pc * ldb + jc), ldb, nc, kc);
+        return;
+    }
     for (int64_t jr = 0; jr < nc; jr += NR) {
         const int64_t cols = min64(NR, nc - jr);
         char *d = dst + panel_bytes(k, jr, kc);

@@ -61,6 +61,12 @@ typedef struct brg_gemm_kernel {
      * the source type. */
     brg_pack_rows_fn *pack_rows[BRG_GEMM_SRC_TYPES];
     brg_pack_cols_fn *pack_cols[BRG_GEMM_SRC_TYPES];
+    /* Optional, B not transposed: all micro-panels of a block at once, source rows outer, so
+     * each row's nc elements are read in one sweep instead of NR at a time per panel (which
+     * touches every row's page once per panel). dst holds ceil(nc / NR) panels of NR lanes one
+     * after the other, laid out as pack_cols lays out one. */
+    void (*pack_cols_block[BRG_GEMM_SRC_TYPES])(void *restrict dst, int64_t NR, const void *restrict src, int64_t ld,
+                                                 int64_t nc, int64_t kc);
     /* A's own routines where its panels are laid out unlike B's (gemm_amx.c: rows of k-steps);
      * NULL: A packs as B does. */
     brg_pack_rows_fn *pack_rows_a[BRG_GEMM_SRC_TYPES];

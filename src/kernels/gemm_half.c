@@ -213,6 +213,7 @@ bool brg_gemm_half_with(brg_gemm_half_kernel k, bool trans_a, bool trans_b, int6
 
 typedef struct half_job {
     brg_gemm_half_kernel k;
+    bool rounding; /* fp32 operands rounded to bf16 while packed (brg_gemm_half_rounded) */
     bool ta, tb;
     int64_t M, N, K;
     float alpha, beta;
@@ -222,12 +223,35 @@ typedef struct half_job {
     int64_t lda, ldb, ldc;
 } half_job;
 
+/* brg_gemm_half_ref on fp32 operands rounded to bf16: where the rounding kernel cannot get its
+ * buffers, which copies would need too. */
+static void ref_rounded(const half_job *j, int64_t M, const float *A, float *C) {
+    const int64_t a_row = j->ta ? 1 : j->lda, a_k = j->ta ? j->lda : 1;
+    const int64_t b_k = j->tb ? 1 : j->ldb, b_col = j->tb ? j->ldb : 1;
+    const float *B = j->B;
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t c = 0; c < j->N; c++) {
+            double acc = 0.0;
+            for (int64_t p = 0; p < j->K; p++)
+                acc += (double)brg_bf16_to_f32(brg_f32_to_bf16(A[i * a_row + p * a_k])) *
+                       (double)brg_bf16_to_f32(brg_f32_to_bf16(B[c * b_col + p * b_k]));
+            const double prev = j->beta == 0.0f ? 0.0 : (double)j->beta * (double)C[i * j->ldc + c];
+            C[i * j->ldc + c] = (float)((double)j->alpha * acc + prev);
+        }
+}
+
 /* One thread's rows of C; a kernel that cannot get its buffers leaves them to the reference,
  * which needs none. */
 static void run_alone(const half_job *j, int64_t first, int64_t last) {
     const int64_t a_off = j->ta ? first : first * j->lda;
     const void *A = (const char *)j->A + a_off * elem_bytes(j->a_type);
     float *C = j->C + first * j->ldc;
+    if (j->rounding) {
+        if (!brg_gemm_amxbf16_rounding(j->ta, j->tb, last - first, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb,
+                                       j->beta, C, j->ldc))
+            ref_rounded(j, last - first, A, C);
+        return;
+    }
     if (!brg_gemm_half_with(j->k, j->ta, j->tb, last - first, j->N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type,
                             j->B, j->ldb, j->beta, C, j->ldc))
         brg_gemm_half_ref(j->ta, j->tb, last - first, j->N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type, j->B,
@@ -243,6 +267,17 @@ static void half_slice(void *ctx, int i, int n) {
 /* brg_gemm's rule (gemm_team.c): products below this many multiply-adds stay on one thread. */
 #define TEAM_MIN_WORK (1 << 20)
 
+/* Rows of C split across the team keep every element's loop over K (each kernel's depth blocks
+ * depend on K alone), so the bits do not depend on the team size; OpenBLAS picks blockings by
+ * shape, so it computes whole products as brg_gemm's does. */
+static void run_job(const half_job *job) {
+    const int team = brg_team_size();
+    if (job->k != BRG_GEMM_HALF_OPENBLAS && team >= 2 && job->M >= 2 * team &&
+        job->M * job->N * job->K >= TEAM_MIN_WORK && brg_team_run(half_slice, (void *)job))
+        return;
+    run_alone(job, 0, job->M);
+}
+
 void brg_gemm_half(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
                    const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
                    int64_t ldc) {
@@ -252,14 +287,24 @@ void brg_gemm_half(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
         brg_gemm_scale_c(M, N, beta, C, ldc);
         return;
     }
-    const half_job job = {brg_gemm_half_kernel_for(a_type, b_type), trans_a, trans_b, M, N, K, alpha, beta,
+    const half_job job = {brg_gemm_half_kernel_for(a_type, b_type), false, trans_a, trans_b, M, N, K, alpha, beta,
                           a_type, b_type, A, B, C, lda, ldb, ldc};
-    /* Rows of C split across the team keep every element's loop over K (each kernel's depth
-     * blocks depend on K alone), so the bits do not depend on the team size; OpenBLAS picks
-     * blockings by shape, so it computes whole products as brg_gemm's does. */
-    const int team = brg_team_size();
-    if (job.k != BRG_GEMM_HALF_OPENBLAS && team >= 2 && M >= 2 * team && M * N * K >= TEAM_MIN_WORK &&
-        brg_team_run(half_slice, (void *)&job))
-        return;
-    run_alone(&job, 0, M);
+    run_job(&job);
+}
+
+bool brg_gemm_half_rounded(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                           int64_t ldc) {
+    const brg_gemm_half_kernel k = brg_gemm_half_kernel_for(type, type);
+    if (k != BRG_GEMM_HALF_AMXBF16) return false;
+    check_args(trans_a, trans_b, M, N, K, BRG_DTYPE_F32, lda, BRG_DTYPE_F32, ldb, ldc);
+    if (M == 0 || N == 0) return true;
+    if (K == 0 || alpha == 0.0f) {
+        brg_gemm_scale_c(M, N, beta, C, ldc);
+        return true;
+    }
+    const half_job job = {k, true, trans_a, trans_b, M, N, K, alpha, beta, BRG_DTYPE_F32, BRG_DTYPE_F32, A, B, C,
+                          lda, ldb, ldc};
+    run_job(&job);
+    return true;
 }

@@ -34,4 +34,12 @@ bool brg_gemm_half_with(brg_gemm_half_kernel k, bool trans_a, bool trans_b, int6
 /* The kernel brg_gemm_half runs for these operand types in this process. */
 brg_gemm_half_kernel brg_gemm_half_kernel_for(brg_dtype a_type, brg_dtype b_type);
 
+/* brg_gemm_half on A and B rounded to `type` (to nearest even) when this process's kernel for
+ * type x type rounds while packing (amxbf16): the bits brg_gemm_half gives on rounded copies of
+ * the operands, without the copies, split across the bound team alike. False, having touched
+ * nothing, when the kernel does not round while packing: then make the copies. */
+bool brg_gemm_half_rounded(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                           const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
+                           int64_t ldc);
+
 #endif

@@ -9,6 +9,9 @@
 #endif
 
 #include "kernels/simd.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include "kernels/bf16_round.h"
+#endif
 
 /* ---- scalar: the reference of include/brigade/tensor.h ---- */
 
@@ -136,37 +139,18 @@ BRG_AVX512 static void f16_to_f32_avx512(float *dst, const uint16_t *src, int64_
     }
 }
 
-/* The reference's bf16 bits in 32-bit lanes: integer RNE; a NaN keeps its upper half with the
- * quiet bit set. */
-BRG_AVX512_INLINE __m512i bf16_rne512(__m512 x) {
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)), lsb), 16);
-    const __m512i nan = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-    return _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), nan);
-}
-
 BRG_AVX512 static void f32_to_bf16_avx512(uint16_t *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = brg_step_mask(i, n);
-        _mm256_mask_storeu_epi16(dst + i, m, _mm512_cvtepi32_epi16(bf16_rne512(_mm512_maskz_loadu_ps(m, src + i))));
+        _mm256_mask_storeu_epi16(dst + i, m, _mm512_cvtepi32_epi16(brg_bf16_rne512(_mm512_maskz_loadu_ps(m, src + i))));
     }
 }
 
-/* VCVTNEPS2BF16 rounds like the reference and treats NaNs alike, but flushes fp32 subnormal
- * inputs to zero: those lanes, rare in real data, take the integer result. */
+/* VCVTNEPS2BF16, subnormal lanes fixed up (bf16_round.h). */
 HALF_AVX512BF16 static void f32_to_bf16_avx512bf16(uint16_t *dst, const float *src, int64_t n) {
-    const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF);
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = brg_step_mask(i, n);
-        const __m512 x = _mm512_maskz_loadu_ps(m, src + i);
-        __m256i h = (__m256i)_mm512_cvtneps_pbh(x);
-        const __m512i a = _mm512_and_si512(_mm512_castps_si512(x), abs_mask);
-        /* a - 1 < 0x7FFFFF: a nonzero subnormal */
-        const __mmask16 sub =
-            _mm512_cmplt_epu32_mask(_mm512_sub_epi32(a, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFFFF));
-        if (sub) h = _mm256_mask_blend_epi16(sub, h, _mm512_cvtepi32_epi16(bf16_rne512(x)));
-        _mm256_mask_storeu_epi16(dst + i, m, h);
+        _mm256_mask_storeu_epi16(dst + i, m, brg_bf16_round16(_mm512_maskz_loadu_ps(m, src + i)));
     }
 }
 
