@@ -1,5 +1,6 @@
-/* Intra-op threads: products split across a device's team equal the single-thread ones bit for
- * bit (each element of C is computed by one thread with the same loop over K), and so does
+/* Intra-op threads: products split across a device's team (by rows, or by columns where C is
+ * wider than tall) equal the single-thread ones bit for bit (each element of C is computed by
+ * one thread with the same loop over K), and so does
  * attention split by heads (forward, and backward with a bias gradient that sums over the
  * batch, causal masking, a padding mask and dropout), and so do the row and element-wise
  * kernels (layer norm, GELU, bias + GELU, cross-entropy, dropout, bias add and bias gradient,
@@ -138,6 +139,8 @@ int main(void) {
         for (int t = 0; t < 4; t++) {
             check_shape(team, t & 1, t & 2, 256, 96, 128);
             check_shape(team, t & 1, t & 2, 257, 33, 300);
+            check_shape(team, t & 1, t & 2, 64, 300, 128); /* split by columns */
+            check_shape(team, t & 1, t & 2, 33, 517, 70);  /* columns in uneven units */
             check_shape(team, t & 1, t & 2, 5, 7, 3); /* too small to split */
         }
         check_attention(team);

@@ -225,12 +225,11 @@ typedef struct half_job {
 
 /* brg_gemm_half_ref on fp32 operands rounded to bf16: where the rounding kernel cannot get its
  * buffers, which copies would need too. */
-static void ref_rounded(const half_job *j, int64_t M, const float *A, float *C) {
+static void ref_rounded(const half_job *j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
     const int64_t a_row = j->ta ? 1 : j->lda, a_k = j->ta ? j->lda : 1;
     const int64_t b_k = j->tb ? 1 : j->ldb, b_col = j->tb ? j->ldb : 1;
-    const float *B = j->B;
     for (int64_t i = 0; i < M; i++)
-        for (int64_t c = 0; c < j->N; c++) {
+        for (int64_t c = 0; c < N; c++) {
             double acc = 0.0;
             for (int64_t p = 0; p < j->K; p++)
                 acc += (double)brg_bf16_to_f32(brg_f32_to_bf16(A[i * a_row + p * a_k])) *
@@ -240,42 +239,53 @@ static void ref_rounded(const half_job *j, int64_t M, const float *A, float *C) 
         }
 }
 
-/* One thread's rows of C; a kernel that cannot get its buffers leaves them to the reference,
- * which needs none. */
-static void run_alone(const half_job *j, int64_t first, int64_t last) {
-    const int64_t a_off = j->ta ? first : first * j->lda;
+/* One thread's block of C, rows [r0, r1) and columns [c0, c1); a kernel that cannot get its
+ * buffers leaves it to the reference, which needs none. */
+static void run_alone(const half_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+    const int64_t a_off = j->ta ? r0 : r0 * j->lda, b_off = j->tb ? c0 * j->ldb : c0;
     const void *A = (const char *)j->A + a_off * elem_bytes(j->a_type);
-    float *C = j->C + first * j->ldc;
+    const void *B = (const char *)j->B + b_off * elem_bytes(j->b_type);
+    float *C = j->C + r0 * j->ldc + c0;
+    const int64_t M = r1 - r0, N = c1 - c0;
     if (j->rounding) {
-        if (!brg_gemm_amxbf16_rounding(j->ta, j->tb, last - first, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb,
-                                       j->beta, C, j->ldc))
-            ref_rounded(j, last - first, A, C);
+        if (!brg_gemm_amxbf16_rounding(j->ta, j->tb, M, N, j->K, j->alpha, A, j->lda, B, j->ldb, j->beta, C, j->ldc))
+            ref_rounded(j, M, N, A, B, C);
         return;
     }
-    if (!brg_gemm_half_with(j->k, j->ta, j->tb, last - first, j->N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type,
-                            j->B, j->ldb, j->beta, C, j->ldc))
-        brg_gemm_half_ref(j->ta, j->tb, last - first, j->N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type, j->B,
-                          j->ldb, j->beta, C, j->ldc);
+    if (!brg_gemm_half_with(j->k, j->ta, j->tb, M, N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type, B, j->ldb,
+                            j->beta, C, j->ldc))
+        brg_gemm_half_ref(j->ta, j->tb, M, N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type, B, j->ldb, j->beta, C,
+                          j->ldc);
 }
 
 static void half_slice(void *ctx, int i, int n) {
     const half_job *j = ctx;
     const int64_t first = j->M * i / n, last = j->M * (i + 1) / n;
-    if (last > first) run_alone(j, first, last);
+    if (last > first) run_alone(j, first, last, 0, j->N);
+}
+
+static void half_column_slice(void *ctx, int i, int n) {
+    const half_job *j = ctx;
+    int64_t first, last;
+    brg_team_slice(j->N, BRG_TEAM_COLUMN_UNIT, i, n, &first, &last);
+    if (last > first) run_alone(j, 0, j->M, first, last);
 }
 
 /* brg_gemm's rule (gemm_team.c): products below this many multiply-adds stay on one thread. */
 #define TEAM_MIN_WORK (1 << 20)
 
-/* Rows of C split across the team keep every element's loop over K (each kernel's depth blocks
- * depend on K alone), so the bits do not depend on the team size; OpenBLAS picks blockings by
- * shape, so it computes whole products as brg_gemm's does. */
+/* Rows or columns of C split across the team (brg_team_split_columns) keep every element's loop
+ * over K (each kernel's depth blocks depend on K alone), so the bits do not depend on the team
+ * size; OpenBLAS picks blockings by shape, so it computes whole products as brg_gemm's does. */
 static void run_job(const half_job *job) {
     const int team = brg_team_size();
-    if (job->k != BRG_GEMM_HALF_OPENBLAS && team >= 2 && job->M >= 2 * team &&
-        job->M * job->N * job->K >= TEAM_MIN_WORK && brg_team_run(half_slice, (void *)job))
-        return;
-    run_alone(job, 0, job->M);
+    if (job->k != BRG_GEMM_HALF_OPENBLAS && team >= 2 && job->M * job->N * job->K >= TEAM_MIN_WORK) {
+        const bool by_columns = brg_team_split_columns(job->M, job->N, team);
+        if ((by_columns || job->M >= 2 * team) &&
+            brg_team_run(by_columns ? half_column_slice : half_slice, (void *)job))
+            return;
+    }
+    run_alone(job, 0, job->M, 0, job->N);
 }
 
 void brg_gemm_half(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,

@@ -1,7 +1,8 @@
 /* Intra-op threads: a device may own a small team of helper threads; while the team is bound to
- * the device's thread, each large GEMM is split by rows of C, one slice per thread. Every
- * element of C is still computed by one thread with the same loop over K, so results do not
- * depend on the team size. Threads without a bound team (the default) compute alone. */
+ * the device's thread, each large GEMM is split by rows or by columns of C, one slice per
+ * thread. Every element of C is still computed by one thread with the same loop over K, so
+ * results do not depend on the team size. Threads without a bound team (the default) compute
+ * alone. */
 #include <stdlib.h>
 
 #include "brigade/precision.h"
@@ -43,6 +44,20 @@ static void gemm_slice(void *ctx, int i, int n) {
     const float *A = j->ta ? j->A + first : j->A + first * j->lda;
     brg_gemm(j->ta, j->tb, last - first, j->N, j->K, j->alpha, A, j->lda, j->B, j->ldb, j->beta, j->C + first * j->ldc,
              j->ldc);
+}
+
+/* Columns of C for slice i of n, in whole units of BRG_TEAM_COLUMN_UNIT. */
+static void gemm_column_slice(void *ctx, int i, int n) {
+    const gemm_job *j = ctx;
+    int64_t first, last;
+    brg_team_slice(j->N, BRG_TEAM_COLUMN_UNIT, i, n, &first, &last);
+    if (last <= first) return;
+    const float *B = j->tb ? j->B + first * j->ldb : j->B + first;
+    brg_gemm(j->ta, j->tb, j->M, last - first, j->K, j->alpha, j->A, j->lda, B, j->ldb, j->beta, j->C + first, j->ldc);
+}
+
+bool brg_team_split_columns(int64_t M, int64_t N, int n) {
+    return N > M && N >= (int64_t)n * BRG_TEAM_COLUMN_UNIT;
 }
 
 static void helper_slice(void *p, int helper, int helpers) {
@@ -112,7 +127,9 @@ void brg_team_slice(int64_t count, int64_t unit, int i, int n, int64_t *first, i
 bool brg_gemm_team_run(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                        const float *B, int64_t ldb, float beta, float *C, int64_t ldc) {
     brg_gemm_team *t = bound;
-    if (!t || t->n < 2 || M < 2 * t->n || M * N * K < MIN_WORK) return false;
+    if (!t || t->n < 2 || M * N * K < MIN_WORK) return false;
+    const bool by_columns = brg_team_split_columns(M, N, t->n);
+    if (!by_columns && M < 2 * t->n) return false;
     gemm_job job = {ta, tb, M, N, K, alpha, beta, A, B, C, lda, ldb, ldc};
-    return brg_team_run(gemm_slice, &job);
+    return brg_team_run(by_columns ? gemm_column_slice : gemm_slice, &job);
 }

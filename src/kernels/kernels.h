@@ -57,8 +57,8 @@ const char *brg_gemm_half_backend(brg_dtype a_type, brg_dtype b_type);
 bool brg_gemm_half_partials_available(void);
 
 /* Intra-op threads of one device: a team of `threads` (the caller's thread plus threads - 1
- * helpers). While bound to a thread, brg_gemm calls made on it split large products by rows of
- * C across the team. */
+ * helpers). While bound to a thread, brg_gemm calls made on it split large products by rows or
+ * columns of C across the team (brg_team_split_columns). */
 typedef struct brg_gemm_team brg_gemm_team;
 brg_status brg_gemm_team_create(int threads, brg_gemm_team **out);
 void brg_gemm_team_destroy(brg_gemm_team *team);
@@ -80,6 +80,13 @@ void brg_team_split(brg_team_fn fn, void *ctx, int64_t work);
 /* [*first, *last): slice i of n of `count` items, in whole units of `unit` (the last slice takes
  * the remainder), so a vector loop's tail stays the tail of the whole range. */
 void brg_team_slice(int64_t count, int64_t unit, int i, int n, int64_t *first, int64_t *last);
+/* How a team of n splits a product C[M, N]: by columns (true) when N > M and there are units
+ * for every thread, else by rows. Each thread packs the whole of the operand the split does not
+ * divide, so the split divides the larger one: op(B) [K, N] by columns, op(A) [M, K] by rows.
+ * The kernels compute each element of C alike wherever it lies, so either split gives the
+ * bits of the whole product. */
+#define BRG_TEAM_COLUMN_UNIT 64 /* columns: a whole number of every kernel's tile width */
+bool brg_team_split_columns(int64_t M, int64_t N, int n);
 /* Used by brg_gemm: runs the product on the bound team; false when there is none or the product
  * is too small to split. */
 bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float *A,
