@@ -446,16 +446,16 @@ static void on_step(void *ctx, int64_t step, double loss, float lr) {
     if (step >= 1 && step <= c->n) c->t[step - 1] = now();
 }
 
-/* --precision: the mode training runs in, and decode's compute type (its .32 modes); the forward
- * passes of --mode infer stay fp32. */
+/* --precision: the mode training runs in, and the compute type of decode (its .32 modes) and of
+ * --mode infer's forward passes (products on operands rounded to it; weights stay fp32). */
 static brg_precision train_precision = BRG_PRECISION_32_32;
 /* --trace FILE: training runs traced into FILE (what tracing costs; RESULT trace=on). */
 static const char *train_trace;
 
 /* The kernel the run's half products went to ("none" in fp32): on AVX512_BF16 CPUs it depends on
  * the vendor (gemm_half.c), and the precision goal's line names it. */
-static const char *half_products_kernel(bool train) {
-    const brg_dtype t = brg_precision_compute_dtype(train ? train_precision : BRG_PRECISION_32_32);
+static const char *half_products_kernel(void) {
+    const brg_dtype t = brg_precision_compute_dtype(train_precision);
     return t == BRG_DTYPE_F32 ? "none" : brg_gemm_half_backend(t, t);
 }
 
@@ -532,7 +532,8 @@ static brg_status bench_infer(brg_model *m, const model_spec *ms, const shape_sp
     for (int i = 0; st == BRG_OK && i < slots; i++) brg_dataset_rows(d, i * s->batch, s->batch, views[i], &mbs[i]);
     brg_runtime *rt = NULL;
     brg_runtime_options ro = {.replicas = reps, .stages = devices_of(c) / reps, .block_stage = stage,
-                              .micro_batches = accum, .training = false, .intra_threads = intra_threads_of(c)};
+                              .micro_batches = accum, .training = false, .intra_threads = intra_threads_of(c),
+                              .compute_dtype = brg_precision_compute_dtype(train_precision)};
     int zero_stage[64] = {0};
     if (!stage) ro.block_stage = zero_stage;
     if (st == BRG_OK && m->n_blocks > 64 && !stage) st = brg_error(BRG_ERR_INVALID_ARG, "too many blocks");
@@ -580,8 +581,8 @@ static void report(const model_spec *ms, const shape_spec *s, bool train, config
            "half_gemm=%s simd=%s peak_rss_mb=%.1f rss=%s precision=%s trace=%s act_mib=%.2f act_peak_mib=%.2f%s%s\n",
            ms->name, train ? "train" : "infer", s->name, label, cores_of(c), intra_threads_of(c), r->ms_per_step,
            r->tokens_per_s, r->gflops, share, r->pipe_eff, r->ideal, r->steps, N, brg_gemm_backend(),
-           half_products_kernel(train), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
-           brg_precision_name(train ? train_precision : BRG_PRECISION_32_32), train && train_trace ? "on" : "off",
+           half_products_kernel(), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
+           brg_precision_name(train_precision), train && train_trace ? "on" : "off",
            train ? r->act_mib : 0.0, train ? r->act_peak_mib : 0.0, set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
     set->measured++;

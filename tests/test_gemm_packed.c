@@ -3,8 +3,9 @@
  * K block edges and leave partial tiles, padded leading dimensions, alpha/beta variants and team
  * sizes 1, 2 and 3, the product on the packed B has exactly the bits of brg_gemm on the plain
  * matrix. Also: a B packed for another backend or read under a reduced compute type falls back
- * to the plain product (same bits as brg_gemm there), and brg_k_linear_fwd with a bound provider
- * of packed weights gives the bits it gives without one. */
+ * to the plain product (same bits as brg_gemm there), except the AMX kernel's bf16 panels, which
+ * a bf16 compute type reads with the bits of brg_gemm in bf16; and brg_k_linear_fwd with a bound
+ * provider of packed weights gives the bits it gives without one. */
 #include "brigade/precision.h"
 #include "brigade/rng.h"
 #include "kernels/kernels.h"
@@ -79,6 +80,38 @@ static void check_backend(const char *backend) {
     check_product(now, &shapes[3], false, true, 1.0f, 1.0f);
     check_product(now, &shapes[3], false, false, 0.0f, 0.5f); /* alpha 0: C scaled only */
     brg_gemm_force_backend(NULL);
+}
+
+/* Under a bf16 compute type on a CPU with AMX-BF16, the AMX kernel's panels (the fp32 matrix
+ * rounded to bf16 while packed): the bits of brg_gemm in bf16 on the plain matrix, over the
+ * shapes above and one deeper than a depth block; read in fp32 they give the plain product. */
+static void check_amx(void) {
+    brg_compute_dtype_set(BRG_DTYPE_BF16);
+    const brg_gemm_pack_layout layout = brg_gemm_pack_layout_now();
+    if (layout != BRG_GEMM_PACK_AMXBF16) {
+        brg_compute_dtype_set(BRG_DTYPE_F32);
+        printf("note: bf16 products do not run on AMX tiles here (layout %s); their panels go untested\n",
+               brg_gemm_pack_layout_name(layout));
+        return;
+    }
+    const shape deep = {40, 70, 1600};
+    for (int t = 0; t < 4; t++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+            check_product("amxbf16", &shapes[i], t & 1, t >> 1, 0.5f, 0.25f);
+        check_product("amxbf16", &deep, t & 1, t >> 1, 1.0f, 0.0f);
+    }
+    const int64_t M = 29, N = 70, K = 45;
+    brg_rng rng;
+    brg_rng_seed(&rng, 5);
+    float *A = random_floats(&rng, M * K), *B = random_floats(&rng, K * N);
+    float *want = calloc((size_t)(M * N), sizeof *want), *got = calloc((size_t)(M * N), sizeof *got);
+    brg_packed_b pb;
+    void *panels = pack(layout, false, K, N, B, N, &pb);
+    brg_compute_dtype_set(BRG_DTYPE_F32);
+    brg_gemm(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, want, N);
+    brg_gemm_packed(false, M, N, K, 1.0f, A, K, &pb, 0.0f, got, N);
+    CHECK_MSG(memcmp(want, got, (size_t)(M * N) * sizeof *got) == 0, "AMX panels read in fp32 differ from the plain");
+    free(panels), free(A), free(B), free(want), free(got);
 }
 
 /* Panels made for one layout, read while another backend runs or under a reduced compute type:
@@ -159,6 +192,7 @@ int main(void) {
     CHECK(strcmp(brg_gemm_pack_layout_name(BRG_GEMM_PACK_NONE), "none") == 0);
     CHECK(brg_gemm_pack_bytes(BRG_GEMM_PACK_NONE, 10, 10) == 0);
     check_fallbacks();
+    check_amx();
     check_linear();
     for (int t = 0; t < 3; t++) brg_gemm_team_destroy(teams[t]);
     return test_finish();

@@ -368,6 +368,21 @@ bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N,
     return amx_product(BRG_DTYPE_F32, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N) { return brg_gemm_blocked_packed_bytes(&amx_kernel, K, N); }
+
+void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst) {
+    brg_gemm_blocked_pack_b(&amx_kernel, trans_b, K, N, BRG_DTYPE_F32, B, ldb, dst);
+}
+
+bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const void *panels, float beta, float *C, int64_t ldc) {
+    tiles_configure();
+    const bool ok =
+        brg_gemm_blocked_packed(&amx_kernel, trans_a, M, N, K, alpha, BRG_DTYPE_F32, A, lda, panels, beta, C, ldc);
+    tiles_release();
+    return ok;
+}
+
 #else
 
 bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
@@ -382,6 +397,23 @@ bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N,
                                int64_t ldc) {
     (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)B, (void)ldb;
     (void)beta, (void)C, (void)ldc;
+    return false;
+}
+
+/* Never called either: no layout of these panels is chosen on this build. */
+size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N) {
+    (void)K, (void)N;
+    return 0;
+}
+
+void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst) {
+    (void)trans_b, (void)K, (void)N, (void)B, (void)ldb, (void)dst;
+}
+
+bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const void *panels, float beta, float *C, int64_t ldc) {
+    (void)trans_a, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)panels, (void)beta, (void)C;
+    (void)ldc;
     return false;
 }
 

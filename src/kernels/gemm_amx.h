@@ -20,6 +20,7 @@
 #define BRIGADE_KERNELS_GEMM_AMX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* True when this process may run the AMX-BF16 kernel (CPU, OS and permission; AVX512_BF16 too,
@@ -38,6 +39,15 @@ bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t 
 bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                                const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                                int64_t ldc);
+
+/* B packed once (gemm_packed.c's BRG_GEMM_PACK_AMXBF16 layout): op(B) [K, N] of fp32 rounded to
+ * bf16 into the panels brg_gemm_amxbf16_rounding packs for each block, block after block
+ * (gemm_blocked.h's brg_gemm_blocked_pack_b); the product on them packs only A (rounding it)
+ * and gives the bits of brg_gemm_amxbf16_rounding on the plain B. */
+size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N);
+void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst);
+bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
+                             const void *panels, float beta, float *C, int64_t ldc);
 
 /* Blocking, exposed so tests can cross every edge. */
 enum {

@@ -10,21 +10,29 @@
 
 #include "brigade/precision.h"
 #include "brigade/status.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_avx2.h"
 #include "kernels/gemm_avx512.h"
 #include "kernels/gemm_blocked.h"
+#include "kernels/gemm_half.h"
 #include "kernels/kernels.h"
 
 static const brg_gemm_kernel *kernel_of(brg_gemm_pack_layout layout) {
     switch (layout) {
     case BRG_GEMM_PACK_AVX512: return brg_gemm_avx512_kernel();
     case BRG_GEMM_PACK_AVX2: return brg_gemm_avx2_kernel();
+    case BRG_GEMM_PACK_AMXBF16: /* its own entry points: the tiles need configuring (gemm_amx.h) */
     case BRG_GEMM_PACK_NONE: break;
     }
     return NULL;
 }
 
 brg_gemm_pack_layout brg_gemm_pack_layout_now(void) {
+    const brg_dtype compute = brg_compute_dtype();
+    if (compute != BRG_DTYPE_F32) /* only the AMX kernel rounds while it packs */
+        return compute == BRG_DTYPE_BF16 && brg_gemm_half_kernel_for(compute, compute) == BRG_GEMM_HALF_AMXBF16
+                   ? BRG_GEMM_PACK_AMXBF16
+                   : BRG_GEMM_PACK_NONE;
     const char *b = brg_gemm_backend();
     if (strcmp(b, "avx512") == 0) return BRG_GEMM_PACK_AVX512;
     if (strcmp(b, "avx2") == 0) return BRG_GEMM_PACK_AVX2;
@@ -35,6 +43,8 @@ brg_gemm_pack_layout brg_gemm_pack_layout_now(void) {
 _Static_assert(BRG_GEMM_AVX512_MR == 14 && BRG_GEMM_AVX512_NR == 32 && BRG_GEMM_AVX512_KC == 384 &&
                    BRG_GEMM_AVX512_NC == 384,
                "brg_gemm_pack_layout_name spells out the AVX-512 blocking");
+_Static_assert(BRG_GEMM_AMX_MR == 32 && BRG_GEMM_AMX_NR == 32 && BRG_GEMM_AMX_KC == 1536 && BRG_GEMM_AMX_NC == 512,
+               "brg_gemm_pack_layout_name spells out the AMX blocking");
 _Static_assert(BRG_GEMM_AVX2_MR == 6 && BRG_GEMM_AVX2_NR == 16 && BRG_GEMM_AVX2_KC == 256 && BRG_GEMM_AVX2_NC == 256,
                "brg_gemm_pack_layout_name spells out the AVX2 blocking");
 
@@ -42,12 +52,17 @@ const char *brg_gemm_pack_layout_name(brg_gemm_pack_layout layout) {
     switch (layout) {
     case BRG_GEMM_PACK_AVX512: return "avx512 fp32 panels MR14 NR32 KC384 NC384";
     case BRG_GEMM_PACK_AVX2: return "avx2 fp32 panels MR6 NR16 KC256 NC256";
+    case BRG_GEMM_PACK_AMXBF16: return "amxbf16 bf16 panels MR32 NR32 KC1536 NC512";
     case BRG_GEMM_PACK_NONE: break;
     }
     return "none";
 }
 
+/* A layout with panels: a blocked kernel's, or the AMX kernel's. */
+static bool packs(brg_gemm_pack_layout layout) { return kernel_of(layout) || layout == BRG_GEMM_PACK_AMXBF16; }
+
 size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N) {
+    if (layout == BRG_GEMM_PACK_AMXBF16) return K <= 0 || N <= 0 ? 0 : brg_gemm_amxbf16_packed_bytes(K, N);
     const brg_gemm_kernel *k = kernel_of(layout);
     return k ? brg_gemm_blocked_packed_bytes(k, K, N) : 0;
 }
@@ -55,13 +70,17 @@ size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N) {
 void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B,
                             int64_t ldb, const void *panels, brg_packed_b *out) {
     BRG_ASSERT(K >= 0 && N >= 0 && ldb >= (trans_b ? K : N));
-    *out = (brg_packed_b){kernel_of(layout) ? layout : BRG_GEMM_PACK_NONE, trans_b, K, N, ldb, B,
-                          kernel_of(layout) ? panels : NULL};
+    *out = (brg_packed_b){packs(layout) ? layout : BRG_GEMM_PACK_NONE, trans_b, K, N, ldb, B,
+                          packs(layout) ? panels : NULL};
 }
 
 void brg_gemm_pack_b(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb,
                      void *dst, brg_packed_b *out) {
     brg_gemm_packed_b_wrap(layout, trans_b, K, N, B, ldb, dst, out);
+    if (out->layout == BRG_GEMM_PACK_AMXBF16) {
+        if (K > 0 && N > 0) brg_gemm_amxbf16_pack_b(trans_b, K, N, B, ldb, dst);
+        return;
+    }
     const brg_gemm_kernel *k = kernel_of(out->layout);
     if (k && K > 0 && N > 0) brg_gemm_blocked_pack_b(k, trans_b, K, N, BRG_DTYPE_F32, B, ldb, dst);
 }
@@ -82,8 +101,11 @@ static void rows_alone(const packed_job *j, int64_t first, int64_t last) {
     const float *A = j->ta ? j->A + first : j->A + first * j->lda;
     float *C = j->C + first * j->ldc;
     const brg_packed_b *B = j->B;
-    if (brg_gemm_blocked_packed(kernel_of(B->layout), j->ta, last - first, j->N, j->K, j->alpha, BRG_DTYPE_F32, A,
-                                j->lda, B->panels, j->beta, C, j->ldc))
+    if (B->layout == BRG_GEMM_PACK_AMXBF16
+            ? brg_gemm_amxbf16_packed(j->ta, last - first, j->N, j->K, j->alpha, A, j->lda, B->panels, j->beta, C,
+                                      j->ldc)
+            : brg_gemm_blocked_packed(kernel_of(B->layout), j->ta, last - first, j->N, j->K, j->alpha, BRG_DTYPE_F32,
+                                      A, j->lda, B->panels, j->beta, C, j->ldc))
         return;
     /* No A buffer: the plain product, which has fallbacks of its own. */
     brg_gemm(j->ta, B->trans_b, last - first, j->N, j->K, j->alpha, A, j->lda, B->plain, B->ldb, j->beta, C, j->ldc);
@@ -101,8 +123,8 @@ static void packed_slice(void *ctx, int i, int n) {
 void brg_gemm_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const brg_packed_b *B, float beta, float *C, int64_t ldc) {
     BRG_ASSERT(B->K == K && B->N == N && M >= 0 && lda >= (trans_a ? M : K) && ldc >= N);
-    if (B->layout == BRG_GEMM_PACK_NONE || B->layout != brg_gemm_pack_layout_now() ||
-        brg_compute_dtype() != BRG_DTYPE_F32 || M == 0 || N == 0 || K == 0 || alpha == 0.0f) {
+    if (B->layout == BRG_GEMM_PACK_NONE || B->layout != brg_gemm_pack_layout_now() || M == 0 || N == 0 || K == 0 ||
+        alpha == 0.0f) {
         brg_gemm(trans_a, B->trans_b, M, N, K, alpha, A, lda, B->plain, B->ldb, beta, C, ldc);
         return;
     }

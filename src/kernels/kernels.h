@@ -95,11 +95,13 @@ bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
 /* ---- GEMM on a B packed once (gemm_packed.c) ---------------------------------------------
  * A matrix that many products read as op(B) (a weight in inference: every micro-batch) packed
  * once into the B micro-panel layout of the kernel brg_gemm runs, so those products pack only A.
- * avx512 and avx2 pack; ref and openblas keep the plain matrix (layout NONE). */
+ * avx512 and avx2 pack, and under a bf16 compute type the AMX kernel (bf16 panels, rounded while
+ * packed); ref and openblas, and other reduced compute types, keep the plain matrix (NONE). */
 typedef enum brg_gemm_pack_layout {
     BRG_GEMM_PACK_NONE = 0,
-    BRG_GEMM_PACK_AVX512, /* gemm_avx512.c's fp32 panels */
-    BRG_GEMM_PACK_AVX2,   /* gemm_avx2.c's fp32 panels */
+    BRG_GEMM_PACK_AVX512,  /* gemm_avx512.c's fp32 panels */
+    BRG_GEMM_PACK_AVX2,    /* gemm_avx2.c's fp32 panels */
+    BRG_GEMM_PACK_AMXBF16, /* gemm_amx.c's bf16 panels of the fp32 matrix rounded */
 } brg_gemm_pack_layout;
 typedef struct brg_packed_b {
     brg_gemm_pack_layout layout;
@@ -108,7 +110,8 @@ typedef struct brg_packed_b {
     const float *plain;  /* the matrix itself: what other backends and compute types read */
     const void *panels;  /* brg_gemm_pack_bytes bytes, 64-byte aligned; NULL for NONE */
 } brg_packed_b;
-/* The layout of the backend brg_gemm uses now. */
+/* The layout of the products brg_gemm runs now on this thread: its backend's fp32 panels in
+ * fp32; the AMX kernel's under a bf16 compute type where that kernel runs; NONE otherwise. */
 brg_gemm_pack_layout brg_gemm_pack_layout_now(void);
 /* Names the layout with its blocking ("avx512 MR14 NR32 KC384 NC384"): what a stored packing
  * must match to be read back (the executable cache keys on it). */
@@ -124,7 +127,7 @@ void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K
                             int64_t ldb, const void *panels, brg_packed_b *out);
 /* brg_gemm(trans_a, B->trans_b, M, N, K, alpha, A, lda, B->plain, B->ldb, beta, C, ldc) with the
  * same bits for every backend, compute type and team size: the panels when B's layout is the one
- * brg_gemm runs now in fp32, the plain matrix otherwise. */
+ * brg_gemm runs now (brg_gemm_pack_layout_now), the plain matrix otherwise. */
 void brg_gemm_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const brg_packed_b *B, float beta, float *C, int64_t ldc);
 /* Where a thread finds weights packed once: brg_k_linear_fwd asks the provider bound to its

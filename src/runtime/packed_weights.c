@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "brigade/precision.h"
 #include "runtime_internal.h"
 
 /* A parameter's memory, sorted by address for the lookup. */
@@ -175,7 +174,7 @@ static pack *pack_now(packed_weights *pw, const held_param *h, brg_gemm_pack_lay
 static const brg_packed_b *lookup(void *ctx, const float *B, bool trans_b, int64_t K, int64_t N, int64_t ldb) {
     packed_weights *pw = ctx;
     const brg_gemm_pack_layout layout = brg_gemm_pack_layout_now();
-    if (layout == BRG_GEMM_PACK_NONE || brg_compute_dtype() != BRG_DTYPE_F32 || K <= 0 || N <= 0 || pw->budgeted)
+    if (layout == BRG_GEMM_PACK_NONE || K <= 0 || N <= 0 || pw->budgeted)
         return NULL;
     const held_param *h = held_at(pw, B);
     /* The whole op(B) must lie inside the parameter. */
