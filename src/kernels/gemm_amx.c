@@ -287,6 +287,15 @@ AMX static void tile_32(int64_t kc, const void *a, const void *b, float *c, int6
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
     }
+    if (mr == MR && nr == NR && alpha == 1.0f && beta == 0.0f) {
+        /* C = fl(1 * acc) = acc: the tiles go straight to C, the bits store_block would give. */
+        const int64_t stride = ldc * (int64_t)sizeof(float);
+        _tile_stored(0, c, stride);
+        _tile_stored(1, c + 16, stride);
+        _tile_stored(2, c + 16 * ldc, stride);
+        _tile_stored(3, c + 16 * ldc + 16, stride);
+        return;
+    }
     float acc[MR * NR] __attribute__((aligned(64)));
     _tile_stored(0, acc, NR * 4);
     _tile_stored(1, acc + 16, NR * 4);
