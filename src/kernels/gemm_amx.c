@@ -5,13 +5,15 @@
  * in one 32-bit word). A call of the kernel computes a 32 x 32 block of C in four C tiles, per
  * 32-k step loading two A tiles and two B tiles: the eight tile registers all in use.
  *
- * Panels: B's are gemm_bf16.c's pair panels ([kc / 2][NR] 32-bit pairs, so a B tile is 16 pair
+ * Panels: B's hold pairs as gemm_bf16.c's do ([kc / 2][NR] 32-bit pairs, so a B tile is 16 pair
  * rows read at a stride of NR words, its right half 16 words on). A's are laid out for the A
  * tiles: per 32-k step, MR rows of 64 bytes (32 bf16 along k), the step's two tiles one after the
  * other. Both are padded with zeros to a whole number of 32-k steps (gemm_blocked.h's k_align).
+ * The packers read bf16 sources as they are and round fp32 ones to bf16 (the .32 precision
+ * modes' operands, brg_gemm_amxbf16_rounding), so no rounded copy is ever written.
  *
  * The tile registers hold a configuration (rows and bytes per row of each) that LDTILECFG sets
- * per thread; brg_gemm_amxbf16 sets it before the blocked loops and releases the tiles after, so
+ * per thread; each entry point sets it before the blocked loops and releases the tiles after, so
  * the OS does not save 8 KiB of tile data for a thread that has finished its products. */
 #include "kernels/gemm_amx.h"
 

@@ -49,8 +49,8 @@ void brg_gemm_half(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, 
 void brg_gemm_half_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
                        const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
                        int64_t ldc);
-/* The kernel brg_gemm_half uses for these operand types ("avx512bf16", "avx512", "avx2",
- * "openblas", "ref"). */
+/* The kernel brg_gemm_half uses for these operand types ("amxbf16", "avx512bf16", "avx512",
+ * "avx2", "openblas", "ref"). */
 const char *brg_gemm_half_backend(brg_dtype a_type, brg_dtype b_type);
 /* Whether any kernel accumulates in fp16 (what a half-partials option could ask for): none
  * does, so such an option keeps fp32 accumulation. */
