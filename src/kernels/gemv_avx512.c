@@ -149,8 +149,8 @@ void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bo
  * (into L2) at the same columns as it goes. The order and the bits are those of the portable loop
  * (gemv.c's in_out_tile); the reads are faster: GPT-2 small's layer products for one row at 24.4
  * GB/s against 21.8 on one Zen 4 core (medians of 31 alternating passes). */
-BRG_AVX512 static void few_rows_tile(float *y, int64_t ldy, const float *x, int64_t in, const float *w, int64_t ldw,
-                                     const float *b, int64_t m, int64_t n) {
+BRG_AVX512_INLINE void few_rows_body(float *y, int64_t ldy, const float *x, int64_t in, weights w, int64_t ldw,
+                                     const float *b, int64_t m, int64_t n, const int HALF) {
     for (int64_t r = 0; r < m; r++)
         for (int64_t j = 0; j < n; j += 16) {
             const __mmask16 mk = first_lanes(n - j);
@@ -168,11 +168,10 @@ BRG_AVX512 static void few_rows_tile(float *y, int64_t ldy, const float *x, int6
                 __m512 acc = _mm512_maskz_loadu_ps(mk, y + r * ldy + j);
 #pragma GCC unroll 16
                 for (int q = 0; q < FEW_ROWS_GROUP; q++)
-                    acc = _mm512_add_ps(acc, _mm512_mul_ps(a[q], _mm512_maskz_loadu_ps(mk, w + (k + q) * ldw + j)));
+                    acc = _mm512_add_ps(acc, _mm512_mul_ps(a[q], load_w(w, (k + q) * ldw + j, mk, HALF)));
                 if (ahead && r == 0)
 #pragma GCC unroll 16
-                    for (int q = 0; q < FEW_ROWS_GROUP; q++)
-                        _mm_prefetch((const char *)(w + (k + FEW_ROWS_GROUP + q) * ldw + j), _MM_HINT_T1);
+                    for (int q = 0; q < FEW_ROWS_GROUP; q++) prefetch_w(w, (k + FEW_ROWS_GROUP + q) * ldw + j, HALF);
                 _mm512_mask_storeu_ps(y + r * ldy + j, mk, acc);
             }
         }
@@ -184,16 +183,33 @@ BRG_AVX512 static void few_rows_tile(float *y, int64_t ldy, const float *x, int6
                 const __mmask16 mk = first_lanes(n - j);
                 const __m512 acc = _mm512_maskz_loadu_ps(mk, y + r * ldy + j);
                 _mm512_mask_storeu_ps(y + r * ldy + j, mk,
-                                      _mm512_add_ps(acc, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(mk, w + k * ldw + j))));
+                                      _mm512_add_ps(acc, _mm512_mul_ps(a, load_w(w, k * ldw + j, mk, HALF))));
             }
         }
 }
 
-void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
-                                int64_t out, int64_t c0, int64_t c1) {
+BRG_AVX512 static void few_rows_tile(float *y, int64_t ldy, const float *x, int64_t in, weights w, int64_t ldw,
+                                     const float *b, int64_t m, int64_t n) {
+    if (w.type == W_BF16) few_rows_body(y, ldy, x, in, w, ldw, b, m, n, W_BF16);
+    else if (w.type == W_F16) few_rows_body(y, ldy, x, in, w, ldw, b, m, n, W_F16);
+    else few_rows_body(y, ldy, x, in, w, ldw, b, m, n, W_F32);
+}
+
+static void in_out_few(float *y, const float *x, weights w, const float *b, int64_t m, int64_t in, int64_t out,
+                       int64_t c0, int64_t c1) {
     const int64_t tile = gemv_tile_width(m);
     for (int64_t t0 = c0; t0 < c1; t0 += tile)
-        few_rows_tile(y + t0, out, x, in, w + t0, out, b ? b + t0 : NULL, m, c1 - t0 < tile ? c1 - t0 : tile);
+        few_rows_tile(y + t0, out, x, in, offset_w(w, t0), out, b ? b + t0 : NULL, m, c1 - t0 < tile ? c1 - t0 : tile);
+}
+
+void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                                int64_t out, int64_t c0, int64_t c1) {
+    in_out_few(y, x, (weights){w, NULL, W_F32}, b, m, in, out, c0, c1);
+}
+
+void brg_gemv_in_out_avx512_few_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b,
+                                     int64_t m, int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    in_out_few(y, x, (weights){NULL, w, bf16 ? W_BF16 : W_F16}, b, m, in, out, c0, c1);
 }
 
 /* R rows x NC columns of W [out, in] (rows of in floats from w): 16 partial sums per element,
@@ -307,6 +323,11 @@ void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const 
 void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1) {
     (void)y, (void)x, (void)w, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
+    BRG_ASSERT(0 && "no AVX-512 on this target");
+}
+void brg_gemv_in_out_avx512_few_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b,
+                                     int64_t m, int64_t in, int64_t out, int64_t c0, int64_t c1) {
+    (void)y, (void)x, (void)w, (void)bf16, (void)b, (void)m, (void)in, (void)out, (void)c0, (void)c1;
     BRG_ASSERT(0 && "no AVX-512 on this target");
 }
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,

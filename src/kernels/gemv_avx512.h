@@ -19,6 +19,10 @@ void brg_gemv_in_out_avx512(float *y, const float *x, const float *w, const floa
 void brg_gemv_in_out_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                                 int64_t out, int64_t c0, int64_t c1);
 
+/* The same with W stored as bf16 (bf16 true) or fp16, widened as loaded. */
+void brg_gemv_in_out_avx512_few_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b,
+                                     int64_t m, int64_t in, int64_t out, int64_t c0, int64_t c1);
+
 /* Columns [c0, c1) of y[m, out] = x[m, in] @ W^T + b with W [out, in]: each element is the dot
  * product in 16 partial sums (term i into sum i mod 16) added in order, then the bias. */
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
