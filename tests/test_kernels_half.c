@@ -462,6 +462,14 @@ static void test_gemm_half_kernel(const half_kernel_case *c) {
                                               shapes[s][1], shapes[s][2], alphas[n % 3], betas[(n / 3) % 3], n % 3);
                 }
         }
+    /* alpha 1 and beta 0 on whole 32- and 16-row blocks, which the AMX kernel stores straight
+     * from its tiles */
+    const int64_t whole[][3] = {{MR, NR, 40}, {16, 2 * NR, 40}};
+    for (int w = 0; w < 2; w++)
+        for (int t = 0; t < 4; t++, n++)
+            if (brg_gemm_half_kernel_supported(c->k, BRG_DTYPE_BF16, BRG_DTYPE_BF16))
+                gemm_half_case(c->k, c->twin, BRG_DTYPE_BF16, BRG_DTYPE_BF16, t & 1, t & 2, whole[w][0], whole[w][1],
+                               whole[w][2], 1.0f, 0.0f, 0);
     printf("%s: %d cases\n", brg_gemm_half_kernel_name(c->k), n);
 }
 

@@ -13,8 +13,9 @@
  * modes' operands, brg_gemm_amxbf16_rounding), so no rounded copy is ever written.
  *
  * The tile registers hold a configuration (rows and bytes per row of each) that LDTILECFG sets
- * per thread; each entry point sets it before the blocked loops and releases the tiles after, so
- * the OS does not save 8 KiB of tile data for a thread that has finished its products. */
+ * per thread; the kernel's enter and leave hooks (gemm_blocked.h) set it before each product's
+ * block loops and release the tiles after, so the OS does not save 8 KiB of tile data for a
+ * thread that has finished its products. */
 #include "kernels/gemm_amx.h"
 
 #include <stdatomic.h>
@@ -72,6 +73,7 @@ bool brg_isa_has_amx_bf16(void) {
 #ifdef BRG_AMX_BUILD
 
 #define AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
+#define AMX_INLINE static inline __attribute__((always_inline)) AMX
 #define PACK BRG_AVX512BF16
 #define PACK_INLINE static inline __attribute__((always_inline)) PACK
 
@@ -269,74 +271,62 @@ PACK static void store_block(const float *acc, int rows, float *c, int64_t ldc, 
     }
 }
 
-/* 32 x 32: per step, A tiles 4 (rows 0-15) and 5 (16-31), B tiles 6 (columns 0-15) and 7
- * (16-31), C tiles 0..3 in row-major order of the 2 x 2. */
-AMX static void tile_32(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
-                        int64_t mr, int64_t nr) {
+/* ROWS (32 or 16) x 32: per step, A tiles 4 (rows 0-15) and 5 (16-31), B tiles 6 (columns
+ * 0-15) and 7 (16-31), C tiles 0..3 in row-major order of the 2 x 2; 16 rows use the upper half
+ * (a block's last rows when 16 or fewer). */
+AMX_INLINE void tiles(const int ROWS, int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha,
+                      float beta, int64_t mr, int64_t nr) {
     const char *pa = a, *pb = b;
+    const bool two = ROWS == 32;
     _tile_zero(0);
     _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+    if (two) {
+        _tile_zero(2);
+        _tile_zero(3);
+    }
     const int64_t a_step = MR * ROW_BYTES, b_step = (KSTEP / 2) * NR * 4;
     for (int64_t t = 0; t < steps_of(kc); t++) {
         _tile_loadd(4, pa + t * a_step, ROW_BYTES);
-        _tile_loadd(5, pa + t * a_step + 16 * ROW_BYTES, ROW_BYTES);
+        if (two) _tile_loadd(5, pa + t * a_step + 16 * ROW_BYTES, ROW_BYTES);
         _tile_loadd(6, pb + t * b_step, NR * 4);
         _tile_loadd(7, pb + t * b_step + ROW_BYTES, NR * 4);
         _tile_dpbf16ps(0, 4, 6);
         _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        if (two) {
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
     }
-    if (mr == MR && nr == NR && alpha == 1.0f && beta == 0.0f) {
+    if (mr == ROWS && nr == NR && alpha == 1.0f && beta == 0.0f) {
         /* C = fl(1 * acc) = acc: the tiles go straight to C, the bits store_block would give. */
         const int64_t stride = ldc * (int64_t)sizeof(float);
         _tile_stored(0, c, stride);
         _tile_stored(1, c + 16, stride);
-        _tile_stored(2, c + 16 * ldc, stride);
-        _tile_stored(3, c + 16 * ldc + 16, stride);
+        if (two) {
+            _tile_stored(2, c + 16 * ldc, stride);
+            _tile_stored(3, c + 16 * ldc + 16, stride);
+        }
         return;
     }
     float acc[MR * NR] __attribute__((aligned(64)));
     _tile_stored(0, acc, NR * 4);
     _tile_stored(1, acc + 16, NR * 4);
-    _tile_stored(2, acc + 16 * NR, NR * 4);
-    _tile_stored(3, acc + 16 * NR + 16, NR * 4);
-    store_block(acc, MR, c, ldc, alpha, beta, mr, nr);
+    if (two) {
+        _tile_stored(2, acc + 16 * NR, NR * 4);
+        _tile_stored(3, acc + 16 * NR + 16, NR * 4);
+    }
+    store_block(acc, ROWS, c, ldc, alpha, beta, mr, nr);
 }
 
-/* 16 x 32, for a block's last rows when 16 or fewer: the upper half of tile_32. */
+AMX static void tile_32(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
+                        int64_t mr, int64_t nr) {
+    tiles(32, kc, a, b, c, ldc, alpha, beta, mr, nr);
+}
+
 AMX static void tile_16(int64_t kc, const void *a, const void *b, float *c, int64_t ldc, float alpha, float beta,
                         int64_t mr, int64_t nr) {
-    const char *pa = a, *pb = b;
-    _tile_zero(0);
-    _tile_zero(1);
-    const int64_t a_step = MR * ROW_BYTES, b_step = (KSTEP / 2) * NR * 4;
-    for (int64_t t = 0; t < steps_of(kc); t++) {
-        _tile_loadd(4, pa + t * a_step, ROW_BYTES);
-        _tile_loadd(6, pb + t * b_step, NR * 4);
-        _tile_loadd(7, pb + t * b_step + ROW_BYTES, NR * 4);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-    }
-    float acc[16 * NR] __attribute__((aligned(64)));
-    _tile_stored(0, acc, NR * 4);
-    _tile_stored(1, acc + 16, NR * 4);
-    store_block(acc, 16, c, ldc, alpha, beta, mr, nr);
+    tiles(16, kc, a, b, c, ldc, alpha, beta, mr, nr);
 }
-
-static const brg_gemm_kernel amx_kernel = {
-    .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 16, .k_pack = 2, .k_align = KSTEP,
-    /* fp32 sources are rounded to bf16 while packed (brg_gemm_amxbf16_rounding) */
-    .pack_rows = {[BRG_DTYPE_BF16] = b_rows_bf16, [BRG_DTYPE_F32] = b_rows_f32},
-    .pack_cols = {[BRG_DTYPE_BF16] = b_cols_bf16, [BRG_DTYPE_F32] = b_cols_f32},
-    .pack_cols_block = {[BRG_DTYPE_BF16] = b_block_bf16, [BRG_DTYPE_F32] = b_block_f32},
-    .pack_rows_a = {[BRG_DTYPE_BF16] = a_rows_bf16, [BRG_DTYPE_F32] = a_rows_f32},
-    .pack_cols_a = {[BRG_DTYPE_BF16] = a_cols_bf16, [BRG_DTYPE_F32] = a_cols_f32},
-    .n_tiles = 2, .tile_rows = {MR, 16}, .tiles = {tile_32, tile_16},
-    .b_panel_outer = false,
-};
 
 /* LDTILECFG's 64-byte operand: palette 1, then per tile its bytes per row and rows. */
 typedef struct tile_config {
@@ -358,40 +348,32 @@ AMX static void tiles_configure(void) { _tile_loadconfig(&config); }
 
 AMX static void tiles_release(void) { _tile_release(); }
 
-/* The product on operands of `type` (bf16 as they are, fp32 rounded while packed). */
-static bool amx_product(brg_dtype type, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
-                        const void *A, int64_t lda, const void *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    tiles_configure();
-    const bool ok = brg_gemm_blocked(&amx_kernel, trans_a, trans_b, M, N, K, alpha, type, A, lda, type, B, ldb, beta,
-                                     C, ldc);
-    tiles_release();
-    return ok;
-}
+static const brg_gemm_kernel amx_kernel = {
+    .MR = MR, .NR = NR, .KC = KC, .MC = MC, .NC = NC, .group = 16, .k_pack = 2, .k_align = KSTEP,
+    /* fp32 sources are rounded to bf16 while packed (brg_gemm_amxbf16_rounding) */
+    .pack_rows = {[BRG_DTYPE_BF16] = b_rows_bf16, [BRG_DTYPE_F32] = b_rows_f32},
+    .pack_cols = {[BRG_DTYPE_BF16] = b_cols_bf16, [BRG_DTYPE_F32] = b_cols_f32},
+    .pack_cols_block = {[BRG_DTYPE_BF16] = b_block_bf16, [BRG_DTYPE_F32] = b_block_f32},
+    .pack_rows_a = {[BRG_DTYPE_BF16] = a_rows_bf16, [BRG_DTYPE_F32] = a_rows_f32},
+    .pack_cols_a = {[BRG_DTYPE_BF16] = a_cols_bf16, [BRG_DTYPE_F32] = a_cols_f32},
+    .n_tiles = 2, .tile_rows = {MR, 16}, .tiles = {tile_32, tile_16},
+    .enter = tiles_configure, .leave = tiles_release,
+    .b_panel_outer = false,
+};
+
+const brg_gemm_kernel *brg_gemm_amx_kernel(void) { return &amx_kernel; }
 
 bool brg_gemm_amxbf16(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const uint16_t *A,
                       int64_t lda, const uint16_t *B, int64_t ldb, float beta, float *C, int64_t ldc) {
-    return amx_product(BRG_DTYPE_BF16, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return brg_gemm_blocked(&amx_kernel, trans_a, trans_b, M, N, K, alpha, BRG_DTYPE_BF16, A, lda, BRG_DTYPE_BF16, B,
+                            ldb, beta, C, ldc);
 }
 
 bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
                                const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                                int64_t ldc) {
-    return amx_product(BRG_DTYPE_F32, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N) { return brg_gemm_blocked_packed_bytes(&amx_kernel, K, N); }
-
-void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst) {
-    brg_gemm_blocked_pack_b(&amx_kernel, trans_b, K, N, BRG_DTYPE_F32, B, ldb, dst);
-}
-
-bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const void *panels, float beta, float *C, int64_t ldc) {
-    tiles_configure();
-    const bool ok =
-        brg_gemm_blocked_packed(&amx_kernel, trans_a, M, N, K, alpha, BRG_DTYPE_F32, A, lda, panels, beta, C, ldc);
-    tiles_release();
-    return ok;
+    return brg_gemm_blocked(&amx_kernel, trans_a, trans_b, M, N, K, alpha, BRG_DTYPE_F32, A, lda, BRG_DTYPE_F32, B,
+                            ldb, beta, C, ldc);
 }
 
 #else
@@ -411,21 +393,6 @@ bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N,
     return false;
 }
 
-/* Never called either: no layout of these panels is chosen on this build. */
-size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N) {
-    (void)K, (void)N;
-    return 0;
-}
-
-void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst) {
-    (void)trans_b, (void)K, (void)N, (void)B, (void)ldb, (void)dst;
-}
-
-bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const void *panels, float beta, float *C, int64_t ldc) {
-    (void)trans_a, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda, (void)panels, (void)beta, (void)C;
-    (void)ldc;
-    return false;
-}
+const brg_gemm_kernel *brg_gemm_amx_kernel(void) { return NULL; }
 
 #endif

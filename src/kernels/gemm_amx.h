@@ -40,14 +40,10 @@ bool brg_gemm_amxbf16_rounding(bool trans_a, bool trans_b, int64_t M, int64_t N,
                                const float *A, int64_t lda, const float *B, int64_t ldb, float beta, float *C,
                                int64_t ldc);
 
-/* B packed once (gemm_packed.c's BRG_GEMM_PACK_AMXBF16 layout): op(B) [K, N] of fp32 rounded to
- * bf16 into the panels brg_gemm_amxbf16_rounding packs for each block, block after block
- * (gemm_blocked.h's brg_gemm_blocked_pack_b); the product on them packs only A (rounding it)
- * and gives the bits of brg_gemm_amxbf16_rounding on the plain B. */
-size_t brg_gemm_amxbf16_packed_bytes(int64_t K, int64_t N);
-void brg_gemm_amxbf16_pack_b(bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb, void *dst);
-bool brg_gemm_amxbf16_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
-                             const void *panels, float beta, float *C, int64_t ldc);
+/* The kernel as gemm_blocked.h describes it (its bf16 sources as they are, fp32 ones rounded
+ * while packed; the tiles configured around each product), for B packed once in its layout
+ * (gemm_packed.c's BRG_GEMM_PACK_AMXBF16); NULL on a build without AMX. */
+const struct brg_gemm_kernel *brg_gemm_amx_kernel(void);
 
 /* Blocking, exposed so tests can cross every edge. */
 enum {

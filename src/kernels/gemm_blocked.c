@@ -200,6 +200,7 @@ static bool blocked_loops(const brg_gemm_kernel *k, bool trans_a, bool trans_b, 
     const size_t b_floats = whole_b ? 0 : (size_t)panel_bytes(k, round_up(min64(NC, N), k->NR), kc_max) / sizeof(float);
     pack_buffers *pb = buffers_get(a_floats, b_floats);
     if (!pb) return false;
+    if (k->enter) k->enter();
     for (int64_t ic = 0; ic < M; ic += MC) {
         const int64_t mc = min64(MC, M - ic);
         for (int64_t pc = 0; pc < K; pc += KC) {
@@ -215,6 +216,7 @@ static bool blocked_loops(const brg_gemm_kernel *k, bool trans_a, bool trans_b, 
             }
         }
     }
+    if (k->leave) k->leave();
     return true;
 }
 

@@ -76,6 +76,10 @@ typedef struct brg_gemm_kernel {
     int n_tiles;
     int tile_rows[3];
     brg_tile_fn *tiles[3];
+    /* Optional: run on the calling thread before and after a product's block loops (the AMX
+     * kernel loads its tile configuration and releases the tiles); NULL: nothing. */
+    void (*enter)(void);
+    void (*leave)(void);
     /* Loop order inside a block pair: B micro-panel outer (it stays in L1 while A micro-panels
      * stream from L2) or A micro-panel outer (the other way round). */
     bool b_panel_outer;

@@ -21,7 +21,7 @@ static const brg_gemm_kernel *kernel_of(brg_gemm_pack_layout layout) {
     switch (layout) {
     case BRG_GEMM_PACK_AVX512: return brg_gemm_avx512_kernel();
     case BRG_GEMM_PACK_AVX2: return brg_gemm_avx2_kernel();
-    case BRG_GEMM_PACK_AMXBF16: /* its own entry points: the tiles need configuring (gemm_amx.h) */
+    case BRG_GEMM_PACK_AMXBF16: return brg_gemm_amx_kernel();
     case BRG_GEMM_PACK_NONE: break;
     }
     return NULL;
@@ -58,11 +58,7 @@ const char *brg_gemm_pack_layout_name(brg_gemm_pack_layout layout) {
     return "none";
 }
 
-/* A layout with panels: a blocked kernel's, or the AMX kernel's. */
-static bool packs(brg_gemm_pack_layout layout) { return kernel_of(layout) || layout == BRG_GEMM_PACK_AMXBF16; }
-
 size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N) {
-    if (layout == BRG_GEMM_PACK_AMXBF16) return K <= 0 || N <= 0 ? 0 : brg_gemm_amxbf16_packed_bytes(K, N);
     const brg_gemm_kernel *k = kernel_of(layout);
     return k ? brg_gemm_blocked_packed_bytes(k, K, N) : 0;
 }
@@ -70,17 +66,13 @@ size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N) {
 void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B,
                             int64_t ldb, const void *panels, brg_packed_b *out) {
     BRG_ASSERT(K >= 0 && N >= 0 && ldb >= (trans_b ? K : N));
-    *out = (brg_packed_b){packs(layout) ? layout : BRG_GEMM_PACK_NONE, trans_b, K, N, ldb, B,
-                          packs(layout) ? panels : NULL};
+    *out = (brg_packed_b){kernel_of(layout) ? layout : BRG_GEMM_PACK_NONE, trans_b, K, N, ldb, B,
+                          kernel_of(layout) ? panels : NULL};
 }
 
 void brg_gemm_pack_b(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb,
                      void *dst, brg_packed_b *out) {
     brg_gemm_packed_b_wrap(layout, trans_b, K, N, B, ldb, dst, out);
-    if (out->layout == BRG_GEMM_PACK_AMXBF16) {
-        if (K > 0 && N > 0) brg_gemm_amxbf16_pack_b(trans_b, K, N, B, ldb, dst);
-        return;
-    }
     const brg_gemm_kernel *k = kernel_of(out->layout);
     if (k && K > 0 && N > 0) brg_gemm_blocked_pack_b(k, trans_b, K, N, BRG_DTYPE_F32, B, ldb, dst);
 }
@@ -101,11 +93,8 @@ static void rows_alone(const packed_job *j, int64_t first, int64_t last) {
     const float *A = j->ta ? j->A + first : j->A + first * j->lda;
     float *C = j->C + first * j->ldc;
     const brg_packed_b *B = j->B;
-    if (B->layout == BRG_GEMM_PACK_AMXBF16
-            ? brg_gemm_amxbf16_packed(j->ta, last - first, j->N, j->K, j->alpha, A, j->lda, B->panels, j->beta, C,
-                                      j->ldc)
-            : brg_gemm_blocked_packed(kernel_of(B->layout), j->ta, last - first, j->N, j->K, j->alpha, BRG_DTYPE_F32,
-                                      A, j->lda, B->panels, j->beta, C, j->ldc))
+    if (brg_gemm_blocked_packed(kernel_of(B->layout), j->ta, last - first, j->N, j->K, j->alpha, BRG_DTYPE_F32, A,
+                                j->lda, B->panels, j->beta, C, j->ldc))
         return;
     /* No A buffer: the plain product, which has fallbacks of its own. */
     brg_gemm(j->ta, B->trans_b, last - first, j->N, j->K, j->alpha, A, j->lda, B->plain, B->ldb, j->beta, C, j->ldc);
