@@ -17,6 +17,8 @@
  * tiles. A kernel the CPU lacks prints a note and is skipped. */
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernels/cpu_isa.h"
@@ -614,6 +616,69 @@ static void test_gemm_half_rounded(void) {
     brg_gemm_team_destroy(team);
 }
 
+/* ---- out of memory ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+/* The child of test_out_of_memory, a fresh process (no packing buffers, nothing freed that a
+ * later allocation could reuse): held to the address space it has, a kernel that cannot get its
+ * packing buffers declines, and brg_gemm_half (and brg_gemm_half_rounded, where bf16 runs on
+ * AMX) then give the double reference's bits on the (rounded) operands. Exit 0 when so. */
+#ifndef UNDER_ASAN
+static int child_out_of_memory(void) {
+    const int64_t M = 256, N = 96, K = 1536; /* an A buffer of 768 KiB or more */
+    float *A = tk_rand(M * K, -1, 1), *B = tk_rand(K * N, -1, 1);
+    uint16_t *Ah = malloc((size_t)(M * K) * 2), *Bh = malloc((size_t)(K * N) * 2);
+    float *want = tk_zeros(M * N), *rounded = tk_zeros(M * N), *half = tk_zeros(M * N);
+    if (!Ah || !Bh) return 3;
+    brg_f32_to_bf16_row(Ah, A, M * K), brg_f32_to_bf16_row(Bh, B, K * N);
+    brg_gemm_half_ref(false, false, M, N, K, 0.75f, BRG_DTYPE_BF16, Ah, K, BRG_DTYPE_BF16, Bh, N, 0.0f, want, N);
+    const brg_gemm_half_kernel k = brg_gemm_half_kernel_for(BRG_DTYPE_BF16, BRG_DTYPE_BF16);
+    const bool amx = k == BRG_GEMM_HALF_AMXBF16, packs = k != BRG_GEMM_HALF_REF && k != BRG_GEMM_HALF_OPENBLAS;
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld", &pages) != 1) return 3;
+    fclose(f);
+    const rlim_t now = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE);
+    const struct rlimit lim = {now, now};
+    if (setrlimit(RLIMIT_AS, &lim) != 0) return 3;
+    const size_t bytes = (size_t)(M * N) * sizeof(float);
+    if (packs && brg_gemm_half_with(k, false, false, M, N, K, 0.75f, BRG_DTYPE_BF16, Ah, K, BRG_DTYPE_BF16, Bh, N,
+                                    0.0f, half, N))
+        return 4; /* the limit did not starve the kernel: nothing tested */
+    brg_gemm_half(false, false, M, N, K, 0.75f, BRG_DTYPE_BF16, Ah, K, BRG_DTYPE_BF16, Bh, N, 0.0f, half, N);
+    if (memcmp(half, want, bytes) != 0) return 5;
+    const bool taken =
+        brg_gemm_half_rounded(BRG_DTYPE_BF16, false, false, M, N, K, 0.75f, A, K, B, N, 0.0f, rounded, N);
+    if (taken != amx) return 6;
+    if (amx && memcmp(rounded, want, bytes) != 0) return 7;
+    return 0;
+}
+#endif
+
+static void test_out_of_memory(const char *self) {
+#ifdef UNDER_ASAN
+    (void)self;
+    printf("note: ASan's allocator aborts instead of failing; the out-of-memory fallback is not tested here\n");
+#else
+    if (!self) return;
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "'%s' --child-oom", self);
+    const int status = system(cmd);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "out of memory: the half products did not fall back to the reference's bits (child exit %d)",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    printf("out of memory: %s falls back to the reference%s\n", brg_gemm_half_backend(BRG_DTYPE_BF16, BRG_DTYPE_BF16),
+           brg_isa_has_amx_bf16() ? ", and so does rounding while packing" : "");
+#endif
+}
+
 /* ---- the dispatched entry point ---- */
 
 /* brg_gemm_half with a team of 2 gives the bits it gives alone; and whatever it dispatches to
@@ -773,6 +838,9 @@ static int child_backend(void) {
 int main(int argc, char **argv) {
     tk_seed(7);
     if (argc > 1 && strcmp(argv[1], "--child-backend") == 0) return child_backend();
+#ifndef UNDER_ASAN
+    if (argc > 1 && strcmp(argv[1], "--child-oom") == 0) return child_out_of_memory();
+#endif
     exhaustive = argc > 1 && strcmp(argv[1], "--exhaustive") == 0;
     char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -789,6 +857,7 @@ int main(int argc, char **argv) {
     test_gemm_half_team();
     test_amx_rounding();
     test_gemm_half_rounded();
+    test_out_of_memory(len > 0 ? self : NULL);
     test_gemm_half_degenerate();
     test_bf16_dot_vendor();
     test_amx_flags();

@@ -18,10 +18,10 @@
  *   openblas    operands widened into fp32 buffers, then OpenBLAS's sgemm (openblas.c); the default
  *               below AVX2.
  *   ref         brg_gemm_half_ref, double accumulation (slow; the yardstick of the tests).
- * BRIGADE_GEMM=amxbf16 and avx512bf16 ask for the tiles or VDPBF16PS wherever the CPU has
- * them (else the default); avx512, avx2 ask for a
- * widening kernel (capped by the CPU as for brg_gemm), so an AVX512_BF16 machine can run exactly
- * what an AVX-512 or AVX2 one runs. No kernel accumulates in fp16 (brg_gemm_half_partials_available). */
+ * BRIGADE_GEMM=amxbf16 and avx512bf16 ask for the tiles or VDPBF16PS wherever the CPU has them
+ * (else the default); avx512, avx2 ask for a widening kernel (capped by the CPU as for
+ * brg_gemm), so an AVX512_BF16 machine can run exactly what an AVX-512 or AVX2 one runs. No
+ * kernel accumulates in fp16 (brg_gemm_half_partials_available). */
 #include "kernels/gemm_half.h"
 
 #include <pthread.h>
@@ -134,22 +134,32 @@ static float element(brg_dtype t, const void *X, int64_t i) {
     return t == BRG_DTYPE_F16 ? brg_f16_to_f32(h) : brg_bf16_to_f32(h);
 }
 
-void brg_gemm_half_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
-                       const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
-                       int64_t ldc) {
-    check_args(trans_a, trans_b, M, N, K, a_type, lda, b_type, ldb, ldc);
-    /* brg_gemm_ref's loop on the widened elements, so both give the same bits. */
+/* brg_gemm_ref's loop on the widened elements, so both give the same bits; with round_bf16,
+ * each element is first rounded to bf16 (the fp32 operands of brg_gemm_half_rounded). */
+static void ref_loop(bool round_bf16, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                     brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb,
+                     float beta, float *C, int64_t ldc) {
     const int64_t a_row = trans_a ? 1 : lda, a_k = trans_a ? lda : 1;
     const int64_t b_k = trans_b ? 1 : ldb, b_col = trans_b ? ldb : 1;
     for (int64_t i = 0; i < M; i++) {
         for (int64_t j = 0; j < N; j++) {
             double acc = 0.0;
-            for (int64_t p = 0; p < K; p++)
-                acc += (double)element(a_type, A, i * a_row + p * a_k) * (double)element(b_type, B, j * b_col + p * b_k);
+            for (int64_t p = 0; p < K; p++) {
+                float a = element(a_type, A, i * a_row + p * a_k), b = element(b_type, B, j * b_col + p * b_k);
+                if (round_bf16) a = brg_bf16_to_f32(brg_f32_to_bf16(a)), b = brg_bf16_to_f32(brg_f32_to_bf16(b));
+                acc += (double)a * (double)b;
+            }
             double prev = beta == 0.0f ? 0.0 : (double)beta * (double)C[i * ldc + j];
             C[i * ldc + j] = (float)((double)alpha * acc + prev);
         }
     }
+}
+
+void brg_gemm_half_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, brg_dtype a_type,
+                       const void *A, int64_t lda, brg_dtype b_type, const void *B, int64_t ldb, float beta, float *C,
+                       int64_t ldc) {
+    check_args(trans_a, trans_b, M, N, K, a_type, lda, b_type, ldb, ldc);
+    ref_loop(false, trans_a, trans_b, M, N, K, alpha, a_type, A, lda, b_type, B, ldb, beta, C, ldc);
 }
 
 /* An operand [rows, cols] (leading dimension ld) as a dense fp32 copy; NULL when out of memory. */
@@ -223,22 +233,6 @@ typedef struct half_job {
     int64_t lda, ldb, ldc;
 } half_job;
 
-/* brg_gemm_half_ref on fp32 operands rounded to bf16: where the rounding kernel cannot get its
- * buffers, which copies would need too. */
-static void ref_rounded(const half_job *j, int64_t M, int64_t N, const float *A, const float *B, float *C) {
-    const int64_t a_row = j->ta ? 1 : j->lda, a_k = j->ta ? j->lda : 1;
-    const int64_t b_k = j->tb ? 1 : j->ldb, b_col = j->tb ? j->ldb : 1;
-    for (int64_t i = 0; i < M; i++)
-        for (int64_t c = 0; c < N; c++) {
-            double acc = 0.0;
-            for (int64_t p = 0; p < j->K; p++)
-                acc += (double)brg_bf16_to_f32(brg_f32_to_bf16(A[i * a_row + p * a_k])) *
-                       (double)brg_bf16_to_f32(brg_f32_to_bf16(B[c * b_col + p * b_k]));
-            const double prev = j->beta == 0.0f ? 0.0 : (double)j->beta * (double)C[i * j->ldc + c];
-            C[i * j->ldc + c] = (float)((double)j->alpha * acc + prev);
-        }
-}
-
 /* One thread's block of C, rows [r0, r1) and columns [c0, c1); a kernel that cannot get its
  * buffers leaves it to the reference, which needs none. */
 static void run_alone(const half_job *j, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
@@ -249,7 +243,8 @@ static void run_alone(const half_job *j, int64_t r0, int64_t r1, int64_t c0, int
     const int64_t M = r1 - r0, N = c1 - c0;
     if (j->rounding) {
         if (!brg_gemm_amxbf16_rounding(j->ta, j->tb, M, N, j->K, j->alpha, A, j->lda, B, j->ldb, j->beta, C, j->ldc))
-            ref_rounded(j, M, N, A, B, C);
+            ref_loop(true, j->ta, j->tb, M, N, j->K, j->alpha, BRG_DTYPE_F32, A, j->lda, BRG_DTYPE_F32, B, j->ldb,
+                     j->beta, C, j->ldc);
         return;
     }
     if (!brg_gemm_half_with(j->k, j->ta, j->tb, M, N, j->K, j->alpha, j->a_type, A, j->lda, j->b_type, B, j->ldb,
