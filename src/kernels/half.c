@@ -118,7 +118,6 @@ brg_half_path brg_half_path_active(void) {
 #if defined(__x86_64__) || defined(__i386__)
 
 #define HALF_AVX2 __attribute__((target("avx2,fma,f16c")))
-#define HALF_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,fma")))
 
 /* ---- AVX-512 bodies: 16 elements a step, the tail through masks ---- */
 
@@ -147,7 +146,7 @@ BRG_AVX512 static void f32_to_bf16_avx512(uint16_t *dst, const float *src, int64
 }
 
 /* VCVTNEPS2BF16, subnormal lanes fixed up (bf16_round.h). */
-HALF_AVX512BF16 static void f32_to_bf16_avx512bf16(uint16_t *dst, const float *src, int64_t n) {
+BRG_AVX512BF16 static void f32_to_bf16_avx512bf16(uint16_t *dst, const float *src, int64_t n) {
     for (int64_t i = 0; i < n; i += 16) {
         const __mmask16 m = brg_step_mask(i, n);
         _mm256_mask_storeu_epi16(dst + i, m, brg_bf16_round16(_mm512_maskz_loadu_ps(m, src + i)));
