@@ -4,8 +4,9 @@
  * sizes 1, 2 and 3, the product on the packed B has exactly the bits of brg_gemm on the plain
  * matrix. Also: a B packed for another backend or read under a reduced compute type falls back
  * to the plain product (same bits as brg_gemm there), except the AMX kernel's bf16 panels, which
- * a bf16 compute type reads with the bits of brg_gemm in bf16; and brg_k_linear_fwd with a bound
- * provider of packed weights gives the bits it gives without one. */
+ * a bf16 compute type reads with the bits of brg_gemm in bf16; a B packed by a team of 2 or 3
+ * (block by block) has the bytes of one packed alone; and brg_k_linear_fwd, and brg_k_linear_bwd's
+ * input gradient, with a bound provider of packed weights give the bits they give without one. */
 #include "brigade/precision.h"
 #include "brigade/rng.h"
 #include "kernels/kernels.h"
@@ -146,6 +147,36 @@ static void check_fallbacks(void) {
     free(panels), free(A), free(B), free(want), free(got);
 }
 
+/* Panels packed by each team against panels packed alone, in buffers filled with different
+ * garbage first (a byte no packer writes differs), for the layout running now. */
+static void check_pack_teams(const char *what) {
+    const brg_gemm_pack_layout layout = brg_gemm_pack_layout_now();
+    if (layout == BRG_GEMM_PACK_NONE) return;
+    const shape wide[] = {{1, 833, 800}, {1, 3000, 70}, {1, 300, 1600}, {1, 50, 33}};
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        for (int tb = 0; tb < 2; tb++) {
+            const int64_t K = wide[i].K, N = wide[i].N, ldb = (tb ? K : N) + 5;
+            brg_rng rng;
+            brg_rng_seed(&rng, (uint64_t)(K + N + tb));
+            float *B = random_floats(&rng, (tb ? N : K) * ldb);
+            const size_t bytes = (brg_gemm_pack_bytes(layout, K, N) + 63) / 64 * 64;
+            unsigned char *alone = aligned_alloc(64, bytes), *shared = aligned_alloc(64, bytes);
+            memset(alone, 0x5a, bytes);
+            brg_packed_b pb;
+            brg_gemm_pack_b(layout, tb, K, N, B, ldb, alone, &pb);
+            for (int t = 1; t < teams_n; t++) {
+                memset(shared, 0xa5, bytes);
+                brg_gemm_team_bind(teams[t]);
+                brg_gemm_pack_b(layout, tb, K, N, B, ldb, shared, &pb);
+                brg_gemm_team_bind(NULL);
+                CHECK_MSG(memcmp(alone, shared, brg_gemm_pack_bytes(layout, K, N)) == 0,
+                          "%s: %lldx%lld (tb %d) packed by a team of %d differs from packed alone", what, (long long)K,
+                          (long long)N, tb, t + 1);
+            }
+            free(alone), free(shared), free(B);
+        }
+}
+
 /* A provider handing out one packed weight, counting the times it was asked. */
 typedef struct provider {
     const float *w;
@@ -159,26 +190,44 @@ static const brg_packed_b *provide(void *ctx, const float *B, bool tb, int64_t K
     return B == p->w && tb == p->pb.trans_b && K == p->pb.K && N == p->pb.N && ldb == p->pb.ldb ? &p->pb : NULL;
 }
 
+/* brg_k_linear_fwd's y = x op(W) + b, then brg_k_linear_bwd's dx += dy op(W)^T (dW and db
+ * left out), with the provider bound or not. */
+static void linear_pass(float *y, float *dx, const float *x, const float *dy, const float *w, const float *b,
+                        int64_t n, int64_t in, int64_t out, bool w_in_out, provider *p) {
+    if (p) brg_packed_weights_bind(provide, p);
+    brg_k_linear_fwd(y, x, w, b, n, in, out, w_in_out);
+    brg_k_linear_bwd(dx, NULL, false, NULL, dy, x, w, n, in, out, w_in_out);
+    brg_packed_weights_bind(NULL, NULL);
+}
+
 static void check_linear(void) {
     const int64_t n = 33, in = 70, out = 130;
     brg_rng rng;
     brg_rng_seed(&rng, 11);
     float *x = random_floats(&rng, n * in), *w = random_floats(&rng, in * out), *b = random_floats(&rng, out);
-    float *want = calloc((size_t)(n * out), sizeof *want), *got = calloc((size_t)(n * out), sizeof *got);
+    float *dy = random_floats(&rng, n * out), *dx0 = random_floats(&rng, n * in);
+    const size_t y_bytes = (size_t)(n * out) * sizeof(float), dx_bytes = (size_t)(n * in) * sizeof(float);
+    float *want = malloc(y_bytes), *got = malloc(y_bytes), *dx_want = malloc(dx_bytes), *dx_got = malloc(dx_bytes);
     for (int layout = 0; layout < 2; layout++) { /* w_in_out: GPT-2's Conv1D, else nn.Linear */
         const bool w_in_out = layout == 0;
-        brg_k_linear_fwd(want, x, w, b, n, in, out, w_in_out);
-        provider p = {w, {0}, 0};
-        void *panels = pack(brg_gemm_pack_layout_now(), !w_in_out, in, out, w, w_in_out ? out : in, &p.pb);
-        brg_packed_weights_bind(provide, &p);
-        brg_k_linear_fwd(got, x, w, b, n, in, out, w_in_out);
-        brg_packed_weights_bind(NULL, NULL);
-        CHECK_MSG(p.asked == 1, "the linear layer asked its provider %d times", p.asked);
-        CHECK_MSG(memcmp(want, got, (size_t)(n * out) * sizeof *got) == 0, "linear with packed weights differs (%s)",
-                  w_in_out ? "[in,out]" : "[out,in]");
-        free(panels);
+        const int64_t ldw = w_in_out ? out : in;
+        memcpy(dx_want, dx0, dx_bytes);
+        linear_pass(want, dx_want, x, dy, w, b, n, in, out, w_in_out, NULL);
+        /* The forward's op(B) is W [in, out]; the input gradient's is W^T [out, in]. */
+        for (int product = 0; product < 2; product++) {
+            provider p = {w, {0}, 0};
+            void *panels = product == 0 ? pack(brg_gemm_pack_layout_now(), !w_in_out, in, out, w, ldw, &p.pb)
+                                        : pack(brg_gemm_pack_layout_now(), w_in_out, out, in, w, ldw, &p.pb);
+            memcpy(dx_got, dx0, dx_bytes);
+            linear_pass(got, dx_got, x, dy, w, b, n, in, out, w_in_out, &p);
+            CHECK_MSG(p.asked == 2, "the linear layer asked its provider %d times", p.asked);
+            CHECK_MSG(memcmp(want, got, y_bytes) == 0 && memcmp(dx_want, dx_got, dx_bytes) == 0,
+                      "linear with packed weights for its %s differs (%s)", product ? "input gradient" : "forward",
+                      w_in_out ? "[in,out]" : "[out,in]");
+            free(panels);
+        }
     }
-    free(x), free(w), free(b), free(want), free(got);
+    free(x), free(w), free(b), free(dy), free(dx0), free(want), free(got), free(dx_want), free(dx_got);
 }
 
 int main(void) {
@@ -194,6 +243,15 @@ int main(void) {
     check_fallbacks();
     check_amx();
     check_linear();
+    const char *packers[] = {"avx512", "avx2"};
+    for (int b = 0; b < 2; b++) {
+        const char *now = brg_gemm_force_backend(packers[b]);
+        if (now && strcmp(now, packers[b]) == 0) check_pack_teams(now);
+    }
+    brg_gemm_force_backend(NULL);
+    brg_compute_dtype_set(BRG_DTYPE_BF16);
+    check_pack_teams("bf16 products");
+    brg_compute_dtype_set(BRG_DTYPE_F32);
     for (int t = 0; t < 3; t++) brg_gemm_team_destroy(teams[t]);
     return test_finish();
 }

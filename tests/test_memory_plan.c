@@ -1,13 +1,14 @@
 /* The memory plan against what devices measure: for GPT-2, BERT, ViT and T5 at two micro-batch
  * shapes, one training step on one device and as a two-stage pipeline (1F1B with four
- * micro-batches, so the first stage holds two at once; GPipe, recomputation and two threads per
- * device once each; the other heads once each; bf16.32 and 16.16, whose products round their
- * operands into scratch), and an inference pipeline (fp32, and bf16 once each), the plan's
- * per-device peak (brg_train_plan_memory, which the budget check before step 1 uses, and
+ * micro-batches, so the first stage holds two at once, and packs its linear weights once a step;
+ * GPipe, recomputation and two threads per device once each; the other heads once each; bf16.32,
+ * bf16.16 and 16.16, whose products round their operands into scratch or pack bf16 panels), and
+ * an inference pipeline (fp32, and bf16 once each), the plan's per-device peak (brg_train_plan_memory, which the budget check before step 1 uses, and
  * brg_plan_devices_with as brigade plan calls it) is within 10% of the device arena's measured
  * peak (parameters, gradients, optimizer state, activations and the kernels' scratch), and never
- * below it. A budget 10% above the plan trains; one below the measured peak is refused before
- * step 1, naming the device and the bytes. Prints the table docs/reliability.md quotes. */
+ * below it. A budget 10% above the plan trains; one with room for all but the packed weights
+ * trains without them; one below that run's measured peak is refused before step 1, naming the
+ * device and the bytes. Prints the table docs/reliability.md quotes. */
 #include "autograd/ops_internal.h"
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
@@ -264,7 +265,28 @@ static void inference(arch a, const shape *s, brg_dtype compute) {
     brg_model_destroy(m);
 }
 
-/* --device-memory: 10% above the plan trains; below what the device needs is refused up front. */
+static int64_t most_of(const brg_device_plan *plan) {
+    return plan[0].total_bytes > plan[1].total_bytes ? plan[0].total_bytes : plan[1].total_bytes;
+}
+
+/* One step under `budget` (0: none), which must train; its stage peaks in peak[2]. */
+static void train_under(brg_model *m, const brg_dataset *d, brg_train_options *o, size_t budget, size_t *peak) {
+    o->device_memory = budget;
+    brg_train_result r = {0};
+    steps_done = 0;
+    CHECK_OK(brg_train(m, d, o, &r));
+    CHECK(steps_done == 1 && r.steps == 1);
+    for (int s = 0; s < 2; s++) {
+        peak[s] = r.stage_peak_bytes[s];
+        CHECK_MSG(!budget || peak[s] <= budget, "stage %d peaked at %zu bytes over its budget of %zu", s, peak[s],
+                  budget);
+    }
+}
+
+/* --device-memory: 10% above the plan trains; below what the device needs is refused up front.
+ * With 4 micro-batches a step the devices pack their linear weights once a step (where the fp32
+ * kernel packs): the plan counts the panels, a budget with room for the plain weights only trains
+ * without them, and only one below that is refused. */
 static void budgets(void) {
     const shape s = {4, 32, 0};
     const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0, BRG_PRECISION_32_32};
@@ -274,21 +296,35 @@ static void budgets(void) {
     int block_stage[MAX_BLOCKS];
     brg_train_options o;
     options(m, &s, &u, block_stage, &o);
-    brg_device_plan plan[2];
-    CHECK_OK(brg_train_plan_memory(m, d, &o, plan));
-    int64_t most = plan[0].total_bytes > plan[1].total_bytes ? plan[0].total_bytes : plan[1].total_bytes;
+    brg_device_plan packed[2], plain[2];
+    CHECK_OK(brg_train_plan_memory(m, d, &o, packed));
+    o.device_memory = 1; /* no room for anything: the plan falls back to the plain weights */
+    CHECK_OK(brg_train_plan_memory(m, d, &o, plain));
+    const bool packs = brg_gemm_pack_layout_for(BRG_DTYPE_F32) != BRG_GEMM_PACK_NONE;
+    for (int st = 0; st < 2; st++) {
+        printf("budgets: stage %d plans %lld bytes, %lld of them packed weights; %lld without them\n", st,
+               (long long)packed[st].total_bytes, (long long)packed[st].packed_bytes, (long long)plain[st].total_bytes);
+        CHECK_MSG(packs ? packed[st].packed_bytes > 0 : packed[st].packed_bytes == 0, "stage %d: %lld packed bytes", st,
+                  (long long)packed[st].packed_bytes);
+        CHECK(plain[st].packed_bytes == 0);
+        CHECK(packed[st].total_bytes == plain[st].total_bytes + packed[st].packed_bytes);
+    }
 
-    o.device_memory = (size_t)(1.1 * (double)most);
+    size_t peak[2], plain_peak[2];
+    train_under(m, d, &o, (size_t)(1.1 * (double)most_of(packed)), peak);
+    /* Room for the plain weights only: no packs, and the devices' peaks drop by the panels. */
+    const size_t tight = (size_t)(1.02 * (double)most_of(plain));
+    CHECK(!packs || tight < (size_t)most_of(packed)); /* the run packs on every device or on none */
+    train_under(m, d, &o, tight, plain_peak);
+    for (int st = 0; st < 2; st++)
+        CHECK_MSG(plain_peak[st] + (size_t)packed[st].packed_bytes == peak[st],
+                  "stage %d peaked at %zu bytes without packed weights, %zu with %lld bytes of them", st,
+                  plain_peak[st], peak[st], (long long)packed[st].packed_bytes);
+
+    /* A byte short of what device 0 measured without packed weights: refused before step 1. */
+    o.device_memory = plain_peak[0] - 1;
+    steps_done = 0;
     brg_train_result r = {0};
-    steps_done = 0;
-    CHECK_OK(brg_train(m, d, &o, &r));
-    CHECK(steps_done == 1 && r.steps == 1);
-    CHECK(r.stage_peak_bytes[0] <= o.device_memory && r.stage_peak_bytes[1] <= o.device_memory);
-
-    /* A byte short of what device 0 measured: refused before step 1. */
-    o.device_memory = r.stage_peak_bytes[0] - 1;
-    steps_done = 0;
-    memset(&r, 0, sizeof r);
     CHECK_ERR(brg_train(m, d, &o, &r), BRG_ERR_OOM, "device 0 (stage 0 of every replica) needs about");
     CHECK_MSG(strstr(brg_last_error(), "micro-batches in flight") && strstr(brg_last_error(), "but its budget is"),
               "%s", brg_last_error());
@@ -322,7 +358,9 @@ int main(void) {
     const setup half[] = {{1, 1, BRG_SCHEDULE_1F1B, false, "1 device, bf16.32", 0, BRG_PRECISION_BF16_32},
                           {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 16.16", 0, BRG_PRECISION_16_16},
                           {2, 4, BRG_SCHEDULE_1F1B, true, "2 stages, 16.16, recompute", 0, BRG_PRECISION_16_16},
-                          {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads, bf16.32", 2, BRG_PRECISION_BF16_32}};
+                          {1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 2 threads, bf16.32", 2, BRG_PRECISION_BF16_32},
+                          {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, bf16.32", 0, BRG_PRECISION_BF16_32},
+                          {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, bf16.16", 0, BRG_PRECISION_BF16_16}};
     for (int a = 0; a < N_ARCHS; a++) {
         const shape *s = a == VIT ? &images[1] : &text[1];
         for (size_t k = 0; k < sizeof half / sizeof half[0]; k++) training((arch)a, s, &half[k]);

@@ -4,6 +4,7 @@
 
 #include "brigade/rng.h"
 #include "brigade/trainer.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 #include "trainer_util.h"
 #include "train/checkpoint_dir.h"
@@ -14,6 +15,7 @@ typedef struct run_out {
     double losses[STEPS];
     float *weights[64];
     int n_params;
+    brg_train_result r;
 } run_out;
 
 static void record(void *ctx, int64_t step, double loss, float lr) {
@@ -42,8 +44,7 @@ static void base_options(brg_train_options *o, run_out *out) {
 static void train(brg_train_options *o, const brg_dataset *d, run_out *out) {
     brg_model *m = tu_tiny_gpt2(VOCAB);
     if (!m) return;
-    brg_train_result r;
-    CHECK_OK(brg_train(m, d, o, &r));
+    CHECK_OK(brg_train(m, d, o, &out->r));
     out->n_params = m->n_params;
     for (int p = 0; p < m->n_params; p++) {
         size_t bytes = brg_tensor_nbytes(m->params[p].tensor);
@@ -98,6 +99,56 @@ static void test_parallel_matches_single(const brg_dataset *d) {
     compare(&single, &r, "4 stages x 2 replicas, GPipe", 1e-5);
     free_out(&r);
     free_out(&single);
+}
+
+/* Several micro-batches a step: the devices pack their linear weights once per step (after each
+ * update, so a stale pack changes step 2 on) and every micro-batch's forward and input gradient
+ * read the panels. Losses and weights are bit for bit those of the same run with a budget that
+ * has room for the plain weights only (no packs), on one thread per device and on two, in fp32
+ * and in bf16.32 (the AMX kernel's bf16 panels where the CPU has them); the packing run's devices
+ * hold the plan's panels on top. */
+static void packed_weights_step(const brg_dataset *d, brg_precision precision, int threads) {
+    int two[4] = {0, 0, 1, 1};
+    const brg_dtype compute = brg_precision_compute_dtype(precision);
+    const bool packs = brg_gemm_pack_layout_for(compute) != BRG_GEMM_PACK_NONE;
+    char what[64];
+    snprintf(what, sizeof what, "packed weights, %s, %d thread(s)", brg_precision_name(precision), threads);
+    run_out packed = {0}, plain = {0};
+    brg_train_options o;
+    base_options(&o, &packed);
+    o.micro_batch = 2, o.accumulation = 4, o.stages = 2, o.block_stage = two, o.intra_threads = threads;
+    o.precision = precision;
+    brg_model *m = tu_tiny_gpt2(VOCAB);
+    brg_device_plan with[2], without[2];
+    CHECK_OK(brg_train_plan_memory(m, d, &o, with));
+    o.device_memory = 1; /* no room: the plan without packed weights */
+    CHECK_OK(brg_train_plan_memory(m, d, &o, without));
+    brg_model_destroy(m);
+    o.device_memory = 0;
+    train(&o, d, &packed);
+    base_options(&o, &plain);
+    o.micro_batch = 2, o.accumulation = 4, o.stages = 2, o.block_stage = two, o.intra_threads = threads;
+    o.precision = precision;
+    o.device_memory =
+        (size_t)(without[0].total_bytes > without[1].total_bytes ? without[0].total_bytes : without[1].total_bytes);
+    train(&o, d, &plain);
+    compare(&plain, &packed, what, 0);
+    for (int s = 0; s < 2; s++) {
+        CHECK_MSG(packs == (with[s].packed_bytes > 0), "%s: stage %d plans %lld bytes of packed weights", what, s,
+                  (long long)with[s].packed_bytes);
+        CHECK_MSG(packed.r.stage_peak_bytes[s] == plain.r.stage_peak_bytes[s] + (size_t)with[s].packed_bytes,
+                  "%s: stage %d peaked at %zu bytes packing, %zu plain, with %lld planned for the panels", what, s,
+                  packed.r.stage_peak_bytes[s], plain.r.stage_peak_bytes[s], (long long)with[s].packed_bytes);
+    }
+    free_out(&packed);
+    free_out(&plain);
+}
+
+static void test_packed_weights_step(const brg_dataset *d) {
+    for (int threads = 1; threads <= 2; threads++) {
+        packed_weights_step(d, BRG_PRECISION_32_32, threads);
+        packed_weights_step(d, BRG_PRECISION_BF16_32, threads);
+    }
 }
 
 static void test_resume_is_exact(const brg_dataset *d) {
@@ -350,6 +401,7 @@ static void test_divergence_stops(const brg_dataset *d, poison_kind kind) {
 int main(void) {
     brg_dataset *d = tu_token_rows(ROWS, T, VOCAB, true);
     test_parallel_matches_single(d);
+    test_packed_weights_step(d);
     test_resume_is_exact(d);
     test_checkpoint_folders(d);
     test_resume_keeps_schedule(d);

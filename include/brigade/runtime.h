@@ -55,6 +55,12 @@ typedef struct brg_runtime_options {
      * shard of each parameter it holds (brg_shard_range), bit for bit the all-reduce's sum there;
      * its other elements keep its own contribution. The norm reads the shards. */
     bool shard_gradients;
+    /* Training: each device that runs several micro-batches a step packs the weights its linear
+     * layers multiply by into the GEMM kernel's panels once per run and reads them in every
+     * micro-batch (runtime/packed_weights.h; the same bits). It holds about twice those weights'
+     * bytes more (brg_plan_options packing counts them); a pack its budget has no room for keeps
+     * the plain product. The trainer sets it where the memory plan has room. */
+    bool pack_weights;
 } brg_runtime_options;
 
 /* One micro-batch's inputs by name (host memory, read by every stage of its replica): what the

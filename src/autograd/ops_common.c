@@ -172,6 +172,18 @@ void ops_cost_team_scratch(ops_cost *c, int slot, double floats) {
     scratch_max(c->team, slot, floats);
 }
 
+/* Both panels of one weight in `layout`, each counted as the device's arena counts a borrow. */
+static double packed_pair(brg_gemm_pack_layout layout, int64_t in, int64_t out) {
+    if (layout == BRG_GEMM_PACK_NONE) return 0;
+    return ops_cost_align((double)brg_gemm_pack_bytes(layout, in, out)) +
+           ops_cost_align((double)brg_gemm_pack_bytes(layout, out, in));
+}
+
+void ops_cost_packed_weight(ops_cost *c, double in, double out) {
+    c->packed_f32 += packed_pair(brg_gemm_pack_layout_for(BRG_DTYPE_F32), (int64_t)in, (int64_t)out);
+    c->packed_bf16 += packed_pair(brg_gemm_pack_layout_for(BRG_DTYPE_BF16), (int64_t)in, (int64_t)out);
+}
+
 void ops_cost_product(ops_cost *c, double a_elems, double b_elems, bool team) {
     /* brg_gemm's rounded copies: 16-bit elements, in whole floats */
     const double a = ceil(a_elems / 2), b = ceil(b_elems / 2);

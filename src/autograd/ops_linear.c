@@ -211,6 +211,7 @@ brg_status brg_matmul(brg_tape *tape, brg_tensor *a, brg_tensor *b, bool trans_a
 static void linear_products(ops_cost *c, double n, double in, double out, bool w_in_out) {
     ops_cost_product(c, n * in, in * out, false);
     if (!c->record) return;
+    ops_cost_packed_weight(c, in, out);
     ops_cost_product(c, n * out, in * out, false);
     if (w_in_out) ops_cost_product(c, n * in, n * out, false);
     else ops_cost_product(c, n * out, n * in, false);

@@ -28,6 +28,7 @@ typedef struct plan {
     brg_placement place;
     brg_device_plan *devices;
     bool half_products;    /* --precision with a 16-bit compute type */
+    brg_dtype products;    /* that type (F32 without one) */
     bool half_activations; /* --precision 16.16 or bf16.16 (training) */
 } plan;
 
@@ -67,10 +68,15 @@ static brg_status compute(plan *p, const char *schedule) {
     brg_status st = p->devices && flight ? BRG_OK
                                          : brg_error(BRG_ERR_OOM, "out of memory planning %d devices", p->place.n_devices);
     if (st == BRG_OK) st = in_flight(p, schedule, flight);
+    brg_ipu_view v;
+    brg_ipu_config_view(p->cfg, p->mode, &v);
     brg_plan_options o = {.mode = p->mode, .recompute = p->cfg->recompute_checkpoint_every_layer, .in_flight = flight,
                           .optimizer_state = 2, .optimizer_shards = optimizer_shards(p),
                           .optimizer_offchip = p->cfg->optimizer_state_offchip, .half_products = p->half_products,
-                          .half_activations = p->half_activations};
+                          .half_activations = p->half_activations,
+                          .packing = p->mode == BRG_IPU_MODE_TRAINING
+                                         ? brg_plan_packing_for((int)v.gradient_accumulation_steps, p->products)
+                                         : BRG_PLAN_PACK_NONE};
     if (st == BRG_OK)
         st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
     free(flight);
@@ -109,16 +115,17 @@ static void block_summary(const plan *p, int dev, char *buf, size_t len) {
 
 static void print_devices(const plan *p) {
     bool train = p->mode == BRG_IPU_MODE_TRAINING;
-    printf("%-6s %-24s %12s %12s %12s %12s %12s %10s %12s %8s\n", "device", "blocks", "parameters", "weights",
-           "gradients", "optimizer", "activations", "scratch", "total", "compute");
+    printf("%-6s %-24s %12s %12s %12s %12s %12s %10s %10s %12s %8s\n", "device", "blocks", "parameters", "weights",
+           "gradients", "optimizer", "activations", "scratch", "packed", "total", "compute");
     for (int d = 0; d < p->place.n_devices; d++) {
         const brg_device_plan *dp = &p->devices[d];
-        char blocks[256], w[32], g[32], o[32], a[32], s[32], t[32];
+        char blocks[256], w[32], g[32], o[32], a[32], s[32], k[32], t[32];
         block_summary(p, d, blocks, sizeof blocks);
-        printf("%-6d %-24s %12lld %12s %12s %12s %12s %10s %12s %7.1f%%\n", d, blocks, (long long)dp->params,
+        printf("%-6d %-24s %12lld %12s %12s %12s %12s %10s %10s %12s %7.1f%%\n", d, blocks, (long long)dp->params,
                mib(dp->weight_bytes, w, sizeof w), train ? mib(dp->gradient_bytes, g, sizeof g) : "-",
                train ? mib(dp->optimizer_bytes, o, sizeof o) : "-", mib(dp->activation_bytes, a, sizeof a),
-               mib(dp->scratch_bytes, s, sizeof s), mib(dp->total_bytes, t, sizeof t), 100.0 * dp->compute_share);
+               mib(dp->scratch_bytes, s, sizeof s), train ? mib(dp->packed_bytes, k, sizeof k) : "-",
+               mib(dp->total_bytes, t, sizeof t), 100.0 * dp->compute_share);
     }
 }
 
@@ -144,6 +151,12 @@ static void print_notes(const plan *p, const plan_args *a) {
                                        : "",
                optimizer_shards(p) > 1 && p->cfg->optimizer_state_offchip ? ";" : "",
                p->cfg->optimizer_state_offchip ? " off the device (optimizer_state_offchip), not in its total" : "");
+    bool packs = false;
+    for (int d = 0; d < p->place.n_devices; d++) packs |= p->devices[d].packed_bytes > 0;
+    if (packs)
+        printf("packed: each device packs its linear weights once a step for its micro-batches (the GEMM kernel's "
+               "panels, for the forward and the input-gradient products), in its total; a --device-memory budget "
+               "without room for them trains without them\n");
     printf("compute: share of forward FLOPs per micro-batch\n");
 }
 
@@ -185,6 +198,7 @@ static cJSON *devices_json(const plan *p) {
         cJSON_AddNumberToObject(o, "micro_batch_bytes", (double)dp->micro_batch_bytes);
         cJSON_AddNumberToObject(o, "in_flight", dp->in_flight);
         cJSON_AddNumberToObject(o, "scratch_bytes", (double)dp->scratch_bytes);
+        cJSON_AddNumberToObject(o, "packed_bytes", (double)dp->packed_bytes);
         cJSON_AddNumberToObject(o, "total_bytes", (double)dp->total_bytes);
         cJSON_AddNumberToObject(o, "flops", dp->flops);
         cJSON_AddNumberToObject(o, "compute_share", dp->compute_share);
@@ -224,6 +238,7 @@ static brg_status load(plan *p, plan_args *a) {
         BRG_TRY(cli_forward_precision(a->precision, &products)); /* as brigade forward takes it */
     }
     p->half_products = products != BRG_DTYPE_F32;
+    p->products = products;
     p->cfg = malloc(sizeof *p->cfg);
     if (!p->cfg) return brg_error(BRG_ERR_OOM, "out of memory loading %s", a->ipu_config);
     BRG_TRY(brg_ipu_config_load(a->ipu_config, p->cfg));

@@ -135,6 +135,8 @@ brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, cons
         add_params(d, &costs[b], copy, opts);
         d->flops += costs[b].flops;
         total += costs[b].flops;
+        if (training(opts->mode) && opts->packing > BRG_PLAN_PACK_NONE && opts->packing < BRG_PLAN_PACKINGS)
+            d->packed_bytes += costs[b].packed_bytes[opts->packing];
     }
     for (int i = 0; i < n_devices; i++) {
         brg_device_plan *d = &out[i];
@@ -146,10 +148,16 @@ brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, cons
         d->activation_bytes = kept * d->in_flight + transient;
         d->optimizer_offchip = opts->optimizer_offchip && training(opts->mode);
         d->total_bytes = d->weight_bytes + d->gradient_bytes + (d->optimizer_offchip ? 0 : d->optimizer_bytes) +
-                         d->activation_bytes + d->scratch_bytes;
+                         d->activation_bytes + d->scratch_bytes + d->packed_bytes;
         d->compute_share = total > 0 ? d->flops / total : 0;
     }
     return BRG_OK;
+}
+
+brg_plan_packing brg_plan_packing_for(int micro_batches, brg_dtype compute) {
+    if (micro_batches < 2) return BRG_PLAN_PACK_NONE;
+    if (compute == BRG_DTYPE_F32) return BRG_PLAN_PACK_F32;
+    return compute == BRG_DTYPE_BF16 ? BRG_PLAN_PACK_BF16 : BRG_PLAN_PACK_NONE;
 }
 
 brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,

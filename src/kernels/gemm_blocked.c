@@ -238,13 +238,15 @@ size_t brg_gemm_blocked_packed_bytes(const brg_gemm_kernel *k, int64_t K, int64_
 }
 
 void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, int64_t N, brg_dtype b_type,
-                             const void *B, int64_t ldb, void *dst) {
+                             const void *B, int64_t ldb, void *dst, int part, int parts) {
     const operand b_op = b_operand(k, b_type, B, ldb);
-    for (int64_t pc = 0; pc < K; pc += k->KC) {
-        const int64_t kc = min64(k->KC, K - pc);
-        for (int64_t jc = 0; jc < N; jc += k->NC)
-            pack_b(k, (char *)dst + packed_block_at(k, N, pc, jc, kc), trans_b, &b_op, jc, pc, min64(k->NC, N - jc),
-                   kc);
+    const int64_t col_blocks = (N + k->NC - 1) / k->NC, blocks = (K + k->KC - 1) / k->KC * col_blocks;
+    /* Blocks [first, last) in depth-major order: consecutive blocks of a share read neighbouring
+     * columns of the same rows. */
+    const int64_t first = blocks * part / parts, last = blocks * (part + 1) / parts;
+    for (int64_t i = first; i < last; i++) {
+        const int64_t pc = i / col_blocks * k->KC, jc = i % col_blocks * k->NC, kc = min64(k->KC, K - pc);
+        pack_b(k, (char *)dst + packed_block_at(k, N, pc, jc, kc), trans_b, &b_op, jc, pc, min64(k->NC, N - jc), kc);
     }
 }
 

@@ -95,14 +95,16 @@ bool brg_gemm_blocked(const brg_gemm_kernel *k, bool trans_a, bool trans_b, int6
                       float alpha, brg_dtype a_type, const void *A, int64_t lda, brg_dtype b_type, const void *B,
                       int64_t ldb, float beta, float *C, int64_t ldc);
 
-/* B packed once for many products (a weight matrix in inference, gemm_packed.c): op(B) [K, N]
- * laid out as brg_gemm_blocked would pack it, every block at once, into `dst` (64-byte aligned,
- * brg_gemm_blocked_packed_bytes long; 0 for an empty B). brg_gemm_blocked_packed then computes
- * brg_gemm_blocked's product on it with the same bits, packing only A; false, having touched
- * nothing, only when the thread's A buffer cannot be allocated. */
+/* B packed once for many products (a weight matrix, gemm_packed.c): op(B) [K, N] laid out as
+ * brg_gemm_blocked would pack it, every block at once, into `dst` (64-byte aligned,
+ * brg_gemm_blocked_packed_bytes long; 0 for an empty B). The blocks are independent:
+ * brg_gemm_blocked_pack_b packs share `part` of `parts` of them (0 of 1: all), so threads may
+ * each pack a share of one B. brg_gemm_blocked_packed then computes brg_gemm_blocked's product
+ * on it with the same bits, packing only A; false, having touched nothing, only when the
+ * thread's A buffer cannot be allocated. */
 size_t brg_gemm_blocked_packed_bytes(const brg_gemm_kernel *k, int64_t K, int64_t N);
 void brg_gemm_blocked_pack_b(const brg_gemm_kernel *k, bool trans_b, int64_t K, int64_t N, brg_dtype b_type,
-                             const void *B, int64_t ldb, void *dst);
+                             const void *B, int64_t ldb, void *dst, int part, int parts);
 bool brg_gemm_blocked_packed(const brg_gemm_kernel *k, bool trans_a, int64_t M, int64_t N, int64_t K, float alpha,
                              brg_dtype a_type, const void *A, int64_t lda, const void *packed_b, float beta, float *C,
                              int64_t ldc);

@@ -27,8 +27,9 @@ static const brg_gemm_kernel *kernel_of(brg_gemm_pack_layout layout) {
     return NULL;
 }
 
-brg_gemm_pack_layout brg_gemm_pack_layout_now(void) {
-    const brg_dtype compute = brg_compute_dtype();
+brg_gemm_pack_layout brg_gemm_pack_layout_now(void) { return brg_gemm_pack_layout_for(brg_compute_dtype()); }
+
+brg_gemm_pack_layout brg_gemm_pack_layout_for(brg_dtype compute) {
     if (compute != BRG_DTYPE_F32) /* only the AMX kernel rounds while it packs */
         return compute == BRG_DTYPE_BF16 && brg_gemm_half_kernel_for(compute, compute) == BRG_GEMM_HALF_AMXBF16
                    ? BRG_GEMM_PACK_AMXBF16
@@ -70,11 +71,29 @@ void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K
                           kernel_of(layout) ? panels : NULL};
 }
 
+typedef struct pack_job {
+    const brg_gemm_kernel *k;
+    bool trans_b;
+    int64_t K, N, ldb;
+    const float *B;
+    void *dst;
+} pack_job;
+
+static void pack_share(void *ctx, int i, int n) {
+    const pack_job *j = ctx;
+    brg_gemm_blocked_pack_b(j->k, j->trans_b, j->K, j->N, BRG_DTYPE_F32, j->B, j->ldb, j->dst, i, n);
+}
+
 void brg_gemm_pack_b(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb,
                      void *dst, brg_packed_b *out) {
     brg_gemm_packed_b_wrap(layout, trans_b, K, N, B, ldb, dst, out);
     const brg_gemm_kernel *k = kernel_of(out->layout);
-    if (k && K > 0 && N > 0) brg_gemm_blocked_pack_b(k, trans_b, K, N, BRG_DTYPE_F32, B, ldb, dst);
+    if (!k || K <= 0 || N <= 0) return;
+    /* A training device packs its weights every step: the team shares it, block by block (each
+     * block's bytes are the same whoever packs them). */
+    pack_job job = {k, trans_b, K, N, ldb, B, dst};
+    if (K * N >= BRG_TEAM_MIN_ELEMENTS && brg_team_run(pack_share, &job)) return;
+    pack_share(&job, 0, 1);
 }
 
 typedef struct packed_job {

@@ -93,8 +93,9 @@ bool brg_gemm_team_run(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t
                        int64_t lda, const float *B, int64_t ldb, float beta, float *C, int64_t ldc);
 
 /* ---- GEMM on a B packed once (gemm_packed.c) ---------------------------------------------
- * A matrix that many products read as op(B) (a weight in inference: every micro-batch) packed
- * once into the B micro-panel layout of the kernel brg_gemm runs, so those products pack only A.
+ * A matrix that many products read as op(B) (a weight: every micro-batch of an inference run,
+ * every micro-batch of a training step) packed once into the B micro-panel layout of the kernel
+ * brg_gemm runs, so those products pack only A.
  * avx512 and avx2 pack, and under a bf16 compute type the AMX kernel (bf16 panels, rounded while
  * packed); ref and openblas, and other reduced compute types, keep the plain matrix (NONE). */
 typedef enum brg_gemm_pack_layout {
@@ -113,13 +114,16 @@ typedef struct brg_packed_b {
 /* The layout of the products brg_gemm runs now on this thread: its backend's fp32 panels in
  * fp32; the AMX kernel's under a bf16 compute type where that kernel runs; NONE otherwise. */
 brg_gemm_pack_layout brg_gemm_pack_layout_now(void);
+/* The same for products in `compute` (what a thread with that compute type would pack). */
+brg_gemm_pack_layout brg_gemm_pack_layout_for(brg_dtype compute);
 /* Names the layout with its blocking ("avx512 MR14 NR32 KC384 NC384"): what a stored packing
  * must match to be read back (the executable cache keys on it). */
 const char *brg_gemm_pack_layout_name(brg_gemm_pack_layout layout);
 /* Bytes of op(B) [K, N] in `layout` (0 for NONE or an empty B). */
 size_t brg_gemm_pack_bytes(brg_gemm_pack_layout layout, int64_t K, int64_t N);
 /* *out describes B (brg_gemm's op(B) with trans_b and ldb), its panels packed into `dst` (64-byte
- * aligned, brg_gemm_pack_bytes long; unused for NONE). Packing runs on the calling thread. */
+ * aligned, brg_gemm_pack_bytes long; unused for NONE). A large B is packed by the team bound to
+ * the calling thread (the same bytes as packed alone). */
 void brg_gemm_pack_b(brg_gemm_pack_layout layout, bool trans_b, int64_t K, int64_t N, const float *B, int64_t ldb,
                      void *dst, brg_packed_b *out);
 /* *out describes panels packed already (an executable-cache entry's). */
@@ -130,9 +134,9 @@ void brg_gemm_packed_b_wrap(brg_gemm_pack_layout layout, bool trans_b, int64_t K
  * brg_gemm runs now (brg_gemm_pack_layout_now), the plain matrix otherwise. */
 void brg_gemm_packed(bool trans_a, int64_t M, int64_t N, int64_t K, float alpha, const float *A, int64_t lda,
                      const brg_packed_b *B, float beta, float *C, int64_t ldc);
-/* Where a thread finds weights packed once: brg_k_linear_fwd asks the provider bound to its
- * thread (an inference device's, runtime/packed_weights.c) for W's packed form, NULL meaning the
- * plain product. fn NULL unbinds. */
+/* Where a thread finds weights packed once: brg_k_linear_fwd and brg_k_linear_bwd's input
+ * gradient ask the provider bound to its thread (a device's, runtime/packed_weights.c) for W's
+ * packed form, NULL meaning the plain product. fn NULL unbinds. */
 typedef const brg_packed_b *(*brg_packed_weights_fn)(void *ctx, const float *B, bool trans_b, int64_t K, int64_t N,
                                                      int64_t ldb);
 void brg_packed_weights_bind(brg_packed_weights_fn fn, void *ctx);

@@ -56,7 +56,7 @@ static void bias_add_slice(void *p, int i, int n) {
 void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,
                       int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
-    /* [in,out]: y = x @ W.  [out,in]: y = x @ W^T. A W packed once (inference) gives the same bits. */
+    /* [in,out]: y = x @ W.  [out,in]: y = x @ W^T. A W packed once (a device's) gives the same bits. */
     const int64_t ldw = w_in_out ? out : in;
     const brg_packed_b *packed = brg_packed_weights_find(w, !w_in_out, in, out, ldw);
     if (packed) brg_gemm_packed(false, n, out, in, 1.0f, x, in, packed, 0.0f, y, out);
@@ -71,8 +71,12 @@ void brg_k_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const 
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
     const float dw_beta = dw_overwrite ? 0.0f : 1.0f;
     if (dx) {
-        /* [in,out]: dx += dy @ W^T.  [out,in]: dx += dy @ W. */
-        brg_gemm(false, w_in_out, n, in, out, 1.0f, dy, out, w, w_in_out ? out : in, 1.0f, dx, in);
+        /* [in,out]: dx += dy @ W^T.  [out,in]: dx += dy @ W. A W packed once a step (a training
+         * device's, over its micro-batches) gives the same bits. */
+        const int64_t ldw = w_in_out ? out : in;
+        const brg_packed_b *packed = brg_packed_weights_find(w, w_in_out, out, in, ldw);
+        if (packed) brg_gemm_packed(false, n, in, out, 1.0f, dy, out, packed, 1.0f, dx, in);
+        else brg_gemm(false, w_in_out, n, in, out, 1.0f, dy, out, w, ldw, 1.0f, dx, in);
     }
     if (dw) {
         if (w_in_out) /* dW[in,out] += x^T @ dy */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "brigade/trace.h"
+#include "packed_weights.h"
 #include "runtime_internal.h"
 
 /* What travels between stages is what the model declares (rt->carried); slot k of a device's
@@ -413,7 +414,9 @@ static brg_status run_steps(brg_device *dev) {
 brg_status executor_run_device(brg_device *dev, void *arg) {
     (void)arg;
     dev->run_mark = brg_arena_mark(dev->arena);
+    packed_weights_begin_run(dev->packed);
     brg_status st = run_steps(dev);
+    packed_weights_end_run(dev->packed);
     if (st == BRG_OK) st = brg_arena_check(dev->arena); /* kernel scratch may have taken it past its budget */
     const size_t held = dev->run_mark + brg_arena_borrowed(dev->arena); /* what the run started with */
     size_t act = brg_arena_peak(dev->arena) > held ? brg_arena_peak(dev->arena) - held : 0;

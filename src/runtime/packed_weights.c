@@ -20,6 +20,7 @@ typedef struct pack {
     brg_packed_b b;
     void *owned;  /* panels this device packed, in one of its chunks (else an entry's, or none) */
     bool refused; /* the budget had no room: the plain product */
+    bool current; /* per run: packed from the weights of the run under way */
 } pack;
 
 /* Panels live in large chunks advised to use huge pages: a GPT-2 small device packs some 250 MB
@@ -41,10 +42,11 @@ struct packed_weights {
     chunk *chunks;
     int n_chunks, chunks_cap;
     brg_arena *arena;
-    /* A device with a memory budget keeps the plain products: its panels would take about its
-     * weights' bytes again, at a point of a run where the budget must still hold the activations
-     * to come, which it was sized for without them. */
+    /* An inference device with a memory budget keeps the plain products: its panels would take
+     * about its weights' bytes again, at a point of a run where the budget must still hold the
+     * activations to come, which it was sized for without them. */
     bool budgeted;
+    bool per_run, in_run; /* a training device's store, and whether a run is under way */
 };
 
 static int by_address(const void *a, const void *b) {
@@ -52,7 +54,8 @@ static int by_address(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-brg_status packed_weights_create(const brg_model *view, const bool *holds, brg_arena *arena, packed_weights **out) {
+brg_status packed_weights_create(const brg_model *view, const bool *holds, brg_arena *arena, bool per_run,
+                                 packed_weights **out) {
     *out = NULL;
     packed_weights *pw = calloc(1, sizeof *pw);
     if (pw) pw->held = calloc((size_t)(view->n_params ? view->n_params : 1), sizeof *pw->held);
@@ -61,7 +64,10 @@ brg_status packed_weights_create(const brg_model *view, const bool *holds, brg_a
         return brg_error(BRG_ERR_OOM, "cannot allocate the packed-weights table");
     }
     pw->arena = arena;
-    pw->budgeted = brg_arena_budget(arena) != BRG_ARENA_UNLIMITED;
+    pw->per_run = per_run;
+    /* A training device's plan counted its panels within the budget (brg_runtime_options
+     * pack_weights); the budget still refuses what it has no room for. */
+    pw->budgeted = !per_run && brg_arena_budget(arena) != BRG_ARENA_UNLIMITED;
     for (int p = 0; p < view->n_params; p++) {
         const brg_tensor *t = view->params[p].tensor;
         if (!holds[p] || !t || t->dtype != BRG_DTYPE_F32 || !t->data) continue;
@@ -168,13 +174,21 @@ static pack *pack_now(packed_weights *pw, const held_param *h, brg_gemm_pack_lay
     }
     brg_gemm_pack_b(layout, trans_b, K, N, h->data, ldb, k->owned, &k->b);
     k->r.panels = k->owned;
+    k->current = true;
     return k;
+}
+
+/* Per run: the weights may have changed since the last run, so the first use in this one packs
+ * them again, in place. */
+static void pack_again(pack *k) {
+    brg_gemm_pack_b(k->r.layout, k->r.trans_b, k->r.K, k->r.N, k->b.plain, k->r.ldb, k->owned, &k->b);
+    k->current = true;
 }
 
 static const brg_packed_b *lookup(void *ctx, const float *B, bool trans_b, int64_t K, int64_t N, int64_t ldb) {
     packed_weights *pw = ctx;
     const brg_gemm_pack_layout layout = brg_gemm_pack_layout_now();
-    if (layout == BRG_GEMM_PACK_NONE || K <= 0 || N <= 0 || pw->budgeted)
+    if (layout == BRG_GEMM_PACK_NONE || K <= 0 || N <= 0 || pw->budgeted || (pw->per_run && !pw->in_run))
         return NULL;
     const held_param *h = held_at(pw, B);
     /* The whole op(B) must lie inside the parameter. */
@@ -182,6 +196,7 @@ static const brg_packed_b *lookup(void *ctx, const float *B, bool trans_b, int64
     if (!h || (rows - 1) * ldb + cols > h->numel) return NULL;
     pack *k = find(pw, h->param, layout, trans_b, K, N, ldb);
     if (!k) k = pack_now(pw, h, layout, trans_b, K, N, ldb);
+    else if (!k->current && !k->refused && k->owned) pack_again(k);
     return k && !k->refused ? &k->b : NULL;
 }
 
@@ -196,8 +211,19 @@ void packed_weights_refresh(packed_weights *pw) {
             k->refused = true;
             continue;
         }
-        brg_gemm_pack_b(k->r.layout, k->r.trans_b, k->r.K, k->r.N, k->b.plain, k->r.ldb, k->owned, &k->b);
+        if (pw->per_run) k->current = false;
+        else pack_again(k);
     }
+}
+
+void packed_weights_begin_run(packed_weights *pw) {
+    if (!pw || !pw->per_run) return;
+    for (int i = 0; i < pw->n_packs; i++) pw->packs[i]->current = false;
+    pw->in_run = true;
+}
+
+void packed_weights_end_run(packed_weights *pw) {
+    if (pw) pw->in_run = false;
 }
 
 void packed_weights_bind(packed_weights *pw) { brg_packed_weights_bind(pw ? lookup : NULL, pw); }

@@ -150,7 +150,9 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
             brg_tape_set_activation_dtype(dev->tapes[i], o->activation_dtype);
     }
     BRG_TRY(make_view(dev, rt->model));
-    if (!o->training) BRG_TRY(packed_weights_create(&dev->view, dev->holds, dev->arena, &dev->packed));
+    /* Training packs per run, where a run has several micro-batches to read the panels. */
+    if (!o->training || (o->pack_weights && M >= 2))
+        BRG_TRY(packed_weights_create(&dev->view, dev->holds, dev->arena, o->training, &dev->packed));
     dev->persistent_peak = brg_arena_used(dev->arena) + brg_arena_borrowed(dev->arena);
     return BRG_OK;
 }

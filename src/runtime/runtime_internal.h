@@ -43,7 +43,7 @@ struct brg_device {
     brg_tensor **inputs;   /* stage input copies: [micro_batches][RUNTIME_CARRIED_MAX], by rt->carried */
     brg_tensor **outputs;  /* carried outputs, the same, or the loss in slot 0 on the last stage */
     struct brg_gemm_team *team; /* intra-op threads, or NULL */
-    struct packed_weights *packed; /* forward-only: weights packed once (packed_weights.h), or NULL */
+    struct packed_weights *packed; /* weights packed once (a run, when training: packed_weights.h), or NULL */
     double busy_seconds;
     size_t activation_peak;
     size_t micro_batch_peak; /* brg_device_stats.micro_batch_peak_bytes */

@@ -16,8 +16,8 @@ static void format_bytes(double n, char *buf, size_t len) {
     else snprintf(buf, len, "%.0f bytes", n);
 }
 
-brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
-                                 brg_device_plan *out) {
+static brg_status plan_with(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
+                            brg_plan_packing packing, brg_device_plan *out) {
     if (o->stages < 1 || o->accumulation < 1 || o->micro_batch < 1)
         return brg_error(BRG_ERR_INVALID_ARG, "stages (%d), accumulation (%d) and micro-batch size (%lld) must be >= 1",
                          o->stages, o->accumulation, (long long)o->micro_batch);
@@ -38,13 +38,49 @@ brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data
                            .half_products = brg_precision_compute_dtype(o->precision) != BRG_DTYPE_F32,
                            .half_activations = brg_precision_activation_dtype(o->precision) != BRG_DTYPE_F32,
                            .optimizer_shards = o->shard_optimizer_state ? o->replicas : 1,
-                           .optimizer_offchip = o->optimizer_state_offchip};
+                           .optimizer_offchip = o->optimizer_state_offchip,
+                           .packing = packing};
     if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
     brg_schedule_free(&s);
     free(costs);
     free(stage);
     free(in_flight);
     return st;
+}
+
+static double machine_bytes(void) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
+}
+
+/* All replicas of all stages (without a budget they share the machine), off-chip state too. */
+static double run_bytes(const brg_train_options *o, const brg_device_plan *plans, double *per_replica) {
+    *per_replica = 0;
+    for (int d = 0; d < o->stages; d++)
+        *per_replica +=
+            (double)plans[d].total_bytes + (plans[d].optimizer_offchip ? (double)plans[d].optimizer_bytes : 0);
+    return *per_replica * o->replicas;
+}
+
+/* Whether the plan fits every device's budget, or without budgets the machine. */
+static bool fits(const brg_train_options *o, const brg_device_plan *plans) {
+    if (!o->device_memory) {
+        double per_replica, have = machine_bytes();
+        return have <= 0 || run_bytes(o, plans, &per_replica) <= have;
+    }
+    for (int d = 0; d < o->stages; d++)
+        if ((double)plans[d].total_bytes > (double)o->device_memory) return false;
+    return true;
+}
+
+/* Packed weights are a speed-up, never a reason to refuse a run: a plan that does not fit with
+ * them is made again without them (and the devices then pack nothing). */
+brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
+                                 brg_device_plan *out) {
+    const brg_plan_packing packing = brg_plan_packing_for(o->accumulation, brg_precision_compute_dtype(o->precision));
+    BRG_TRY(plan_with(model, data, o, packing, out));
+    if (packing == BRG_PLAN_PACK_NONE || fits(o, out)) return BRG_OK;
+    return plan_with(model, data, o, BRG_PLAN_PACK_NONE, out);
 }
 
 static brg_status check_device(const brg_train_options *o, const brg_device_plan *d) {
@@ -69,14 +105,10 @@ static brg_status check_device(const brg_train_options *o, const brg_device_plan
  * must fit in it (a replication_factor of 100000 must not start and grow until the system kills
  * it). */
 static brg_status check_machine(const brg_train_options *o, const brg_device_plan *plans) {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0) return BRG_OK;
-    double per_replica = 0;
-    /* off-chip state is outside the devices' budgets, not outside the machine */
-    for (int d = 0; d < o->stages; d++)
-        per_replica +=
-            (double)plans[d].total_bytes + (plans[d].optimizer_offchip ? (double)plans[d].optimizer_bytes : 0);
-    const double need = per_replica * o->replicas, have = (double)pages * (double)page;
+    const double have = machine_bytes();
+    if (have <= 0) return BRG_OK;
+    double per_replica; /* off-chip state is outside the devices' budgets, not outside the machine */
+    const double need = run_bytes(o, plans, &per_replica);
     if (need <= have) return BRG_OK;
     char n[32], r[32], h[32];
     format_bytes(need, n, sizeof n);
@@ -97,6 +129,8 @@ brg_status trainer_check_budget(trainer *t) {
     brg_status st = brg_train_plan_memory(t->model, t->data, &with, plans);
     if (st == BRG_OK && !o->device_memory) st = check_machine(o, plans);
     for (int d = 0; st == BRG_OK && o->device_memory && d < o->stages; d++) st = check_device(o, &plans[d]);
+    t->pack_weights = false; /* the plan packs, and then the devices do */
+    for (int d = 0; st == BRG_OK && d < o->stages; d++) t->pack_weights |= plans[d].packed_bytes > 0;
     free(plans);
     return st;
 }

@@ -190,7 +190,7 @@ static brg_status setup(trainer *t) {
                               .params_in_model = true, /* the trainer owns the model: weights held once */
                               .compute_dtype = brg_precision_compute_dtype(o->precision),
                               .activation_dtype = brg_precision_activation_dtype(o->precision),
-                              .shard_gradients = sharded(t)};
+                              .shard_gradients = sharded(t), .pack_weights = t->pack_weights};
     BRG_TRY(brg_runtime_create(t->model, &ro, &t->rt));
     int devices = brg_runtime_device_count(t->rt);
     t->optimizers = calloc((size_t)devices, sizeof *t->optimizers);

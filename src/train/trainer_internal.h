@@ -34,6 +34,7 @@ typedef struct trainer {
     brg_dtype master;
     bool stochastic_rounding;
     loss_scaler scaler;
+    bool pack_weights; /* the devices pack their weights once a step (the memory plan has room) */
 } trainer;
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json; with dir
