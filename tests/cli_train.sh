@@ -97,22 +97,26 @@ expect_fail bad-layers any "layers_per_ipu" "$brigade" train --model "$tmp/m" --
 expect_fail memory any "device 0 (stage 0 of every replica) needs about" run_train --steps 1 --output "$tmp/x" --device-memory 64KiB
 # The budget check before step 1 is brigade plan's peak, which the run measures within 10% and
 # never above: 10% over the plan's largest device trains, 10% under it is refused up front. With
-# 2 micro-batches a step the plan's total includes the weights packed once a step (where this
-# CPU's kernel packs); a budget with room for the rest only trains without them.
-"$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --micro-batch-size 2 --sequence-length 16 --json |
+# 2 micro-batches a step of bf16 products the plan's total includes the weights packed once a
+# step (where the CPU's bf16 kernel has panels: AMX); a budget with room for the rest only trains
+# without them.
+"$brigade" plan --model "$tmp/m" --ipu-config "$tmp/ipu.json" --micro-batch-size 2 --sequence-length 16 --json \
+  --precision bf16.32 |
   tr -d ' \t\n' | grep -oE '"(total|packed)_bytes":[0-9]+' >"$tmp/plan.fields"
 values() { grep "$1" "$tmp/plan.fields" | grep -oE '[0-9]+$'; }
 need=$(values total | sort -n | tail -1)
 plain=$(paste -d' ' <(values packed) <(values total) | awk '{print $2 - $1}' | sort -n | tail -1)
 if [[ -n $need && -n $plain ]]; then
-  run_train --steps 1 --sequence-length 16 --output "$tmp/fits" --quiet --device-memory $((need * 11 / 10)) >/dev/null 2>&1 &&
-    ok || bad "a budget 10% above the plan ($need bytes) did not train"
+  run_train --steps 1 --sequence-length 16 --output "$tmp/fits" --quiet --precision bf16.32 \
+    --device-memory $((need * 11 / 10)) >/dev/null 2>&1 && ok ||
+    bad "a budget 10% above the plan ($need bytes) did not train"
   if ((plain < need)); then
-    run_train --steps 1 --sequence-length 16 --output "$tmp/fits-plain" --quiet --device-memory "$plain" \
-      >/dev/null 2>&1 && ok || bad "a budget of the plan without its packed weights ($plain of $need bytes) did not train"
+    run_train --steps 1 --sequence-length 16 --output "$tmp/fits-plain" --quiet --precision bf16.32 \
+      --device-memory "$plain" >/dev/null 2>&1 && ok ||
+      bad "a budget of the plan without its packed weights ($plain of $need bytes) did not train"
   fi
   expect_fail memory-plan any "but its budget is" run_train --steps 1 --sequence-length 16 --output "$tmp/x" \
-    --log "$tmp/short.jsonl" --device-memory $((plain * 9 / 10))
+    --precision bf16.32 --log "$tmp/short.jsonl" --device-memory $((plain * 9 / 10))
   [[ ! -s $tmp/short.jsonl ]] && ok || bad "a refused budget still ran a step: $(cat "$tmp/short.jsonl")"
 else bad "plan --json gave no total_bytes or packed_bytes"; fi
 expect_fail dataset any "unknown built-in dataset 'nope'" run_train --steps 1 --output "$tmp/x" --data builtin:nope

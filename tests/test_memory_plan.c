@@ -1,14 +1,15 @@
 /* The memory plan against what devices measure: for GPT-2, BERT, ViT and T5 at two micro-batch
  * shapes, one training step on one device and as a two-stage pipeline (1F1B with four
- * micro-batches, so the first stage holds two at once, and packs its linear weights once a step;
- * GPipe, recomputation and two threads per device once each; the other heads once each; bf16.32,
- * bf16.16 and 16.16, whose products round their operands into scratch or pack bf16 panels), and
- * an inference pipeline (fp32, and bf16 once each), the plan's per-device peak (brg_train_plan_memory, which the budget check before step 1 uses, and
- * brg_plan_devices_with as brigade plan calls it) is within 10% of the device arena's measured
- * peak (parameters, gradients, optimizer state, activations and the kernels' scratch), and never
- * below it. A budget 10% above the plan trains; one with room for all but the packed weights
- * trains without them; one below that run's measured peak is refused before step 1, naming the
- * device and the bytes. Prints the table docs/reliability.md quotes. */
+ * micro-batches, so the first stage holds two at once; GPipe, recomputation and two threads per
+ * device once each; the other heads once each; bf16.32, bf16.16 and 16.16, whose products round
+ * their operands into scratch, and whose pipelines with bf16 products pack their linear weights
+ * once a step into bf16 panels where the CPU has AMX), and an inference pipeline (fp32, and bf16
+ * once each), the plan's per-device peak (brg_train_plan_memory, which the budget check before
+ * step 1 uses, and brg_plan_devices_with as brigade plan calls it) is within 10% of the device
+ * arena's measured peak (parameters, gradients, optimizer state, activations and the kernels'
+ * scratch), and never below it. A budget 10% above the plan trains; one with room for all but the
+ * packed weights trains without them; one below that run's measured peak is refused before step
+ * 1, naming the device and the bytes. Prints the table docs/reliability.md quotes. */
 #include "autograd/ops_internal.h"
 #include "brigade/rng.h"
 #include "brigade/runtime.h"
@@ -284,12 +285,12 @@ static void train_under(brg_model *m, const brg_dataset *d, brg_train_options *o
 }
 
 /* --device-memory: 10% above the plan trains; below what the device needs is refused up front.
- * With 4 micro-batches a step the devices pack their linear weights once a step (where the fp32
- * kernel packs): the plan counts the panels, a budget with room for the plain weights only trains
- * without them, and only one below that is refused. */
+ * With 4 micro-batches a step of bf16 products the devices pack their linear weights once a step
+ * (where the bf16 kernel has panels: AMX): the plan counts the panels, a budget with room for the
+ * plain weights only trains without them, and only one below that is refused. */
 static void budgets(void) {
     const shape s = {4, 32, 0};
-    const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0, BRG_PRECISION_32_32};
+    const setup u = {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages", 0, BRG_PRECISION_BF16_32};
     brg_model *m = make_model(GPT2, 0);
     brg_dataset *d = make_data(GPT2, s.T, 0);
     if (!m || !d) return;
@@ -300,7 +301,7 @@ static void budgets(void) {
     CHECK_OK(brg_train_plan_memory(m, d, &o, packed));
     o.device_memory = 1; /* no room for anything: the plan falls back to the plain weights */
     CHECK_OK(brg_train_plan_memory(m, d, &o, plain));
-    const bool packs = brg_gemm_pack_layout_for(BRG_DTYPE_F32) != BRG_GEMM_PACK_NONE;
+    const bool packs = brg_gemm_pack_layout_for(BRG_DTYPE_BF16) != BRG_GEMM_PACK_NONE;
     for (int st = 0; st < 2; st++) {
         printf("budgets: stage %d plans %lld bytes, %lld of them packed weights; %lld without them\n", st,
                (long long)packed[st].total_bytes, (long long)packed[st].packed_bytes, (long long)plain[st].total_bytes);

@@ -104,13 +104,16 @@ static void test_parallel_matches_single(const brg_dataset *d) {
 /* Several micro-batches a step: the devices pack their linear weights once per step (after each
  * update, so a stale pack changes step 2 on) and every micro-batch's forward and input gradient
  * read the panels. Losses and weights are bit for bit those of the same run with a budget that
- * has room for the plain weights only (no packs), on one thread per device and on two, in fp32
- * and in bf16.32 (the AMX kernel's bf16 panels where the CPU has them); the packing run's devices
- * hold the plan's panels on top. */
+ * has room for the plain weights only (no packs), on one thread per device and on two, in bf16.32
+ * (the AMX kernel's bf16 panels, where the CPU has them) and in fp32 (which packs nothing); the
+ * packing run's devices hold the plan's panels on top. */
 static void packed_weights_step(const brg_dataset *d, brg_precision precision, int threads) {
     int two[4] = {0, 0, 1, 1};
     const brg_dtype compute = brg_precision_compute_dtype(precision);
-    const bool packs = brg_gemm_pack_layout_for(compute) != BRG_GEMM_PACK_NONE;
+    /* bf16 products pack where this CPU's bf16 kernel has panels (AMX); fp32 ones never do */
+    const bool packs = brg_plan_packing_for(4, compute) != BRG_PLAN_PACK_NONE &&
+                       brg_gemm_pack_layout_for(compute) != BRG_GEMM_PACK_NONE;
+    CHECK(compute == BRG_DTYPE_BF16 || !packs);
     char what[64];
     snprintf(what, sizeof what, "packed weights, %s, %d thread(s)", brg_precision_name(precision), threads);
     run_out packed = {0}, plain = {0};

@@ -71,7 +71,8 @@ void brg_placement_free(brg_placement *p);
 
 /* How a training device holds the weights its linear layers multiply by when it runs several
  * micro-batches a step (brg_runtime_options pack_weights): plain only, or also packed once a step
- * into the panels of the fp32 GEMM kernel, or of the bf16 one (products in bf16). */
+ * into the panels of the fp32 GEMM kernel, or of the bf16 one (products in bf16; what
+ * brg_plan_packing_for chooses). */
 typedef enum brg_plan_packing {
     BRG_PLAN_PACK_NONE,
     BRG_PLAN_PACK_F32,
@@ -79,8 +80,10 @@ typedef enum brg_plan_packing {
     BRG_PLAN_PACKINGS
 } brg_plan_packing;
 /* The packing of training devices that run `micro_batches` a step with products in `compute`:
- * none for one micro-batch (nothing to reuse the panels) and for fp16 products (no kernel packs
- * them). Whether this CPU's kernels pack the layout shows in brg_block_cost packed_bytes. */
+ * bf16 panels for bf16 products; none for one micro-batch (nothing to reuse the panels), for
+ * fp16 products (no kernel packs them) and for fp32 ones (their panels are the weight's own bytes:
+ * reading them costs what packing from the weight costs). Whether this CPU's kernels pack the
+ * layout shows in brg_block_cost packed_bytes. */
 brg_plan_packing brg_plan_packing_for(int micro_batches, brg_dtype compute);
 
 /* Estimated cost of one block for one micro-batch (filled by the model's architecture). Memory is

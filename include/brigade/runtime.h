@@ -57,9 +57,10 @@ typedef struct brg_runtime_options {
     bool shard_gradients;
     /* Training: each device that runs several micro-batches a step packs the weights its linear
      * layers multiply by into the GEMM kernel's panels once per run and reads them in every
-     * micro-batch (runtime/packed_weights.h; the same bits). It holds about twice those weights'
-     * bytes more (brg_plan_options packing counts them); a pack its budget has no room for keeps
-     * the plain product. The trainer sets it where the memory plan has room. */
+     * micro-batch (runtime/packed_weights.h; the same bits). It holds both layouts of those
+     * weights (brg_plan_options packing counts them); a pack its budget has no room for keeps the
+     * plain product. The trainer sets it where brg_plan_packing_for packs (bf16 products) and the
+     * memory plan has room. */
     bool pack_weights;
 } brg_runtime_options;
 

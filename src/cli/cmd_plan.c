@@ -154,9 +154,9 @@ static void print_notes(const plan *p, const plan_args *a) {
     bool packs = false;
     for (int d = 0; d < p->place.n_devices; d++) packs |= p->devices[d].packed_bytes > 0;
     if (packs)
-        printf("packed: each device packs its linear weights once a step for its micro-batches (the GEMM kernel's "
-               "panels, for the forward and the input-gradient products), in its total; a --device-memory budget "
-               "without room for them trains without them\n");
+        printf("packed: each device packs its linear weights once a step for its micro-batches (the bf16 "
+               "kernel's panels, for the forward and the input-gradient products), in its total; a --device-memory "
+               "budget without room for them trains without them\n");
     printf("compute: share of forward FLOPs per micro-batch\n");
 }
 

@@ -6,7 +6,8 @@
  *
  * An inference device packs each weight at its first use and keeps the panels for every later
  * micro-batch and run. A training device that runs several micro-batches a step (gradient
- * accumulation, a pipeline's micro-batches) packs per run instead: its weights change between
+ * accumulation, a pipeline's micro-batches) where its plan packs (brg_plan_packing_for: bf16
+ * panels) packs per run instead: its weights change between
  * runs (the optimizer), never within one, so each panel is packed again at its first use in a run
  * (between packed_weights_begin_run and _end_run; outside a run it offers none) and read by every
  * other micro-batch of the run, forward and backward alike (two layouts of each weight: W for
