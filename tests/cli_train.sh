@@ -107,13 +107,20 @@ values() { grep "$1" "$tmp/plan.fields" | grep -oE '[0-9]+$'; }
 need=$(values total | sort -n | tail -1)
 plain=$(paste -d' ' <(values packed) <(values total) | awk '{print $2 - $1}' | sort -n | tail -1)
 if [[ -n $need && -n $plain ]]; then
-  run_train --steps 1 --sequence-length 16 --output "$tmp/fits" --quiet --precision bf16.32 \
-    --device-memory $((need * 11 / 10)) >/dev/null 2>&1 && ok ||
+  run_train --steps 1 --sequence-length 16 --output "$tmp/fits" --precision bf16.32 \
+    --device-memory $((need * 11 / 10)) >"$tmp/fits.txt" 2>&1 && ok ||
     bad "a budget 10% above the plan ($need bytes) did not train"
   if ((plain < need)); then
-    run_train --steps 1 --sequence-length 16 --output "$tmp/fits-plain" --quiet --precision bf16.32 \
-      --device-memory "$plain" >/dev/null 2>&1 && ok ||
+    # the summary says whether the devices packed, and what the panels take
+    grep -q "packed weights: [0-9.]* MiB on the largest device" "$tmp/fits.txt" && ok ||
+      bad "the summary of a packing run: $(grep -i packed "$tmp/fits.txt")"
+    run_train --steps 1 --sequence-length 16 --output "$tmp/fits-plain" --precision bf16.32 \
+      --device-memory "$plain" >"$tmp/plain.txt" 2>&1 && ok ||
       bad "a budget of the plan without its packed weights ($plain of $need bytes) did not train"
+    grep -q "packed weights: none (the --device-memory budget had no room for their" "$tmp/plain.txt" && ok ||
+      bad "the summary of a run without room for its packed weights: $(grep -i packed "$tmp/plain.txt")"
+  else
+    ! grep -q "packed weights" "$tmp/fits.txt" && ok || bad "nothing to pack, yet: $(grep packed "$tmp/fits.txt")"
   fi
   expect_fail memory-plan any "but its budget is" run_train --steps 1 --sequence-length 16 --output "$tmp/x" \
     --precision bf16.32 --log "$tmp/short.jsonl" --device-memory $((plain * 9 / 10))

@@ -130,7 +130,17 @@ brg_status trainer_check_budget(trainer *t) {
     if (st == BRG_OK && !o->device_memory) st = check_machine(o, plans);
     for (int d = 0; st == BRG_OK && o->device_memory && d < o->stages; d++) st = check_device(o, &plans[d]);
     t->pack_weights = false; /* the plan packs, and then the devices do */
-    for (int d = 0; st == BRG_OK && d < o->stages; d++) t->pack_weights |= plans[d].packed_bytes > 0;
+    t->packed_bytes = 0;
+    for (int d = 0; st == BRG_OK && d < o->stages; d++) {
+        t->pack_weights |= plans[d].packed_bytes > 0;
+        if (plans[d].packed_bytes > t->packed_bytes) t->packed_bytes = plans[d].packed_bytes;
+    }
+    /* Panels the plan had no room for: the summary says what they would have taken. */
+    const brg_plan_packing packing = brg_plan_packing_for(o->accumulation, brg_precision_compute_dtype(o->precision));
+    if (st == BRG_OK && !t->pack_weights && packing != BRG_PLAN_PACK_NONE &&
+        plan_with(t->model, t->data, &with, packing, plans) == BRG_OK)
+        for (int d = 0; d < o->stages; d++)
+            if (plans[d].packed_bytes > t->packed_bytes) t->packed_bytes = plans[d].packed_bytes;
     free(plans);
     return st;
 }

@@ -445,6 +445,13 @@ static void summary(trainer *t, brg_train_result *r, double tokens, int64_t firs
                 d, r->seconds > 0 ? 100 * s.busy_seconds / r->seconds : 0, (double)s.peak_bytes / (1 << 20),
                 (double)s.activation_peak_bytes / (1 << 20), (double)s.micro_batch_peak_bytes / (1 << 20));
     }
+    const double packed_mib = (double)t->packed_bytes / (1 << 20);
+    if (t->pack_weights)
+        fprintf(f, "  packed weights: %.1f MiB on the largest device (its linear weights in bf16 panels, once a step)\n",
+                packed_mib);
+    else if (t->packed_bytes > 0)
+        fprintf(f, "  packed weights: none (the %s had no room for their %.1f MiB)\n",
+                t->opts.device_memory ? "--device-memory budget" : "machine's memory", packed_mib);
     if (sharded(t) || t->opts.optimizer_state_offchip)
         fprintf(f, "  optimizer state: %.2f MiB per device%s%s\n", (double)r->optimizer_state_bytes / (1 << 20),
                 sharded(t) ? ", sharded over the replicas" : "", t->opts.optimizer_state_offchip ? ", off-chip" : "");

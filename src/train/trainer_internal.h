@@ -35,6 +35,9 @@ typedef struct trainer {
     bool stochastic_rounding;
     loss_scaler scaler;
     bool pack_weights; /* the devices pack their weights once a step (the memory plan has room) */
+    /* The most a device packs (the plan's bytes); without pack_weights, what the panels would have
+     * taken where the plan had no room for them (0: nothing to pack) */
+    int64_t packed_bytes;
 } trainer;
 
 /* Writes OUT/config.json, model.safetensors, optimizer.safetensors, trainer_state.json; with dir
