@@ -139,10 +139,17 @@ BRG_AVX512 static void exp_axpy_avx512(float *d, const float *x, float shift, fl
     }
 }
 
+/* The gradient norm reads every gradient once, a single stream from memory that the hardware
+ * prefetcher alone keeps below the bandwidth: asking for the lines 4 KiB ahead into L2 reads GPT-2
+ * small's 124M gradients at 15.5-17.0 GB/s instead of 10.6 on an Intel AVX-512 core, and at 11.4
+ * instead of 7.5 with the AVX2 body (the sums are unchanged: only the loads move earlier). */
+#define SUM_SQUARES_AHEAD 1024 /* floats */
+
 BRG_AVX512 static double sum_squares_avx512(const float *x, int64_t n) {
     __m512d acc[4] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
+        if (j + SUM_SQUARES_AHEAD < n) _mm_prefetch((const char *)(x + j + SUM_SQUARES_AHEAD), _MM_HINT_T1);
         __m512d a = _mm512_cvtps_pd(_mm256_loadu_ps(x + j)), b = _mm512_cvtps_pd(_mm256_loadu_ps(x + j + 8));
         int k = (int)((j >> 4) & 1) * 2; /* alternate accumulator pairs: two FMA chains in flight */
         acc[k] = _mm512_fmadd_pd(a, a, acc[k]);
@@ -231,6 +238,8 @@ BRG_AVX2 static double sum_squares_avx2(const float *x, int64_t n) {
     for (int k = 0; k < 8; k++) q[k] = _mm256_setzero_pd();
     int64_t j = 0;
     for (; j + 32 <= n; j += 32) {
+        if (j + SUM_SQUARES_AHEAD < n) _mm_prefetch((const char *)(x + j + SUM_SQUARES_AHEAD), _MM_HINT_T1);
+        if (j + SUM_SQUARES_AHEAD + 16 < n) _mm_prefetch((const char *)(x + j + SUM_SQUARES_AHEAD + 16), _MM_HINT_T1);
         square_add16(q, _mm256_loadu_ps(x + j), _mm256_loadu_ps(x + j + 8));
         square_add16(q + 4, _mm256_loadu_ps(x + j + 16), _mm256_loadu_ps(x + j + 24));
     }
