@@ -111,9 +111,7 @@ static void packed_weights_step(const brg_dataset *d, brg_precision precision, i
     int two[4] = {0, 0, 1, 1};
     const brg_dtype compute = brg_precision_compute_dtype(precision);
     /* bf16 products pack where this CPU's bf16 kernel has panels (AMX); fp32 ones never do */
-    const bool packs = brg_plan_packing_for(4, compute) != BRG_PLAN_PACK_NONE &&
-                       brg_gemm_pack_layout_for(compute) != BRG_GEMM_PACK_NONE;
-    CHECK(compute == BRG_DTYPE_BF16 || !packs);
+    const bool packs = brg_plan_packs_weights(4, compute) && brg_gemm_pack_layout_for(compute) != BRG_GEMM_PACK_NONE;
     char what[64];
     snprintf(what, sizeof what, "packed weights, %s, %d thread(s)", brg_precision_name(precision), threads);
     run_out packed = {0}, plain = {0};

@@ -69,22 +69,13 @@ void brg_placement_free(brg_placement *p);
 /* The slots where ops widen half activations to fp32 (brg_plan_options half_activations). */
 #define BRG_PLAN_SCRATCH_STAGE 6
 
-/* How a training device holds the weights its linear layers multiply by when it runs several
- * micro-batches a step (brg_runtime_options pack_weights): plain only, or also packed once a step
- * into the panels of the fp32 GEMM kernel, or of the bf16 one (products in bf16; what
- * brg_plan_packing_for chooses). */
-typedef enum brg_plan_packing {
-    BRG_PLAN_PACK_NONE,
-    BRG_PLAN_PACK_F32,
-    BRG_PLAN_PACK_BF16,
-    BRG_PLAN_PACKINGS
-} brg_plan_packing;
-/* The packing of training devices that run `micro_batches` a step with products in `compute`:
- * bf16 panels for bf16 products; none for one micro-batch (nothing to reuse the panels), for
- * fp16 products (no kernel packs them) and for fp32 ones (their panels are the weight's own bytes:
- * reading them costs what packing from the weight costs). Whether this CPU's kernels pack the
- * layout shows in brg_block_cost packed_bytes. */
-brg_plan_packing brg_plan_packing_for(int micro_batches, brg_dtype compute);
+/* Whether training devices that run `micro_batches` a step with products in `compute` pack the
+ * weights their linear layers multiply by once a step (brg_runtime_options pack_weights): only
+ * bf16 products with 2 or more micro-batches, into the bf16 kernel's panels. Not one micro-batch
+ * (nothing reuses the panels), nor fp16 products (no kernel packs them), nor fp32 ones (their
+ * panels are the weight's own bytes: reading them costs what packing from the weight costs).
+ * Whether this CPU's bf16 kernel has panels shows in brg_block_cost packed_bytes. */
+bool brg_plan_packs_weights(int micro_batches, brg_dtype compute);
 
 /* Estimated cost of one block for one micro-batch (filled by the model's architecture). Memory is
  * in bytes as a device's arena counts them: every tensor a header and its data, each rounded up
@@ -115,10 +106,10 @@ typedef struct brg_block_cost {
      * half_products); team_: what each of a device's other team threads asks for (the ops that
      * split across the team, attention by heads). */
     int64_t scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
-    /* Training: the panels of the weights its linear layers multiply by, as a device that packs
-     * them once a step holds them (brg_plan_options packing; both products' layouts of each), by
-     * brg_plan_packing (0 where this CPU's kernels pack no such layout, and for NONE) */
-    int64_t packed_bytes[BRG_PLAN_PACKINGS];
+    /* Training: the bf16 panels of the weights its linear layers multiply by, as a device that
+     * packs them once a step holds them (brg_plan_options packed_weights; both products' layouts
+     * of each); 0 where this CPU's bf16 kernel has no panels */
+    int64_t packed_bytes;
     int64_t forward_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
     int64_t team_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
     int64_t forward_team_scratch_bytes[BRG_PLAN_SCRATCH_SLOTS];
@@ -156,7 +147,7 @@ typedef struct brg_device_plan {
     int in_flight;                   /* micro-batches held at once */
     int64_t micro_batch_bytes;       /* activations of one micro-batch */
     int64_t scratch_bytes;           /* counted in total_bytes */
-    int64_t packed_bytes;            /* weights packed once a step (brg_plan_options packing); in total_bytes */
+    int64_t packed_bytes;            /* weights packed once a step (brg_plan_options packed_weights); in total_bytes */
     bool optimizer_offchip;          /* optimizer_bytes are host memory, not in total_bytes */
 } brg_device_plan;
 
@@ -184,9 +175,9 @@ typedef struct brg_plan_options {
      * all of it); optimizer_state_offchip: the state is outside the device budget */
     int optimizer_shards;
     bool optimizer_offchip;
-    /* training: the devices also hold their linear weights packed once a step, in these panels
-     * (brg_block_cost packed_bytes); NONE (0) in inference, whose packing a plan leaves out */
-    brg_plan_packing packing;
+    /* training: the devices also hold their linear weights packed once a step (brg_block_cost
+     * packed_bytes; brg_plan_packs_weights); ignored in inference, whose packing a plan leaves out */
+    bool packed_weights;
 } brg_plan_options;
 
 /* brg_plan_devices_with(mode, recompute, one micro-batch in flight, AdamW). */

@@ -58,8 +58,8 @@ typedef struct brg_runtime_options {
     /* Training: each device that runs several micro-batches a step packs the weights its linear
      * layers multiply by into the GEMM kernel's panels once per run and reads them in every
      * micro-batch (runtime/packed_weights.h; the same bits). It holds both layouts of those
-     * weights (brg_plan_options packing counts them); a pack its budget has no room for keeps the
-     * plain product. The trainer sets it where brg_plan_packing_for packs (bf16 products) and the
+     * weights (brg_plan_options packed_weights counts them); a pack its budget has no room for keeps the
+     * plain product. The trainer sets it where brg_plan_packs_weights says so (bf16 products) and the
      * memory plan has room. */
     bool pack_weights;
 } brg_runtime_options;

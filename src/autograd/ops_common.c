@@ -172,16 +172,12 @@ void ops_cost_team_scratch(ops_cost *c, int slot, double floats) {
     scratch_max(c->team, slot, floats);
 }
 
-/* Both panels of one weight in `layout`, each counted as the device's arena counts a borrow. */
-static double packed_pair(brg_gemm_pack_layout layout, int64_t in, int64_t out) {
-    if (layout == BRG_GEMM_PACK_NONE) return 0;
-    return ops_cost_align((double)brg_gemm_pack_bytes(layout, in, out)) +
-           ops_cost_align((double)brg_gemm_pack_bytes(layout, out, in));
-}
-
 void ops_cost_packed_weight(ops_cost *c, double in, double out) {
-    c->packed_f32 += packed_pair(brg_gemm_pack_layout_for(BRG_DTYPE_F32), (int64_t)in, (int64_t)out);
-    c->packed_bf16 += packed_pair(brg_gemm_pack_layout_for(BRG_DTYPE_BF16), (int64_t)in, (int64_t)out);
+    const brg_gemm_pack_layout layout = brg_gemm_pack_layout_for(BRG_DTYPE_BF16);
+    if (layout == BRG_GEMM_PACK_NONE) return;
+    /* both layouts, each counted as the device's arena counts a borrow */
+    c->packed += ops_cost_align((double)brg_gemm_pack_bytes(layout, (int64_t)in, (int64_t)out)) +
+                 ops_cost_align((double)brg_gemm_pack_bytes(layout, (int64_t)out, (int64_t)in));
 }
 
 void ops_cost_product(ops_cost *c, double a_elems, double b_elems, bool team) {

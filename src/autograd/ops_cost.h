@@ -30,11 +30,10 @@ typedef struct ops_cost {
      * unchanged), for stage inputs and recomputation. */
     double in[2], out[2];
     bool in_used[2];
-    /* Training: the panels of the weights its linear layers multiply by, as a device that packs
-     * them once a step holds them (runtime/packed_weights.h: W for the forward product, W^T for
-     * the input gradient's), in the fp32 kernel's layout and in the bf16 kernel's (0 where this
-     * CPU's kernels have none) */
-    double packed_f32, packed_bf16;
+    /* Training: the bf16 panels of the weights its linear layers multiply by, as a device that
+     * packs them once a step holds them (runtime/packed_weights.h: W for the forward product, W^T
+     * for the input gradient's); 0 where this CPU's bf16 kernel has no panels */
+    double packed;
 } ops_cost;
 
 /* `bytes` rounded up as the arena rounds an allocation (a request of 0 takes one unit). */
@@ -71,8 +70,8 @@ void ops_cost_stage(ops_cost *c, int slot, double floats);
  * then). `team`: a product run on each of the team's threads (attention's), counted in c->team
  * too. */
 void ops_cost_product(ops_cost *c, double a_elems, double b_elems, bool team);
-/* A linear layer's weight of in x out elements, packed once a step by a training device: op(B)
- * [in, out] for the forward product, [out, in] for the input gradient's. */
+/* A linear layer's weight of in x out elements, packed once a step into bf16 panels by a training
+ * device: op(B) [in, out] for the forward product, [out, in] for the input gradient's. */
 void ops_cost_packed_weight(ops_cost *c, double in, double out);
 
 /* ops_linear.c: x [rows, in] -> [rows, out], the weight [in, out] (w_in_out) or [out, in] */

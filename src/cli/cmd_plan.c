@@ -74,9 +74,7 @@ static brg_status compute(plan *p, const char *schedule) {
                           .optimizer_state = 2, .optimizer_shards = optimizer_shards(p),
                           .optimizer_offchip = p->cfg->optimizer_state_offchip, .half_products = p->half_products,
                           .half_activations = p->half_activations,
-                          .packing = p->mode == BRG_IPU_MODE_TRAINING
-                                         ? brg_plan_packing_for((int)v.gradient_accumulation_steps, p->products)
-                                         : BRG_PLAN_PACK_NONE};
+                          .packed_weights = brg_plan_packs_weights((int)v.gradient_accumulation_steps, p->products)};
     if (st == BRG_OK)
         st = brg_plan_devices_with(p->costs, p->m->n_blocks, p->place.block_device, p->place.n_devices, &o, p->devices);
     free(flight);

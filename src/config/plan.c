@@ -135,8 +135,7 @@ brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, cons
         add_params(d, &costs[b], copy, opts);
         d->flops += costs[b].flops;
         total += costs[b].flops;
-        if (training(opts->mode) && opts->packing > BRG_PLAN_PACK_NONE && opts->packing < BRG_PLAN_PACKINGS)
-            d->packed_bytes += costs[b].packed_bytes[opts->packing];
+        if (training(opts->mode) && opts->packed_weights) d->packed_bytes += costs[b].packed_bytes;
     }
     for (int i = 0; i < n_devices; i++) {
         brg_device_plan *d = &out[i];
@@ -159,8 +158,8 @@ brg_status brg_plan_devices_with(const brg_block_cost *costs, int n_blocks, cons
  * much from them as it would from the weight, and packing a whole copy every step only adds its
  * writes (GPT-2 small, 1 x 64 tokens, 8 micro-batches a step on one Intel core: 82-96 tokens/s
  * packing against 106-111 plain; pipe2bal at 4x64 and 8x128 within the noise). */
-brg_plan_packing brg_plan_packing_for(int micro_batches, brg_dtype compute) {
-    return micro_batches >= 2 && compute == BRG_DTYPE_BF16 ? BRG_PLAN_PACK_BF16 : BRG_PLAN_PACK_NONE;
+bool brg_plan_packs_weights(int micro_batches, brg_dtype compute) {
+    return micro_batches >= 2 && compute == BRG_DTYPE_BF16;
 }
 
 brg_status brg_plan_devices(const brg_block_cost *costs, int n_blocks, const int *block_device, int n_devices,

@@ -57,8 +57,7 @@ void model_cost_memory(model_cost_fn fn, const brg_model *m, int block, int64_t 
     out->half_grad_bytes = (int64_t)half.grad;
     out->half_released_grad_bytes = (int64_t)(half.grad - handed_on_grads(m, block, &half));
     out->forward_bytes = (int64_t)infer.fwd;
-    out->packed_bytes[BRG_PLAN_PACK_F32] = (int64_t)train.packed_f32;
-    out->packed_bytes[BRG_PLAN_PACK_BF16] = (int64_t)train.packed_bf16;
+    out->packed_bytes = (int64_t)train.packed;
     for (int i = 0; i < BRG_SCRATCH_SLOTS; i++) {
         const bool staging = i >= BRG_SCRATCH_STAGE; /* operands and gradients of half activations */
         out->scratch_bytes[i] = (int64_t)(staging ? half.scratch[i] : train.scratch[i]);

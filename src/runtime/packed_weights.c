@@ -202,16 +202,13 @@ static const brg_packed_b *lookup(void *ctx, const float *B, bool trans_b, int64
 
 /* Run after the parameters were overwritten: the device's own panels are packed again in place
  * (their bytes stay counted once); panels from an entry no longer match and are dropped from use
- * (their borrowed bytes stay counted: the plain product from now on). */
+ * (their borrowed bytes stay counted: the plain product from now on). A per-run store has nothing
+ * to do: every run packs again at its first use. */
 void packed_weights_refresh(packed_weights *pw) {
-    for (int i = 0; pw && i < pw->n_packs; i++) {
+    for (int i = 0; pw && !pw->per_run && i < pw->n_packs; i++) {
         pack *k = pw->packs[i];
         if (k->refused) continue;
-        if (!k->owned) {
-            k->refused = true;
-            continue;
-        }
-        if (pw->per_run) k->current = false;
+        if (!k->owned) k->refused = true;
         else pack_again(k);
     }
 }

@@ -6,18 +6,17 @@
  *
  * An inference device packs each weight at its first use and keeps the panels for every later
  * micro-batch and run. A training device that runs several micro-batches a step (gradient
- * accumulation, a pipeline's micro-batches) where its plan packs (brg_plan_packing_for: bf16
- * panels) packs per run instead: its weights change between
- * runs (the optimizer), never within one, so each panel is packed again at its first use in a run
- * (between packed_weights_begin_run and _end_run; outside a run it offers none) and read by every
- * other micro-batch of the run, forward and backward alike (two layouts of each weight: W for
- * x @ W, W^T for dy @ W^T).
+ * accumulation, a pipeline's micro-batches) where its plan packs (brg_plan_packs_weights: bf16
+ * panels) packs per run instead: its weights change between runs (the optimizer), never within
+ * one, so each panel is packed again at its first use in a run (between packed_weights_begin_run
+ * and _end_run; outside a run it offers none) and read by every other micro-batch of the run,
+ * forward and backward alike (two layouts of each weight: W for x @ W, W^T for dy @ W^T).
  *
  * Memory: the plain weights stay (the embedding reads a tied LM head's table, other backends and
  * the reduced compute types read the plain matrix); each packed copy counts in the device's memory
  * as borrowed bytes (brg_arena_borrow: its peak and stats include them). A training device packs
  * only where its memory plan counted the panels (brg_runtime_options pack_weights, brg_plan_options
- * packing), within its budget if it has one. An inference device with a memory budget
+ * packed_weights), within its budget if it has one. An inference device with a memory budget
  * (device_memory) packs nothing: the budget was sized for the plain products, and packs taken
  * early in a run could leave its later activations without room. Internal to the runtime. */
 #ifndef BRIGADE_RUNTIME_PACKED_WEIGHTS_H
@@ -39,10 +38,10 @@ typedef struct packed_weights packed_weights;
 brg_status packed_weights_create(const brg_model *view, const bool *holds, brg_arena *arena, bool per_run,
                                  packed_weights **out);
 void packed_weights_destroy(packed_weights *pw);
-/* Makes pw (NULL: none) the provider of this thread's brg_k_linear_fwd. */
+/* Makes pw (NULL: none) the provider of this thread's linear products (brg_packed_weights_bind). */
 void packed_weights_bind(packed_weights *pw);
-/* The parameters were overwritten (brg_runtime_sync_from_model): packs them again (per run:
- * at their next use). */
+/* The parameters were overwritten (brg_runtime_sync_from_model): packs them again (per run: the
+ * next run does). */
 void packed_weights_refresh(packed_weights *pw);
 /* A run of the device's micro-batches starts or ends (executor_run_device); pw may be NULL. A
  * per-run store offers panels only in between, each packed from the weights of this run. */

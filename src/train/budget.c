@@ -16,38 +16,6 @@ static void format_bytes(double n, char *buf, size_t len) {
     else snprintf(buf, len, "%.0f bytes", n);
 }
 
-static brg_status plan_with(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
-                            brg_plan_packing packing, brg_device_plan *out) {
-    if (o->stages < 1 || o->accumulation < 1 || o->micro_batch < 1)
-        return brg_error(BRG_ERR_INVALID_ARG, "stages (%d), accumulation (%d) and micro-batch size (%lld) must be >= 1",
-                         o->stages, o->accumulation, (long long)o->micro_batch);
-    int n = model->n_blocks;
-    brg_block_cost *costs = calloc((size_t)n, sizeof *costs);
-    int *stage = calloc((size_t)n, sizeof *stage), *in_flight = calloc((size_t)o->stages, sizeof *in_flight);
-    brg_status st = costs && stage && in_flight ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
-    brg_schedule s = {0};
-    if (st == BRG_OK && o->block_stage) memcpy(stage, o->block_stage, (size_t)n * sizeof *stage);
-    /* Image data has no sequence length: the model's own cost knows its patches. */
-    const int64_t seq = data && data->seq_len > 0 ? data->seq_len : 1;
-    if (st == BRG_OK) st = brg_model_block_costs(model, o->micro_batch, seq, costs);
-    if (st == BRG_OK) st = brg_schedule_build(o->schedule, o->stages, o->accumulation, &s);
-    for (int d = 0; st == BRG_OK && d < o->stages; d++) in_flight[d] = brg_schedule_max_in_flight(&s, d);
-    brg_plan_options po = {.mode = BRG_IPU_MODE_TRAINING, .recompute = o->recompute, .in_flight = in_flight,
-                           .optimizer_state = brg_optimizer_state_floats(&o->optimizer),
-                           .threads = o->intra_threads,
-                           .half_products = brg_precision_compute_dtype(o->precision) != BRG_DTYPE_F32,
-                           .half_activations = brg_precision_activation_dtype(o->precision) != BRG_DTYPE_F32,
-                           .optimizer_shards = o->shard_optimizer_state ? o->replicas : 1,
-                           .optimizer_offchip = o->optimizer_state_offchip,
-                           .packing = packing};
-    if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
-    brg_schedule_free(&s);
-    free(costs);
-    free(stage);
-    free(in_flight);
-    return st;
-}
-
 static double machine_bytes(void) {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (double)pages * (double)page : 0;
@@ -73,14 +41,57 @@ static bool fits(const brg_train_options *o, const brg_device_plan *plans) {
     return true;
 }
 
-/* Packed weights are a speed-up, never a reason to refuse a run: a plan that does not fit with
- * them is made again without them (and the devices then pack nothing). */
+static int64_t most_packed(const brg_train_options *o, const brg_device_plan *plans) {
+    int64_t most = 0;
+    for (int d = 0; d < o->stages; d++) most = plans[d].packed_bytes > most ? plans[d].packed_bytes : most;
+    return most;
+}
+
+/* brg_train_plan_memory. Packed weights are a speed-up, never a reason to refuse a run: a plan
+ * that does not fit with them is made again without them (and the devices then pack nothing);
+ * *unplaced (may be NULL) is then the most a device's panels would have taken, else 0. */
+static brg_status plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
+                              brg_device_plan *out, int64_t *unplaced) {
+    if (unplaced) *unplaced = 0;
+    if (o->stages < 1 || o->accumulation < 1 || o->micro_batch < 1)
+        return brg_error(BRG_ERR_INVALID_ARG, "stages (%d), accumulation (%d) and micro-batch size (%lld) must be >= 1",
+                         o->stages, o->accumulation, (long long)o->micro_batch);
+    int n = model->n_blocks;
+    brg_block_cost *costs = calloc((size_t)n, sizeof *costs);
+    int *stage = calloc((size_t)n, sizeof *stage), *in_flight = calloc((size_t)o->stages, sizeof *in_flight);
+    brg_status st = costs && stage && in_flight ? BRG_OK : brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
+    brg_schedule s = {0};
+    if (st == BRG_OK && o->block_stage) memcpy(stage, o->block_stage, (size_t)n * sizeof *stage);
+    /* Image data has no sequence length: the model's own cost knows its patches. */
+    const int64_t seq = data && data->seq_len > 0 ? data->seq_len : 1;
+    if (st == BRG_OK) st = brg_model_block_costs(model, o->micro_batch, seq, costs);
+    if (st == BRG_OK) st = brg_schedule_build(o->schedule, o->stages, o->accumulation, &s);
+    for (int d = 0; st == BRG_OK && d < o->stages; d++) in_flight[d] = brg_schedule_max_in_flight(&s, d);
+    const brg_dtype compute = brg_precision_compute_dtype(o->precision);
+    brg_plan_options po = {.mode = BRG_IPU_MODE_TRAINING, .recompute = o->recompute, .in_flight = in_flight,
+                           .optimizer_state = brg_optimizer_state_floats(&o->optimizer),
+                           .threads = o->intra_threads,
+                           .half_products = compute != BRG_DTYPE_F32,
+                           .half_activations = brg_precision_activation_dtype(o->precision) != BRG_DTYPE_F32,
+                           .optimizer_shards = o->shard_optimizer_state ? o->replicas : 1,
+                           .optimizer_offchip = o->optimizer_state_offchip,
+                           .packed_weights = brg_plan_packs_weights(o->accumulation, compute)};
+    if (st == BRG_OK) st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
+    if (st == BRG_OK && po.packed_weights && !fits(o, out)) {
+        if (unplaced) *unplaced = most_packed(o, out);
+        po.packed_weights = false;
+        st = brg_plan_devices_with(costs, n, stage, o->stages, &po, out);
+    }
+    brg_schedule_free(&s);
+    free(costs);
+    free(stage);
+    free(in_flight);
+    return st;
+}
+
 brg_status brg_train_plan_memory(const brg_model *model, const brg_dataset *data, const brg_train_options *o,
                                  brg_device_plan *out) {
-    const brg_plan_packing packing = brg_plan_packing_for(o->accumulation, brg_precision_compute_dtype(o->precision));
-    BRG_TRY(plan_with(model, data, o, packing, out));
-    if (packing == BRG_PLAN_PACK_NONE || fits(o, out)) return BRG_OK;
-    return plan_with(model, data, o, BRG_PLAN_PACK_NONE, out);
+    return plan_memory(model, data, o, out, NULL);
 }
 
 static brg_status check_device(const brg_train_options *o, const brg_device_plan *d) {
@@ -126,21 +137,14 @@ brg_status trainer_check_budget(trainer *t) {
     if (!plans) return brg_error(BRG_ERR_OOM, "cannot allocate the memory plan");
     brg_train_options with = *o;
     with.block_stage = t->block_stage;
-    brg_status st = brg_train_plan_memory(t->model, t->data, &with, plans);
+    int64_t unplaced = 0;
+    brg_status st = plan_memory(t->model, t->data, &with, plans, &unplaced);
     if (st == BRG_OK && !o->device_memory) st = check_machine(o, plans);
     for (int d = 0; st == BRG_OK && o->device_memory && d < o->stages; d++) st = check_device(o, &plans[d]);
-    t->pack_weights = false; /* the plan packs, and then the devices do */
-    t->packed_bytes = 0;
-    for (int d = 0; st == BRG_OK && d < o->stages; d++) {
-        t->pack_weights |= plans[d].packed_bytes > 0;
-        if (plans[d].packed_bytes > t->packed_bytes) t->packed_bytes = plans[d].packed_bytes;
-    }
-    /* Panels the plan had no room for: the summary says what they would have taken. */
-    const brg_plan_packing packing = brg_plan_packing_for(o->accumulation, brg_precision_compute_dtype(o->precision));
-    if (st == BRG_OK && !t->pack_weights && packing != BRG_PLAN_PACK_NONE &&
-        plan_with(t->model, t->data, &with, packing, plans) == BRG_OK)
-        for (int d = 0; d < o->stages; d++)
-            if (plans[d].packed_bytes > t->packed_bytes) t->packed_bytes = plans[d].packed_bytes;
+    /* The plan packs, and then the devices do; else the summary says what the panels would take. */
+    const int64_t packed = most_packed(o, plans);
+    t->pack_weights = packed > 0;
+    t->packed_bytes = packed > 0 ? packed : unplaced;
     free(plans);
     return st;
 }
