@@ -53,6 +53,7 @@ static void check_case(brg_dtype type, bool w_in_out, bool bias, const shape *s,
 static void check_all(const char *team) {
     /* the last two are large enough for a team to split (BRG_TEAM_MIN_ELEMENTS) */
     const shape shapes[] = {{1, 37, 1000}, {1, 64, 5000}, {3, 129, 700}, {4, 96, 1536}, {8, 77, 513}, {2, 768, 50},
+                            {1, 48, 777}, {2, 60, 300},
                             {1, 512, 2048}, {5, 300, 3000}};
     const brg_dtype types[] = {BRG_DTYPE_BF16, BRG_DTYPE_F16};
     for (size_t t = 0; t < 2; t++)

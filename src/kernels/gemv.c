@@ -68,6 +68,7 @@ static void columns_slice(void *ctx, int i, int n) {
     if (j->w_in_out) in_out_columns(j, first, last);
     else if (brg_simd_avx512() && j->m >= BLOCK_ROWS)
         brg_gemv_out_in_avx512(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
+    else if (brg_simd_avx512()) brg_gemv_out_in_avx512_few(j->y, j->x, j->w, j->b, j->m, j->in, j->out, first, last);
     else out_in_columns(j, first, last);
 }
 

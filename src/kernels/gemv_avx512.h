@@ -28,6 +28,13 @@ void brg_gemv_in_out_avx512_few_half(float *y, const float *x, const uint16_t *w
 void brg_gemv_out_in_avx512(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
                             int64_t out, int64_t c0, int64_t c1);
 
+/* The same for fewer than BLOCK_ROWS rows, where the weight stream bounds the product: one weight
+ * row after the other, each dotted with every row, with the lines a few KiB ahead asked into L2. */
+void brg_gemv_out_in_avx512_few(float *y, const float *x, const float *w, const float *b, int64_t m, int64_t in,
+                                int64_t out, int64_t c0, int64_t c1);
+void brg_gemv_out_in_avx512_few_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b,
+                                     int64_t m, int64_t in, int64_t out, int64_t c0, int64_t c1);
+
 /* The same with W stored as bf16 (bf16 true) or fp16, widened as loaded: the bits of the fp32
  * bodies on the widened values (gemv_half.c). */
 void brg_gemv_in_out_avx512_half(float *y, const float *x, const uint16_t *w, bool bf16, const float *b, int64_t m,

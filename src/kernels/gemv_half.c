@@ -116,12 +116,17 @@ static void columns_slice(void *ctx, int i, int n) {
     int64_t first, last;
     brg_team_slice(j->out, TEAM_UNIT, i, n, &first, &last);
     if (first >= last) return;
-    /* The register blocks from BLOCK_ROWS rows; fp16 takes them for fewer rows too (its
-     * conversion in the loads beats a scratch pass), and so does bf16 W [out, in]. Below
-     * BLOCK_ROWS, bf16 W [in, out] takes the AVX-512 body of 16-row passes that asks for the next
-     * pass's rows into L2, as fp32 does. On an Intel Xeon VM, GPT-2 small's batch-1 bf16 decode
-     * with 2 threads: 79.6 tokens/s against 56.8 with the portable loops for both. */
+    /* Below BLOCK_ROWS, W [out, in] (bf16 and fp16) takes the AVX-512 body that reads the weight
+     * rows as one stream, as fp32 does. From BLOCK_ROWS the register blocks; fp16 W [in, out] takes
+     * them for fewer rows too (its conversion in the loads beats a scratch pass). Below BLOCK_ROWS,
+     * bf16 W [in, out] takes the AVX-512 body of 16-row passes that asks for the next pass's rows
+     * into L2, as fp32 does. On an Intel Xeon VM, GPT-2 small's batch-1 bf16 decode with 2
+     * threads: 79.6 tokens/s against 56.8 with the portable loops for both. */
     const bool bf16 = j->type == BRG_DTYPE_BF16;
+    if (brg_simd_avx512() && !j->w_in_out && j->m < BLOCK_ROWS) {
+        brg_gemv_out_in_avx512_few_half(j->y, j->x, j->w, bf16, j->b, j->m, j->in, j->out, first, last);
+        return;
+    }
     if (brg_simd_avx512() && (j->m >= BLOCK_ROWS || !bf16 || !j->w_in_out)) {
         if (j->w_in_out) brg_gemv_in_out_avx512_half(j->y, j->x, j->w, bf16, j->b, j->m, j->in, j->out, first, last);
         else brg_gemv_out_in_avx512_half(j->y, j->x, j->w, bf16, j->b, j->m, j->in, j->out, first, last);

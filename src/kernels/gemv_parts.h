@@ -45,9 +45,10 @@ static inline int64_t gemv_tile_width(int64_t m) {
 }
 
 /* Rows from which the AVX-512 register blocks run. With fewer the weight stream, not the
- * arithmetic, bounds the product: the portable dot products' single stream then reads W [out, in]
- * faster, and W [in, out] adds FEW_ROWS_GROUP weight rows per pass over the rows' partial outputs
- * (in_out_tile, and its AVX-512 body) instead of four. */
+ * arithmetic, bounds the product: W [out, in] is then read as one stream of weight rows, each
+ * dotted with every input row (out_in_columns, and its AVX-512 body, which asks for the lines a
+ * few KiB ahead), and W [in, out] adds FEW_ROWS_GROUP weight rows per pass over the rows' partial
+ * outputs (in_out_tile, and its AVX-512 body) instead of four. */
 #define BLOCK_ROWS 4
 #define FEW_ROWS_GROUP 16
 
