@@ -71,6 +71,12 @@ typedef struct brg_gemm_kernel {
      * NULL: A packs as B does. */
     brg_pack_rows_fn *pack_rows_a[BRG_GEMM_SRC_TYPES];
     brg_pack_cols_fn *pack_cols_a[BRG_GEMM_SRC_TYPES];
+    /* Optional, A transposed: the same sweep over a block of A's MR-lane panels, laid out as
+     * A's per-panel routine lays them out (pack_cols_a, else pack_cols). Training's weight
+     * gradient x^T @ dy packs A this way: per panel, its MR lanes of every row were a 56-byte
+     * read per 3 KiB row. */
+    void (*pack_cols_a_block[BRG_GEMM_SRC_TYPES])(void *restrict dst, int64_t MR, const void *restrict src,
+                                                   int64_t ld, int64_t mc, int64_t kc);
     /* Tiles of decreasing height: tiles[0] has MR rows; the last panel of a block runs the
      * lowest one that covers its rows, instead of spending most FMAs on padding. */
     int n_tiles;

@@ -344,7 +344,8 @@ BRG_AVX512_INLINE void few_oi_column(float *y, int64_t ldy, const float *x, int6
         const __m512 wv = load_w(w, i, mk, HALF);
 #pragma GCC unroll 3
         for (int r = 0; r < R; r++)
-            acc[r] = _mm512_mask_add_ps(acc[r], mk, acc[r], _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + r * in + i), wv));
+            acc[r] = _mm512_mask_add_ps(acc[r], mk, acc[r],
+                                        _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, x + r * in + i), wv));
     }
     for (int r = 0; r < R; r++) {
         float lane[16];
