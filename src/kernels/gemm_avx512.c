@@ -124,40 +124,27 @@ AVX512_INLINE void pack_cols_of(const brg_dtype SRC, float *restrict dst, int64_
     }
 }
 
-/* A whole block of B [K, N] (nc columns from src, row stride ld) into its NR-wide panels
- * (panel p at dst + p * NR * kc, element (k, lane) at k * NR + lane, lanes past nc zero), a
- * source row at a time: each row of the block is read as one contiguous run, where a panel at
- * a time read 128 bytes of every row before moving to the next panel. With the A sweep below,
- * packing went from 14.4% of a GPT-2 small fp32 training step (4x64, one device) to 10.6%, and
- * the step, on the Intel AVX-512 VM (alternating with the build before, tokens/s): 8x128
- * 187.4-191.4 against 177.6-185.0 on one core, 332.2-334.1 against 319.3-319.6 on two; 4x64
- * 156.1-168.1 against 156.4-160.3 on one core. */
-AVX512_INLINE void pack_cols_block_of(const brg_dtype SRC, float *restrict dst, const char *restrict src, int64_t ld,
-                                      int64_t nc, int64_t kc) {
-    const int64_t es = ELEM(SRC), panels = (nc + NR - 1) / NR;
+/* A whole block of the copying case into its w-lane panels (panel p at dst + p * w * kc,
+ * element (k, lane) at k * w + lane, lanes past n zero), a source row at a time: each row of
+ * the block is read as one contiguous run, where a panel at a time read w lanes (128 bytes of B,
+ * 56 of A) of every row before moving to the next panel. pack_cols_of's bytes (the tests
+ * compare them). B not transposed (w = NR) and A transposed (w = MR; a panel's load of 16 may
+ * read 2 elements of the next, never past n). With both, packing went from 14.4% of a GPT-2
+ * small fp32 training step (4x64, one device) to 10.6%, and the step, on the Intel AVX-512 VM
+ * (alternating with the build before, tokens/s): 8x128 187.4-191.4 against 177.6-185.0 on one
+ * core, 332.2-334.1 against 319.3-319.6 on two; 4x64 156.1-168.1 against 156.4-160.3 on one
+ * core. */
+AVX512_INLINE void pack_block_of(const brg_dtype SRC, float *restrict dst, const int w, const char *restrict src,
+                                 int64_t ld, int64_t n, int64_t kc) {
+    const int64_t es = ELEM(SRC), panels = (n + w - 1) / w;
     for (int64_t k = 0; k < kc; k++) {
         const char *s = src + k * ld * es;
         for (int64_t p = 0; p < panels; p++) {
-            float *d = dst + (p * kc + k) * NR;
-            const int64_t c = nc - p * NR;
-            _mm512_storeu_ps(d, load16(SRC, s + p * NR * es, lanes(c)));
-            _mm512_storeu_ps(d + 16, load16(SRC, s + (p * NR + 16) * es, lanes(c - 16)));
+            float *d = dst + (p * kc + k) * w;
+#pragma GCC unroll 2
+            for (int v = 0; v < w; v += 16)
+                _mm512_mask_storeu_ps(d + v, lanes(w - v), load16(SRC, s + (p * w + v) * es, lanes(n - p * w - v)));
         }
-    }
-}
-
-/* A transposed ([K, M]): a block's MR-lane panels (panel p at dst + p * MR * kc, element
- * (k, lane) at k * MR + lane, lanes past mc zero), a source row at a time. A panel's load of 16
- * lanes may read up to 2 elements of the next panel (stored by it, not this one), never past
- * mc. */
-AVX512_INLINE void pack_a_block_of(const brg_dtype SRC, float *restrict dst, const char *restrict src, int64_t ld,
-                                   int64_t mc, int64_t kc) {
-    const int64_t es = ELEM(SRC), panels = (mc + MR - 1) / MR;
-    const __mmask16 store = lanes(MR);
-    for (int64_t k = 0; k < kc; k++) {
-        const char *s = src + k * ld * es;
-        for (int64_t p = 0; p < panels; p++)
-            _mm512_mask_storeu_ps(dst + (p * kc + k) * MR, store, load16(SRC, s + p * MR * es, lanes(mc - p * MR)));
     }
 }
 
@@ -174,12 +161,12 @@ AVX512_INLINE void pack_a_block_of(const brg_dtype SRC, float *restrict dst, con
     AVX512 static void pack_block_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,  \
                                            int64_t nc, int64_t kc) {                                             \
         (void)w;                                                                                                 \
-        pack_cols_block_of(SRC, dst, src, ld, nc, kc);                                                           \
+        pack_block_of(SRC, dst, NR, src, ld, nc, kc);                                                            \
     }                                                                                                            \
     AVX512 static void pack_a_block_##suffix(void *restrict dst, int64_t w, const void *restrict src, int64_t ld,\
                                              int64_t mc, int64_t kc) {                                           \
         (void)w;                                                                                                 \
-        pack_a_block_of(SRC, dst, src, ld, mc, kc);                                                              \
+        pack_block_of(SRC, dst, MR, src, ld, mc, kc);                                                            \
     }
 PACKERS(f32, BRG_DTYPE_F32)
 PACKERS(f16, BRG_DTYPE_F16)

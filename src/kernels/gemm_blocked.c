@@ -88,18 +88,19 @@ bool brg_gemm_blocked_reads(const brg_gemm_kernel *k, brg_dtype a_type, brg_dtyp
 typedef struct operand {
     const char *data;
     int64_t ld, elem;
-    brg_dtype type;
     brg_pack_rows_fn *pack_rows;
     brg_pack_cols_fn *pack_cols;
+    /* the copying case a block at a time (NULL: a panel at a time) */
     void (*pack_cols_block)(void *restrict, int64_t, const void *restrict, int64_t, int64_t, int64_t);
 } operand;
 
 static operand b_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
-    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, type, k->pack_rows[type], k->pack_cols[type],
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, k->pack_rows[type], k->pack_cols[type],
                      k->pack_cols_block[type]};
 }
 static operand a_operand(const brg_gemm_kernel *k, brg_dtype type, const void *data, int64_t ld) {
-    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, type, a_rows(k, type), a_cols(k, type), NULL};
+    return (operand){data, ld, type == BRG_DTYPE_F32 ? 4 : 2, a_rows(k, type), a_cols(k, type),
+                     k->pack_cols_a_block[type]};
 }
 
 /* The source element `offset` elements into the operand. */
@@ -116,8 +117,8 @@ static int64_t panel_bytes(const brg_gemm_kernel *k, int64_t lanes, int64_t kc) 
 static void pack_a(const brg_gemm_kernel *k, char *restrict dst, bool trans_a, const operand *A, int64_t ic,
                    int64_t pc, int64_t mc, int64_t kc) {
     const int64_t MR = k->MR, lda = A->ld;
-    if (trans_a && k->pack_cols_a_block[A->type]) {
-        k->pack_cols_a_block[A->type](dst, MR, at(A, pc * lda + ic), lda, mc, kc);
+    if (trans_a && A->pack_cols_block) {
+        A->pack_cols_block(dst, MR, at(A, pc * lda + ic), lda, mc, kc);
         return;
     }
     for (int64_t ir = 0; ir < mc; ir += MR) {
