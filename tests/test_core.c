@@ -39,6 +39,41 @@ static void test_arena_many_chunks(void) {
     brg_arena_destroy(a);
 }
 
+/* Uninitialised bytes (an op's output) are handed out as an earlier allocation left them, or as
+ * 0xFF bytes under BRIGADE_ARENA_POISON=1 (ctest runs this file both ways); a zeroing allocation
+ * of the same bytes afterwards clears either. */
+static void test_arena_uninit(void) {
+    const char *v = getenv("BRIGADE_ARENA_POISON");
+    const bool poison = v && strcmp(v, "1") == 0;
+    brg_arena *a;
+    CHECK_OK(brg_arena_create("host", 0, &a));
+    const size_t mark = brg_arena_mark(a);
+    float *p = brg_arena_alloc(a, 64 * sizeof(float), "earlier step");
+    CHECK(p != NULL);
+    for (int i = 0; i < 64; i++) p[i] = 7.0f;
+    brg_arena_reset(a, mark);
+    float *q = brg_arena_alloc_uninit(a, 128 * sizeof(float), "op output");
+    CHECK(q == p && ((uintptr_t)q % BRG_ARENA_ALIGN) == 0);
+    int as_expected = 0;
+    for (int i = 0; i < 128; i++) {
+        uint32_t bits;
+        memcpy(&bits, q + i, sizeof bits);
+        if (poison) as_expected += bits == 0xFFFFFFFFu && isnan(q[i]);
+        else as_expected += i >= 64 || q[i] == 7.0f;
+    }
+    CHECK_MSG(as_expected == 128, "%d of 128 floats as expected (poison %d)", as_expected, poison);
+    brg_arena_reset(a, mark);
+    float *r = brg_arena_alloc(a, 128 * sizeof(float), "zeroed");
+    int zeros = 0;
+    for (int i = 0; i < 128; i++) zeros += r[i] == 0.0f && !signbit(r[i]);
+    CHECK_MSG(zeros == 128, "%d of 128 floats zeroed after uninitialised use", zeros);
+    brg_tensor *t;
+    const int64_t shape[2] = {3, 5};
+    CHECK_OK(brg_tensor_new_uninit(a, BRG_DTYPE_F32, 2, shape, "output", &t));
+    CHECK(brg_tensor_numel(t) == 15 && t->shape[1] == 5 && t->data != NULL);
+    brg_arena_destroy(a);
+}
+
 static void test_arena_children_share_the_budget(void) {
     brg_arena *dev, *mb0, *mb1;
     CHECK_OK(brg_arena_create("device 2", 1 << 20, &dev));
@@ -122,6 +157,7 @@ static void test_half_conversions(void) {
 int main(void) {
     test_arena_budget_and_reset();
     test_arena_many_chunks();
+    test_arena_uninit();
     test_arena_children_share_the_budget();
     test_parse_bytes();
     test_tensor_views_and_copy();

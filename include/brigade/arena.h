@@ -45,6 +45,13 @@ brg_status brg_arena_create_child(brg_arena *parent, const char *name, brg_arena
  * `what` says what the bytes are for ("h.3.attn.c_attn.weight", "activations"). */
 void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what);
 
+/* Like brg_arena_alloc for bytes the caller writes in full before it reads them (an op's
+ * output): they are not zeroed, so they may hold what an earlier step left there. With the
+ * environment variable BRIGADE_ARENA_POISON set to 1 they are filled with 0xFF bytes instead (a
+ * NaN in every float, -1 in every integer), so that a read before the write shows in the
+ * results; the tests run the models that way. */
+void *brg_arena_alloc_uninit(brg_arena *arena, size_t bytes, const char *what);
+
 /* Like brg_arena_alloc but returns a status and stores the pointer in *out. */
 brg_status brg_arena_alloc_into(brg_arena *arena, size_t bytes, const char *what, void **out);
 

@@ -73,6 +73,10 @@ brg_tensor brg_tensor_wrap(brg_dtype dtype, int ndim, const int64_t *shape, void
 /* Allocates a header and zeroed contiguous data in `arena`. */
 brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape,
                           const char *what, brg_tensor **out);
+/* The same for a tensor whose every element the caller writes before reading any: its data is
+ * not zeroed (brg_arena_alloc_uninit). */
+brg_status brg_tensor_new_uninit(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape,
+                                 const char *what, brg_tensor **out);
 /* Bytes of t's gradient buffer (its elements in grad_dtype). */
 size_t brg_tensor_grad_bytes(const brg_tensor *t);
 /* Allocates the gradient buffer (zeroed) if it is not there yet. */

@@ -37,7 +37,9 @@ static bool is_half(const brg_tensor *t) { return brg_dtype_is_half(t->dtype); }
 void ops_half_grad(brg_tensor *t) { t->grad_dtype = is_half(t) ? t->dtype : BRG_DTYPE_F32; }
 
 brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y) {
-    BRG_TRY(brg_tape_new_tensor(tape, brg_tape_activation_dtype(tape), ndim, shape, rec, what, y));
+    BRG_TRY(brg_tensor_new_uninit(brg_tape_arena(tape), brg_tape_activation_dtype(tape), ndim, shape, what, y));
+    (*y)->requires_grad = rec;
+    BRG_TRY(brg_tape_output(tape, *y));
     ops_half_grad(*y);
     return BRG_OK;
 }

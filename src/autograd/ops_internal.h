@@ -19,7 +19,9 @@ brg_status ops_check_i32(const char *op, const brg_tensor *t);
 const char *ops_name(const brg_tensor *t, const char *fallback);
 
 /* A new tensor of x's shape on the tape's arena, in the tape's activation type: an op's output
- * (`rec`: it takes part in backward). A half one gets a half gradient (ops_half_grad). */
+ * (`rec`: it takes part in backward). A half one gets a half gradient (ops_half_grad). Its data
+ * is not zeroed (brg_arena_alloc_uninit): the op writes every element. Zeroing them was 1.5% of a
+ * GPT-2 small and 2.2% of a T5-small fp32 training step on one core. */
 brg_status ops_new_like(brg_tape *tape, const brg_tensor *x, bool rec, const char *what, brg_tensor **y);
 /* The same with its own shape. */
 brg_status ops_new(brg_tape *tape, int ndim, const int64_t *shape, bool rec, const char *what, brg_tensor **y);

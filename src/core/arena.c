@@ -4,6 +4,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,8 +107,22 @@ static void format_bytes(size_t n, char *buf, size_t len) {
     else snprintf(buf, len, "%zu bytes", n);
 }
 
-/* Finds room for `bytes` in the current chunk or a later (empty, kept) one, else a new chunk. */
-static void *bump(brg_arena *a, size_t bytes) {
+/* BRIGADE_ARENA_POISON=1: uninitialised allocations are filled with 0xFF (read once). */
+static bool poison_uninit(void) {
+    static _Atomic int state = -1;
+    int s = atomic_load(&state);
+    if (s < 0) {
+        const char *v = getenv("BRIGADE_ARENA_POISON");
+        s = v && strcmp(v, "1") == 0;
+        atomic_store(&state, s);
+    }
+    return s;
+}
+
+/* Finds room for `bytes` in the current chunk or a later (empty, kept) one, else a new chunk.
+ * `zero`: bytes an earlier allocation wrote are cleared (past them the allocator's zeros stand);
+ * otherwise they are handed out as they are. */
+static void *bump(brg_arena *a, size_t bytes, bool zero) {
     chunk *c = a->current;
     while (c && c->used + bytes > c->capacity && c->next) c = c->next;
     if (!c || c->used + bytes > c->capacity) {
@@ -119,7 +135,9 @@ static void *bump(brg_arena *a, size_t bytes) {
     }
     a->current = c;
     void *p = c->data + c->used;
-    if (c->used < c->dirty) memset(p, 0, (c->dirty < c->used + bytes ? c->dirty : c->used + bytes) - c->used);
+    if (!zero && poison_uninit()) memset(p, 0xFF, bytes);
+    else if (zero && c->used < c->dirty)
+        memset(p, 0, (c->dirty < c->used + bytes ? c->dirty : c->used + bytes) - c->used);
     c->used += bytes;
     if (c->used > c->dirty) c->dirty = c->used;
     return p;
@@ -129,7 +147,7 @@ static size_t family_used(const brg_arena *root) {
     return root->used + root->children_used + root->scratch + root->borrowed;
 }
 
-void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
+static void *arena_alloc(brg_arena *arena, size_t bytes, const char *what, bool zero) {
     BRG_ASSERT(arena);
     brg_arena *root = arena->parent ? arena->parent : arena;
     size_t need = align_up(bytes ? bytes : 1);
@@ -146,16 +164,24 @@ void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
                   root->name, what ? what : "an allocation", b_need, b_used, b_budget);
         return NULL;
     }
-    void *p = bump(arena, need);
+    void *p = bump(arena, need, zero);
     if (!p) {
         brg_error(BRG_ERR_OOM, "%s: host allocation of %zu bytes for %s failed", arena->name, need, what);
         return NULL;
     }
-    arena->used += need; /* bump handed it out zeroed */
+    arena->used += need;
     if (arena->used > arena->peak) arena->peak = arena->used;
     if (arena->parent) arena->parent->children_used += need;
     if (family_used(root) > root->peak) root->peak = family_used(root);
     return p;
+}
+
+void *brg_arena_alloc(brg_arena *arena, size_t bytes, const char *what) {
+    return arena_alloc(arena, bytes, what, true);
+}
+
+void *brg_arena_alloc_uninit(brg_arena *arena, size_t bytes, const char *what) {
+    return arena_alloc(arena, bytes, what, false);
 }
 
 brg_status brg_arena_alloc_into(brg_arena *arena, size_t bytes, const char *what, void **out) {

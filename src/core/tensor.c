@@ -79,8 +79,8 @@ brg_tensor brg_tensor_wrap(brg_dtype dtype, int ndim, const int64_t *shape, void
     return t;
 }
 
-brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape,
-                          const char *what, brg_tensor **out) {
+static brg_status tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape, const char *what,
+                             bool zero, brg_tensor **out) {
     if (ndim < 0 || ndim > BRG_MAX_DIMS)
         return brg_error(BRG_ERR_INVALID_ARG, "%s: %d dimensions (at most %d)", what, ndim, BRG_MAX_DIMS);
     int64_t n = 1;
@@ -91,12 +91,23 @@ brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int
     }
     brg_tensor *t = brg_arena_alloc(arena, sizeof *t, what);
     if (!t) return BRG_ERR_OOM;
-    void *data = brg_arena_alloc(arena, (size_t)n * brg_dtype_size(dtype), what);
+    const size_t bytes = (size_t)n * brg_dtype_size(dtype);
+    void *data = zero ? brg_arena_alloc(arena, bytes, what) : brg_arena_alloc_uninit(arena, bytes, what);
     if (!data) return BRG_ERR_OOM;
     *t = brg_tensor_wrap(dtype, ndim, shape, data);
     t->name = what;
     *out = t;
     return BRG_OK;
+}
+
+brg_status brg_tensor_new(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape, const char *what,
+                          brg_tensor **out) {
+    return tensor_new(arena, dtype, ndim, shape, what, true, out);
+}
+
+brg_status brg_tensor_new_uninit(brg_arena *arena, brg_dtype dtype, int ndim, const int64_t *shape,
+                                 const char *what, brg_tensor **out) {
+    return tensor_new(arena, dtype, ndim, shape, what, false, out);
 }
 
 size_t brg_tensor_grad_bytes(const brg_tensor *t) {
