@@ -40,10 +40,11 @@ static void count_linear_fwd(float *y, const float *x, const float *w, const flo
     calls.linear_fwd++;
     cpu_k()->linear_fwd(y, x, w, b, n, in, out, w_in_out);
 }
-static void count_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
+static void count_linear_bwd(float *dx, bool dx_overwrite, float *dw, bool dw_overwrite, float *db, const float *dy,
+                             const float *x,
                              const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
     calls.linear_bwd++;
-    cpu_k()->linear_bwd(dx, dw, dw_overwrite, db, dy, x, w, n, in, out, w_in_out);
+    cpu_k()->linear_bwd(dx, dx_overwrite, dw, dw_overwrite, db, dy, x, w, n, in, out, w_in_out);
 }
 static void count_attention_fwd(float *out, float *lse, const float *q, const float *k, const float *v,
                                 const brg_attn_args *args) {

@@ -196,7 +196,7 @@ static void linear_pass(float *y, float *dx, const float *x, const float *dy, co
                         int64_t n, int64_t in, int64_t out, bool w_in_out, provider *p) {
     if (p) brg_packed_weights_bind(provide, p);
     brg_k_linear_fwd(y, x, w, b, n, in, out, w_in_out);
-    brg_k_linear_bwd(dx, NULL, false, NULL, dy, x, w, n, in, out, w_in_out);
+    brg_k_linear_bwd(dx, false, NULL, false, NULL, dy, x, w, n, in, out, w_in_out);
     brg_packed_weights_bind(NULL, NULL);
 }
 

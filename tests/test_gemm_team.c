@@ -101,7 +101,7 @@ static void run_row_kernels(row_outputs *o, const float *x, const float *dy, con
     /* Bias gradient of a linear layer and the embedding scatter (ids repeat). */
     float *table = out_buf(o, 15, 40 * COLS);
     brg_k_embedding_bwd(table, dy, ids, ROWS, COLS);
-    brg_k_linear_bwd(NULL, NULL, false, db, dy, x, x, ROWS, COLS, COLS, true);
+    brg_k_linear_bwd(NULL, false, NULL, false, db, dy, x, x, ROWS, COLS, COLS, true);
 }
 
 static void check_row_kernels(brg_gemm_team *team) {

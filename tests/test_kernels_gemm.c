@@ -363,7 +363,7 @@ static void linear_case(int64_t n, int64_t in, int64_t out, bool w_in_out, bool 
               (long long)out, w_in_out, err);
 
     float *dx = tk_zeros(n * in), *dw = tk_zeros(in * out), *db = bias ? tk_zeros(out) : NULL;
-    brg_k_linear_bwd(dx, dw, false, db, c.r, c.x, c.w, n, in, out, w_in_out);
+    brg_k_linear_bwd(dx, false, dw, false, db, c.r, c.x, c.w, n, in, out, w_in_out);
     tk_gradcheck("linear dx", &c, linear_loss, c.x, n * in, dx);
     tk_gradcheck("linear dw", &c, linear_loss, c.w, in * out, dw);
     if (bias) tk_gradcheck("linear db", &c, linear_loss, c.b, out, db);
@@ -371,15 +371,19 @@ static void linear_case(int64_t n, int64_t in, int64_t out, bool w_in_out, bool 
     /* Accumulation into pre-filled gradients, and NULL gradients skipped. */
     float *px = tk_rand(n * in, -1, 1), *pw = tk_rand(in * out, -1, 1), *pb = tk_rand(out, -1, 1);
     float *ax = tk_copy(px, n * in), *aw = tk_copy(pw, in * out), *ab = tk_copy(pb, out);
-    brg_k_linear_bwd(ax, NULL, false, NULL, c.r, c.x, c.w, n, in, out, w_in_out);
-    brg_k_linear_bwd(NULL, aw, false, bias ? ab : NULL, c.r, c.x, c.w, n, in, out, w_in_out);
+    brg_k_linear_bwd(ax, false, NULL, false, NULL, c.r, c.x, c.w, n, in, out, w_in_out);
+    brg_k_linear_bwd(NULL, false, aw, false, bias ? ab : NULL, c.r, c.x, c.w, n, in, out, w_in_out);
     tk_check_accumulated("linear dx", ax, px, dx, n * in);
     tk_check_accumulated("linear dw", aw, pw, dw, in * out);
     if (bias) tk_check_accumulated("linear db", ab, pb, db, out);
-    /* dw_overwrite: whatever the buffer held (NaN here) is replaced by the gradient itself. */
+    /* dx_overwrite, dw_overwrite: whatever the buffer held (NaN here) is replaced by the gradient
+     * itself. */
     for (int64_t i = 0; i < in * out; i++) aw[i] = NAN;
-    brg_k_linear_bwd(NULL, aw, true, NULL, c.r, c.x, c.w, n, in, out, w_in_out);
+    for (int64_t i = 0; i < n * in; i++) ax[i] = NAN;
+    brg_k_linear_bwd(ax, true, aw, true, NULL, c.r, c.x, c.w, n, in, out, w_in_out);
     CHECK_MSG(memcmp(aw, dw, (size_t)(in * out) * sizeof *aw) == 0, "linear dw overwrite n=%lld in=%lld out=%lld",
+              (long long)n, (long long)in, (long long)out);
+    CHECK_MSG(memcmp(ax, dx, (size_t)(n * in) * sizeof *ax) == 0, "linear dx overwrite n=%lld in=%lld out=%lld",
               (long long)n, (long long)in, (long long)out);
     free(px), free(pw), free(pb), free(ax), free(aw), free(ab);
     free(dx), free(dw), free(db);
@@ -398,7 +402,7 @@ static void test_linear_bias_grad_many_rows(void) {
     const int64_t n = 20000, out = 3;
     float *dy = tk_zeros(n * out), *db = tk_zeros(out);
     for (int64_t i = 0; i < n * out; i++) dy[i] = 0.1f;
-    brg_k_linear_bwd(NULL, NULL, false, db, dy, NULL, NULL, n, 0, out, true);
+    brg_k_linear_bwd(NULL, false, NULL, false, db, dy, NULL, NULL, n, 0, out, true);
     CHECK_NEAR(db[0], (double)0.1f * n, 2e-4); /* float accumulation would be off by ~1e-2 */
     free(dy), free(db);
 }

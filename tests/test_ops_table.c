@@ -588,14 +588,16 @@ static void linear_layout(opcase *c) {
     ACC("dw", wio ? in : out, wio ? out : in);
     if (!(c->v & V1)) ACC("db", out);
     OUT("dw0", wio ? in : out, wio ? out : in); /* dw_overwrite: written over the poison */
+    OUT("dx0", n, in);                           /* dx_overwrite, the same */
 }
 
 static void linear_kernel(opcase *c) {
     const int64_t n = c->d[0], in = c->d[1], out = c->d[2];
     const bool wio = c->v & V0;
     brg_k_linear_fwd(F(c, "y"), F(c, "x"), F(c, "w"), Fopt(c, "b"), n, in, out, wio);
-    brg_k_linear_bwd(F(c, "dx"), F(c, "dw"), false, Fopt(c, "db"), F(c, "dy"), F(c, "x"), F(c, "w"), n, in, out, wio);
-    brg_k_linear_bwd(NULL, F(c, "dw0"), true, NULL, F(c, "dy"), F(c, "x"), F(c, "w"), n, in, out, wio);
+    brg_k_linear_bwd(F(c, "dx"), false, F(c, "dw"), false, Fopt(c, "db"), F(c, "dy"), F(c, "x"), F(c, "w"), n, in,
+                     out, wio);
+    brg_k_linear_bwd(F(c, "dx0"), true, F(c, "dw0"), true, NULL, F(c, "dy"), F(c, "x"), F(c, "w"), n, in, out, wio);
 }
 
 static brg_tensor *linear_graph(brg_tape *tape, opcase *c) {
@@ -612,8 +614,10 @@ static const shape linear_act_shapes[] = {
 
 static void linear_act_layout(opcase *c) {
     linear_layout(c);
-    c->nb--; /* no dw0 */
-    munmap(c->b[c->nb].map, c->b[c->nb].room + 2 * page);
+    for (int drop = 0; drop < 2; drop++) { /* no dx0, dw0 */
+        c->nb--;
+        munmap(c->b[c->nb].map, c->b[c->nb].room + 2 * page);
+    }
     OUT("h", c->d[0], c->d[2]);
     OUT("dh", c->d[0], c->d[2]);
 }
@@ -630,12 +634,12 @@ static void linear_act_kernel(opcase *c) {
     brg_k_linear_fwd(h2, x, w, b, n, in, out, wio);
     brg_k_gelu_fwd(y2, h2, n * out, kind);
     brg_k_gelu_bwd(dh2, dy, h2, n * out, kind);
-    brg_k_linear_bwd(dx2, dw2, false, db2, dh2, x, w, n, in, out, wio);
+    brg_k_linear_bwd(dx2, false, dw2, false, db2, dh2, x, w, n, in, out, wio);
     /* what brg_linear_act runs */
     brg_k_linear_fwd(h, x, w, NULL, n, in, out, wio);
     brg_k_bias_gelu_fwd(h, y, b, n, out, kind);
     brg_k_bias_gelu_bwd(dh, db, dy, h, n, out, kind);
-    brg_k_linear_bwd(dx, dw, false, NULL, dh, x, w, n, in, out, wio);
+    brg_k_linear_bwd(dx, false, dw, false, NULL, dh, x, w, n, in, out, wio);
     expect_bits(c, "fused h vs linear + bias", h, h2, n * out);
     expect_bits(c, "fused y vs brg_k_gelu_fwd", y, y2, n * out);
     expect_bits(c, "fused dh vs brg_k_gelu_bwd", dh, dh2, n * out);

@@ -34,8 +34,8 @@ static brg_status linear_backward_blocks(brg_tape *tape, linear_ctx *c, int64_t 
         const bool half_dx = x_grad_owner && ops_grad_is_half(c->x);
         if (half_dx) dx = ops_widen_grad_rows(tape, c->x, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->in);
         else if (x_grad_owner) dx = c->x->grad + r0 * c->in;
-        ops_k(tape)->linear_bwd(dx, dw, dw_overwrite && r0 == 0, db, dy, ops_read_rows(tape, c->x, 0, r0, rows, c->in),
-                                w, rows, c->in, c->out, c->w_in_out);
+        ops_k(tape)->linear_bwd(dx, false, dw, dw_overwrite && r0 == 0, db, dy,
+                                ops_read_rows(tape, c->x, 0, r0, rows, c->in), w, rows, c->in, c->out, c->w_in_out);
         if (half_dx) ops_round_grad_rows(tape, c->x, dx, r0, rows, c->in);
     }
     return BRG_OK;
@@ -46,10 +46,10 @@ static brg_status linear_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     const int64_t block = linear_block(c->x, c->y, c->n, c->in, c->out);
     if (block) return linear_backward_blocks(tape, c, block);
-    OPS_GRAD(dx, tape, c->x);
+    OPS_GRAD_FOR_WRITE(dx, dx_overwrite, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, db, ops_dy(tape, c->y), ops_read(tape, c->x, 0),
+    ops_k(tape)->linear_bwd(dx, dx_overwrite, dw, dw_overwrite, db, ops_dy(tape, c->y), ops_read(tape, c->x, 0),
                             ops_read(tape, c->w, 1), c->n, c->in, c->out, c->w_in_out);
     return BRG_OK;
 }
@@ -122,14 +122,14 @@ typedef struct linear_act_ctx {
 static brg_status linear_act_backward(brg_tape *tape, void *p) {
     linear_act_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
-    OPS_GRAD(dx, tape, c->x);
+    OPS_GRAD_FOR_WRITE(dx, dx_overwrite, tape, c->x);
     OPS_GRAD_FOR_WRITE(dw, dw_overwrite, tape, c->w);
     OPS_GRAD(db, tape, c->b);
     /* dh is written whole by the fused pass, so it lives in scratch rather than a zeroed grad. */
     float *dh = brg_scratch(2, (size_t)(c->n * c->out));
     ops_k(tape)->bias_gelu_bwd(dh, db, ops_dy(tape, c->y), ops_read(tape, c->h, 2), c->n, c->out, c->kind);
-    ops_k(tape)->linear_bwd(dx, dw, dw_overwrite, NULL, dh, ops_read(tape, c->x, 0), ops_read(tape, c->w, 1), c->n,
-                            c->in, c->out, c->w_in_out);
+    ops_k(tape)->linear_bwd(dx, dx_overwrite, dw, dw_overwrite, NULL, dh, ops_read(tape, c->x, 0),
+                            ops_read(tape, c->w, 1), c->n, c->in, c->out, c->w_in_out);
     return BRG_OK;
 }
 

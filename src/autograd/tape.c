@@ -127,7 +127,12 @@ bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t) {
 static brg_status ensure_grad(brg_tape *tape, brg_tensor *t) {
     if (t->grad) return BRG_OK;
     if (t->grad_arena) return brg_tensor_ensure_grad(t->grad_arena, t);
-    BRG_TRY(brg_tensor_ensure_grad(tape->arena, t));
+    /* An activation's gradient: its zeroing is pending, so a writer of the whole of it (a matrix
+     * product's input gradient, brg_tape_grad_for_write) overwrites it instead, and brg_tape_grad
+     * clears it for the ops that add. */
+    t->grad = brg_arena_alloc_uninit(tape->arena, brg_tensor_grad_bytes(t), t->name ? t->name : "gradient");
+    if (!t->grad) return BRG_ERR_OOM;
+    t->grad_zero_pending = true;
     if (!tape->replaying) return BRG_OK;
     brg_status st = list_push(&tape->fresh, t);
     if (st != BRG_OK) tape->replaying = false; /* keep everything rather than lose track of a gradient */
@@ -192,6 +197,7 @@ float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, b
 }
 
 const float *brg_tape_read_grad(const brg_tape *tape, const brg_tensor *t) {
+    BRG_ASSERT(!t->grad || !t->grad_zero_pending); /* every writer wrote or cleared it */
     if (!t->grad || !half_grad(t)) return t->grad;
     const int64_t n = brg_tensor_numel(t);
     float *values = brg_scratch(BRG_SCRATCH_GRAD_READ, (size_t)n);

@@ -49,8 +49,8 @@ typedef struct brg_kernels {
                           const float *gamma, const float *mean, const float *rstd, int64_t n, int64_t c);
     void (*layernorm_fwd)(float *y, float *mean, float *rstd, const float *x, const float *gamma, const float *beta,
                           int64_t n, int64_t c, float eps);
-    void (*linear_bwd)(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
-                       const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out);
+    void (*linear_bwd)(float *dx, bool dx_overwrite, float *dw, bool dw_overwrite, float *db, const float *dy,
+                       const float *x, const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out);
     void (*linear_fwd)(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in, int64_t out,
                        bool w_in_out);
     float (*max_abs)(const float *x, int64_t n);

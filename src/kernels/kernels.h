@@ -146,9 +146,10 @@ const brg_packed_b *brg_packed_weights_find(const float *B, bool trans_b, int64_
  * W layout: w_in_out ? [in,out] (GPT-2 Conv1D) : [out,in] (nn.Linear). b may be NULL. */
 void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, int64_t n, int64_t in,
                       int64_t out, bool w_in_out);
-/* dw_overwrite: dW is written instead of accumulated (its buffer holds no gradient yet). */
-void brg_k_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
-                      const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out);
+/* dx_overwrite, dw_overwrite: dx, dW are written instead of accumulated (their buffers hold no
+ * gradient yet). */
+void brg_k_linear_bwd(float *dx, bool dx_overwrite, float *dw, bool dw_overwrite, float *db, const float *dy,
+                      const float *x, const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out);
 
 /* ---- batched matmul: for each of `batch`: C[M,N] = op(A)[M,K] @ op(B)[K,N] ----------------
  * A, B, C contiguous per batch with strides M*K, K*N, M*N elements. */

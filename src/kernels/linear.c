@@ -66,17 +66,17 @@ void brg_k_linear_fwd(float *y, const float *x, const float *w, const float *b, 
     brg_team_split(bias_add_slice, &job, n * out);
 }
 
-void brg_k_linear_bwd(float *dx, float *dw, bool dw_overwrite, float *db, const float *dy, const float *x,
-                      const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
+void brg_k_linear_bwd(float *dx, bool dx_overwrite, float *dw, bool dw_overwrite, float *db, const float *dy,
+                      const float *x, const float *w, int64_t n, int64_t in, int64_t out, bool w_in_out) {
     BRG_ASSERT(n >= 0 && in >= 0 && out >= 0);
-    const float dw_beta = dw_overwrite ? 0.0f : 1.0f;
+    const float dx_beta = dx_overwrite ? 0.0f : 1.0f, dw_beta = dw_overwrite ? 0.0f : 1.0f;
     if (dx) {
         /* [in,out]: dx += dy @ W^T.  [out,in]: dx += dy @ W. A W packed once a step (a training
          * device's, over its micro-batches) gives the same bits. */
         const int64_t ldw = w_in_out ? out : in;
         const brg_packed_b *packed = brg_packed_weights_find(w, w_in_out, out, in, ldw);
-        if (packed) brg_gemm_packed(false, n, in, out, 1.0f, dy, out, packed, 1.0f, dx, in);
-        else brg_gemm(false, w_in_out, n, in, out, 1.0f, dy, out, w, ldw, 1.0f, dx, in);
+        if (packed) brg_gemm_packed(false, n, in, out, 1.0f, dy, out, packed, dx_beta, dx, in);
+        else brg_gemm(false, w_in_out, n, in, out, 1.0f, dy, out, w, ldw, dx_beta, dx, in);
     }
     if (dw) {
         if (w_in_out) /* dW[in,out] += x^T @ dy */
