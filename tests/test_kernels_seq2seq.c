@@ -88,15 +88,18 @@ static void test_relu(void) {
     for (int64_t i = 0; i < n; i++) err = fmax(err, fabs(c.y[i] - fmax(c.a[i], 0.0)));
     CHECK_MSG(err == 0.0, "relu fwd err %.3g", err);
     float *dx = tk_zeros(n);
-    brg_k_relu_bwd(dx, c.r, c.a, n);
+    brg_k_relu_bwd(dx, false, c.r, c.a, n);
     tk_gradcheck("relu dx", &c, unary_loss, c.a, n, dx);
     float *p = tk_rand(n, -1, 1), *acc = tk_copy(p, n);
-    brg_k_relu_bwd(acc, c.r, c.a, n);
+    brg_k_relu_bwd(acc, false, c.r, c.a, n);
     tk_check_accumulated("relu dx", acc, p, dx, n);
+    for (int64_t i = 0; i < n; i++) acc[i] = NAN; /* overwrite: what the buffer held is replaced */
+    brg_k_relu_bwd(acc, true, c.r, c.a, n);
+    CHECK_MSG(memcmp(acc, dx, (size_t)n * sizeof *acc) == 0, "relu dx overwrite differs from the accumulated one");
     float zero = 0.0f, one = 1.0f, g = 0.0f;
-    brg_k_relu_bwd(&g, &one, &zero, 1);
+    brg_k_relu_bwd(&g, false, &one, &zero, 1);
     CHECK_MSG(g == 0.0f, "relu gradient at 0 is %g, torch gives 0", g);
-    brg_k_relu_bwd(NULL, c.r, c.a, n);
+    brg_k_relu_bwd(NULL, false, c.r, c.a, n);
     free(p), free(acc), free(dx), free(c.y), free(c.a), free(c.r);
 }
 

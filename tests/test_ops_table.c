@@ -936,7 +936,7 @@ static brg_tensor *gelu_graph(brg_tape *tape, opcase *c) {
 
 static void relu_kernel(opcase *c) {
     brg_k_relu_fwd(F(c, "y"), F(c, "x"), c->d[0]);
-    brg_k_relu_bwd(F(c, "dx"), F(c, "dy"), F(c, "x"), c->d[0]);
+    brg_k_relu_bwd(F(c, "dx"), false, F(c, "dy"), F(c, "x"), c->d[0]);
 }
 
 static brg_tensor *relu_graph(brg_tape *tape, opcase *c) {

@@ -153,10 +153,14 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     add_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
     int64_t n = brg_tensor_numel(c->y);
-    OPS_GRAD(da, tape, c->a);
-    OPS_GRAD(db, tape, c->b);
-    if (da) ops_k(tape)->accumulate(da, ops_dy(tape, c->y), n);
-    if (db) ops_k(tape)->accumulate(db, ops_dy(tape, c->y), n);
+    const float *dy = ops_dy(tape, c->y);
+    /* A fresh gradient (the first contribution to it) is a copy of dy, not dy added to zeros. */
+    OPS_GRAD_FOR_WRITE(da, da_overwrite, tape, c->a);
+    if (da && da_overwrite) memcpy(da, dy, (size_t)n * sizeof *da);
+    else if (da) ops_k(tape)->accumulate(da, dy, n);
+    OPS_GRAD_FOR_WRITE(db, db_overwrite, tape, c->b);
+    if (db && db_overwrite) memcpy(db, dy, (size_t)n * sizeof *db);
+    else if (db) ops_k(tape)->accumulate(db, dy, n);
     return BRG_OK;
 }
 

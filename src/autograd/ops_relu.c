@@ -9,8 +9,8 @@ typedef struct relu_ctx {
 static brg_status relu_backward(brg_tape *tape, void *p) {
     relu_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
-    OPS_GRAD(dx, tape, c->x);
-    ops_k(tape)->relu_bwd(dx, ops_dy(tape, c->y), ops_read(tape, c->x, 0), brg_tensor_numel(c->x));
+    OPS_GRAD_FOR_WRITE(dx, overwrite, tape, c->x);
+    ops_k(tape)->relu_bwd(dx, overwrite, ops_dy(tape, c->y), ops_read(tape, c->x, 0), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 

@@ -69,7 +69,7 @@ typedef struct brg_kernels {
     void (*relpos_bias_bwd)(float *dtable, const float *dbias, const int32_t *buckets, int64_t H, int64_t Tq,
                             int64_t Tk);
     void (*relpos_bias_fwd)(float *bias, const float *table, const int32_t *buckets, int64_t H, int64_t Tq, int64_t Tk);
-    void (*relu_bwd)(float *dx, const float *dy, const float *x, int64_t n);
+    void (*relu_bwd)(float *dx, bool overwrite, const float *dy, const float *x, int64_t n);
     void (*relu_fwd)(float *y, const float *x, int64_t n);
     void (*rmsnorm_bwd)(float *dx, float *dw, const float *dy, const float *x, const float *w, const float *rstd,
                         int64_t n, int64_t c);

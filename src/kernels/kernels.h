@@ -337,7 +337,7 @@ void brg_k_rmsnorm_bwd(float *dx, float *dw, const float *dy, const float *x, co
 
 /* ReLU as torch's threshold(x, 0, 0): a NaN stays NaN; the gradient passes where x > 0 (and for NaN). */
 void brg_k_relu_fwd(float *y, const float *x, int64_t n);
-void brg_k_relu_bwd(float *dx, const float *dy, const float *x, int64_t n);
+void brg_k_relu_bwd(float *dx, bool overwrite, const float *dy, const float *x, int64_t n);
 
 /* clamp.c: y = min(max(x, lo), hi) (NaN stays NaN); dx += dy where lo <= x <= hi. */
 void brg_k_clamp_fwd(float *y, const float *x, int64_t n, float lo, float hi);
