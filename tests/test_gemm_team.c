@@ -97,7 +97,7 @@ static void run_row_kernels(row_outputs *o, const float *x, const float *dy, con
     brg_k_cross_entropy_bwd(dlogits, 0.7f, logits, lse, targets, ROWS, VOCAB, -100, o->count);
     float *drop = out_buf(o, 14, n);
     brg_k_dropout_fwd(drop, x, n, 0.1f, 5, 12345);
-    brg_k_dropout_bwd(drop, dy, n, 0.3f, 6, 99);
+    brg_k_dropout_bwd(drop, false, dy, n, 0.3f, 6, 99);
     /* Bias gradient of a linear layer and the embedding scatter (ids repeat). */
     float *table = out_buf(o, 15, 40 * COLS);
     brg_k_embedding_bwd(table, dy, ids, ROWS, COLS);

@@ -130,27 +130,37 @@ static void test_dropout_fwd_bwd(void) {
     CHECK(test_max_abs_diff(tail, c.y + 500, n - 500) == 0.0);
 
     float *dx = tk_zeros(n);
-    brg_k_dropout_bwd(dx, c.r, n, p, c.seed, c.offset);
+    brg_k_dropout_bwd(dx, false, c.r, n, p, c.seed, c.offset);
     tk_gradcheck("dropout dx", &c, drop_loss, c.x, n, dx);
     ok = 1;
     for (int64_t i = 0; i < n; i++) ok &= (dx[i] == 0.0f) == (c.y[i] == 0.0f);
     CHECK_MSG(ok, "dropout backward mask differs from forward");
     float *pre = tk_rand(n, -1, 1), *acc = tk_copy(pre, n);
-    brg_k_dropout_bwd(acc, c.r, n, p, c.seed, c.offset);
+    brg_k_dropout_bwd(acc, false, c.r, n, p, c.seed, c.offset);
     tk_check_accumulated("dropout dx", acc, pre, dx, n);
+    /* overwrite: what dx held (NaN) is replaced, for every p */
+    const float ps[3] = {p, 0.0f, 1.0f};
+    for (int k = 0; k < 3; k++) {
+        float *want = tk_zeros(n);
+        brg_k_dropout_bwd(want, false, c.r, n, ps[k], c.seed, c.offset);
+        for (int64_t i = 0; i < n; i++) acc[i] = NAN;
+        brg_k_dropout_bwd(acc, true, c.r, n, ps[k], c.seed, c.offset);
+        CHECK_MSG(memcmp(acc, want, n * sizeof(float)) == 0, "dropout dx overwrite, p = %g", ps[k]);
+        free(want);
+    }
 
     /* p == 0 copies (and passes gradients through); p == 1 zeroes. */
     brg_k_dropout_fwd(tail, c.x, n, 0.0f, 9, 0);
     CHECK(test_max_abs_diff(tail, c.x, n) == 0.0);
     memcpy(acc, pre, n * sizeof(float));
-    brg_k_dropout_bwd(acc, c.r, n, 0.0f, 9, 0);
+    brg_k_dropout_bwd(acc, false, c.r, n, 0.0f, 9, 0);
     tk_check_accumulated("dropout p=0 dx", acc, pre, c.r, n);
     brg_k_dropout_fwd(tail, c.x, n, 1.0f, 9, 0);
     CHECK(test_max_abs(tail, n) == 0.0);
     memcpy(acc, pre, n * sizeof(float));
-    brg_k_dropout_bwd(acc, c.r, n, 1.0f, 9, 0);
+    brg_k_dropout_bwd(acc, false, c.r, n, 1.0f, 9, 0);
     CHECK(test_max_abs_diff(acc, pre, n) == 0.0);
-    brg_k_dropout_bwd(NULL, c.r, n, p, 9, 0);
+    brg_k_dropout_bwd(NULL, false, c.r, n, p, 9, 0);
     free(pre), free(acc), free(dx), free(tail), free(c.y), free(c.x), free(c.r);
 }
 

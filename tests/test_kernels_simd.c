@@ -205,7 +205,7 @@ static void run_dropout(float *out[3], const float *x, const float *g, const flo
     memcpy(out[1], b0, (size_t)n * sizeof *b0);
     memcpy(out[2], x, (size_t)n * sizeof *x);
     brg_k_dropout_fwd(out[0], x, n, p, seed, off);
-    brg_k_dropout_bwd(out[1], g, n, p, seed, off);
+    brg_k_dropout_bwd(out[1], false, g, n, p, seed, off);
     brg_k_dropout_fwd(out[2], out[2], n, p, seed, off);
 }
 

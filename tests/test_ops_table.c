@@ -1090,7 +1090,7 @@ static void dropout_kernel(opcase *c) {
             want_dx[i] = want_dx[i] + dy[i] * scale;
         }
     brg_k_dropout_fwd(y, x, n, p, 99, off);
-    brg_k_dropout_bwd(dx, dy, n, p, 99, off);
+    brg_k_dropout_bwd(dx, false, dy, n, p, 99, off);
     expect_bits(c, "y vs brg_k_dropout_keep ? x * scale : 0", y, want_y, n);
     expect_bits(c, "dx vs dx + (keep ? dy * scale : 0)", dx, want_dx, n);
     free(want_y), free(want_dx);

@@ -238,8 +238,9 @@ typedef struct dropout_ctx {
 static brg_status dropout_backward(brg_tape *tape, void *p) {
     dropout_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
-    OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->dropout_bwd(dx, ops_dy(tape, c->y), brg_tensor_numel(c->x), c->p, c->seed, c->offset);
+    OPS_GRAD_FOR_WRITE(dx, overwrite, tape, c->x);
+    if (dx)
+        ops_k(tape)->dropout_bwd(dx, overwrite, ops_dy(tape, c->y), brg_tensor_numel(c->x), c->p, c->seed, c->offset);
     return BRG_OK;
 }
 

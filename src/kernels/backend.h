@@ -37,7 +37,7 @@ typedef struct brg_kernels {
                               const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
     float (*cross_entropy_fwd)(float *lse, int64_t *count, const float *logits, const int32_t *targets, int64_t n,
                                int64_t v, int32_t ignore_index);
-    void (*dropout_bwd)(float *dx, const float *dy, int64_t n, float p, uint64_t seed, uint64_t offset);
+    void (*dropout_bwd)(float *dx, bool overwrite, const float *dy, int64_t n, float p, uint64_t seed, uint64_t offset);
     void (*dropout_fwd)(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
     void (*embedding_bwd)(float *dtable, const float *dy, const int32_t *ids, int64_t n, int64_t dim);
     void (*embedding_fwd)(float *y, const int32_t *ids, const float *table, int64_t n, int64_t dim);

@@ -233,7 +233,8 @@ void brg_k_merge_heads(float *dst, const float *src, int64_t B, int64_t T, int64
  * (seed, offset + i), so forward and backward regenerate the same mask without storing it and a
  * run is reproducible for a given seed. p == 0 copies. */
 void brg_k_dropout_fwd(float *y, const float *x, int64_t n, float p, uint64_t seed, uint64_t offset);
-void brg_k_dropout_bwd(float *dx, const float *dy, int64_t n, float p, uint64_t seed, uint64_t offset);
+/* dx += mask * dy / (1 - p), or (overwrite: dx's first contribution) dx = that. */
+void brg_k_dropout_bwd(float *dx, bool overwrite, const float *dy, int64_t n, float p, uint64_t seed, uint64_t offset);
 /* The keep decision for element i, exposed for tests. */
 bool brg_k_dropout_keep(float p, uint64_t seed, uint64_t index);
 
