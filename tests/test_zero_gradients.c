@@ -4,7 +4,8 @@
  * send and recv, each device sends exactly its values of the shards other devices sum (a
  * reduce-scatter's traffic, not an all-reduce's); the threads transport's own reduce-scatter
  * sends nothing (it sums in place). GPT-2 with its tied weight on two stages and T5, over the
- * threads transport (both ways), the serialising one and the ranks transport. */
+ * threads transport (both ways), the serialising one and the ranks transport. The norm is also
+ * the same bits with two threads per device, which share out each device's parts of it. */
 #include <math.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -93,13 +94,13 @@ typedef struct run_result {
     long long sum_floats[MAX_DEVICES];
 } run_result;
 
-static void run_once(const tt_layout *l, bool shard, transport_factory inner, run_result *out) {
+static void run_once(const tt_layout *l, bool shard, int threads, transport_factory inner, run_result *out) {
     memset(out, 0, sizeof *out);
     brg_model *m = tt_model(l->arch);
     if (!m) return;
     brg_runtime_options o = {.replicas = l->replicas, .stages = l->stages, .block_stage = l->block_stage,
                              .micro_batches = l->micro_batches, .schedule = l->kind, .training = true,
-                             .recompute = l->recompute, .shard_gradients = shard};
+                             .recompute = l->recompute, .shard_gradients = shard, .intra_threads = threads};
     counted_inner = inner;
     brg_runtime *rt = NULL;
     CHECK_OK(runtime_create_over(m, &o, make_counting, &rt));
@@ -160,8 +161,8 @@ static long long expected_sends(const tt_layout *l, const run_result *r, const b
 static void check_layout(const tt_layout *l, transport_factory inner, bool own_scatter, const char *name) {
     run_result plain, sharded;
     counted_own_scatter = own_scatter;
-    run_once(l, false, inner, &plain);
-    run_once(l, true, inner, &sharded);
+    run_once(l, false, 1, inner, &plain);
+    run_once(l, true, 1, inner, &sharded);
     brg_model *m = tt_model(l->arch);
     if (!m || plain.n_devices == 0 || sharded.n_devices != plain.n_devices) {
         CHECK_MSG(false, "%s, %s: the runs did not happen", l->what, name);
@@ -207,6 +208,22 @@ static void check_layout(const tt_layout *l, transport_factory inner, bool own_s
     free_result(&sharded);
 }
 
+/* Two threads per device (each device's norm parts split over its team) against one: the same
+ * gradients and the same norm, bit for bit, sharded or not. */
+static void check_team(const tt_layout *l) {
+    for (int shard = 0; shard < 2; shard++) {
+        run_result one, two;
+        run_once(l, shard, 1, transport_threads_create, &one);
+        run_once(l, shard, 2, transport_threads_create, &two);
+        CHECK_MSG(one.n_devices > 0 && one.n_devices == two.n_devices, "%s: the team runs did not happen", l->what);
+        CHECK_MSG(one.sq_norm > 0 && memcmp(&one.sq_norm, &two.sq_norm, sizeof(double)) == 0,
+                  "%s (sharded %d): norm %.17g with two threads per device, %.17g with one", l->what, shard,
+                  two.sq_norm, one.sq_norm);
+        free_result(&one);
+        free_result(&two);
+    }
+}
+
 int main(void) {
     alarm(240); /* a hang is a failure */
     const tt_layout layouts[] = {
@@ -219,6 +236,7 @@ int main(void) {
         check_layout(&layouts[i], transport_threads_create, false, "threads, over send and recv");
         check_layout(&layouts[i], transport_serial_threads_create, true, "serialised");
         check_layout(&layouts[i], make_ranks2, true, "ranks transport, two ranks");
+        check_team(&layouts[i]);
     }
     return test_finish();
 }

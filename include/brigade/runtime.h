@@ -162,9 +162,10 @@ static inline void brg_shard_range(int64_t n, int replica, int replicas, int64_t
 brg_status brg_device_gather_shards(brg_device *dev);
 
 /* Sum of squared gradients over the distinct parameters (each counted once): each part of each
- * parameter (brg_shard_part_range) summed on the device holding its reduced gradient (its first
- * holder; with shard_gradients, its shard's replica), then the parts added on the host in
- * (parameter, part) order, so the result depends on neither timing nor sharding. */
+ * parameter (brg_shard_part_range) summed on a device holding its reduced gradient (the parts
+ * shared out among the parameter's copies, and a device's parts over its team; with
+ * shard_gradients, its shard's replica), then the parts added on the host in (parameter, part)
+ * order, so the result depends on neither timing, sharding, replicas nor threads. */
 brg_status brg_runtime_grad_sq_norm(brg_runtime *rt, double *out);
 /* Scales every device's gradients (clipping), on the devices' threads. */
 brg_status brg_runtime_scale_grads(brg_runtime *rt, float factor);

@@ -23,40 +23,69 @@ static brg_status reduce_job(brg_device *dev, void *arg) {
 
 brg_status reduce_gradients(brg_runtime *rt) { return brg_runtime_each_device(rt, reduce_job, NULL); }
 
-/* The copy that stands for parameter p: the first device holding it. */
-static int first_holder(const brg_runtime *rt, int p) {
-    for (int d = 0; d < rt->n_devices; d++)
-        if (rt->devices[d].holds[p]) return d;
-    return -1;
-}
-
 /* The parts [*k0, *k1) of parameter p whose squares device d sums: those whose reduced gradient
- * it holds and stands for (every part on p's first holder; with shard_gradients, its replica's
- * shard on the copy that sums it). */
+ * it holds and stands for. Every copy holds the whole reduced gradient, so the parts are shared
+ * out among p's holders in device order (replicas each sum their share, where the first holder
+ * used to sum them all); with shard_gradients, its replica's shard on the copy that sums it. A
+ * part's sum is the same wherever it is taken, and the parts are added in one order, so the norm
+ * keeps its bits. */
 static void norm_parts(const brg_runtime *rt, int d, int p, int *k0, int *k1) {
     *k0 = *k1 = 0;
     if (!scatters(rt)) {
-        if (first_holder(rt, p) == d) *k1 = BRG_SHARD_PARTS;
+        if (!rt->devices[d].holds[p]) return;
+        int holders = 0, rank = 0;
+        for (int e = 0; e < rt->n_devices; e++)
+            if (rt->devices[e].holds[p]) rank += e < d, holders++;
+        brg_shard_parts(rank, holders, k0, k1);
         return;
     }
     const int r = rt->devices[d].replica;
     if (runtime_shard_source(rt, p, r) == d) brg_shard_parts(r, rt->opts.replicas, k0, k1);
 }
 
-/* partial[p * BRG_SHARD_PARTS + k]: the sum of squares of part k of parameter p. */
+typedef struct sq_norm_work {
+    brg_device *dev;
+    double *partial;
+    int64_t elements; /* of the parts the device sums */
+} sq_norm_work;
+
+/* Slice i of n of the device's parts, cut by elements: partial[p * BRG_SHARD_PARTS + k], the sum
+ * of squares of part k of parameter p, for the parts whose first element falls in the slice. */
+static void sq_norm_slice(void *ctx, int i, int n) {
+    const sq_norm_work *w = ctx;
+    const brg_runtime *rt = w->dev->rt;
+    int64_t lo, hi, at = 0;
+    brg_team_slice(w->elements, 1, i, n, &lo, &hi);
+    for (int p = 0; p < rt->model->n_params && at < hi; p++) {
+        int k0, k1;
+        norm_parts(rt, w->dev->id, p, &k0, &k1);
+        const brg_tensor *t = w->dev->view.params[p].tensor;
+        for (int k = k0; k < k1; k++) {
+            int64_t first, count;
+            brg_shard_part_range(brg_tensor_numel(t), k, &first, &count);
+            if (at >= lo && at < hi)
+                w->partial[(size_t)p * BRG_SHARD_PARTS + (size_t)k] =
+                    w->dev->backend->f32->sum_squares(t->grad + first, count);
+            at += count;
+        }
+    }
+}
+
+/* The device's parts, shared out over its team whatever their size (by whole parts, so each sum
+ * is what one thread alone gives). */
 static brg_status sq_norm_job(brg_device *dev, void *arg) {
-    double *partial = arg;
+    sq_norm_work w = {dev, arg, 0};
     const brg_runtime *rt = dev->rt;
     for (int p = 0; p < rt->model->n_params; p++) {
         int k0, k1;
         norm_parts(rt, dev->id, p, &k0, &k1);
-        const brg_tensor *t = dev->view.params[p].tensor;
-        for (int k = k0; k < k1; k++) {
-            int64_t first, count;
-            brg_shard_part_range(brg_tensor_numel(t), k, &first, &count);
-            partial[(size_t)p * BRG_SHARD_PARTS + (size_t)k] = dev->backend->f32->sum_squares(t->grad + first, count);
-        }
+        if (k1 <= k0) continue;
+        int64_t first, count, last_first, last_count;
+        brg_shard_part_range(brg_tensor_numel(dev->view.params[p].tensor), k0, &first, &count);
+        brg_shard_part_range(brg_tensor_numel(dev->view.params[p].tensor), k1 - 1, &last_first, &last_count);
+        w.elements += last_first + last_count - first;
     }
+    if (!brg_team_run(sq_norm_slice, &w)) sq_norm_slice(&w, 0, 1);
     return BRG_OK;
 }
 
