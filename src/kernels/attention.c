@@ -63,12 +63,14 @@ static void mask_scores(float *s, const block *blk, const brg_attn_args *a) {
         const int64_t i = blk->i0 + r, last = last_visible(a, i);
         const float *bias = a->bias ? a->bias + (blk->h * Tq + i) * Tk : NULL;
         float *row = s + r * Tk;
-        for (int64_t j = 0; j < Tk; j++) {
-            float sc = -FLT_MAX;
-            if (j <= last) sc = bias ? row[j] + bias[j] : row[j];
-            if (mask) sc += (1.0f - mask[j]) * -FLT_MAX;
-            row[j] = sc;
-        }
+        /* Each element's operations as one loop with its branches would do them, in loops that
+         * vectorize: the bias on the visible keys, -FLT_MAX on the rest, then the key mask. */
+        const int64_t visible = last < 0 ? 0 : last + 1 < Tk ? last + 1 : Tk;
+        if (bias)
+            for (int64_t j = 0; j < visible; j++) row[j] += bias[j];
+        for (int64_t j = visible; j < Tk; j++) row[j] = -FLT_MAX;
+        if (mask)
+            for (int64_t j = 0; j < Tk; j++) row[j] += (1.0f - mask[j]) * -FLT_MAX;
     }
 }
 
