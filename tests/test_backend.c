@@ -62,9 +62,9 @@ static void count_layernorm_bwd(float *dx, float *dgamma, float *dbeta, const fl
     calls.layernorm_bwd++;
     cpu_k()->layernorm_bwd(dx, dgamma, dbeta, dy, x, gamma, mean, rstd, n, c);
 }
-static void count_accumulate(float *dx, const float *dy, int64_t n) {
+static void count_accumulate(float *dx, bool overwrite, const float *dy, int64_t n) {
     calls.accumulate++;
-    cpu_k()->accumulate(dx, dy, n);
+    cpu_k()->accumulate(dx, overwrite, dy, n);
 }
 static double count_sum_squares(const float *x, int64_t n) {
     calls.sum_squares++;

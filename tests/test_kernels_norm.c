@@ -239,15 +239,20 @@ static void test_elementwise(void) {
     int ok = 1;
     for (int64_t i = 0; i < n; i++) ok &= y[i] == a[i] + b[i];
     CHECK(ok);
-    brg_k_accumulate(acc, b, n);
+    brg_k_accumulate(acc, false, b, n);
     CHECK(test_max_abs_diff(acc, y, n) == 0.0);
+    float *over = tk_zeros(n);
+    for (int64_t i = 0; i < n; i++) over[i] = NAN; /* overwrite: what dx held is replaced by dy */
+    brg_k_accumulate(over, true, b, n);
+    CHECK_MSG(memcmp(over, b, (size_t)n * sizeof *b) == 0, "accumulate with overwrite is not a copy of dy");
+    free(over);
     brg_k_scale(y, a, -2.5f, n);
     ok = 1;
     for (int64_t i = 0; i < n; i++) ok &= y[i] == a[i] * -2.5f;
     CHECK(ok);
     brg_k_add_fwd(a, a, b, n); /* in place */
     CHECK(test_max_abs_diff(a, acc, n) == 0.0);
-    brg_k_accumulate(NULL, b, n);
+    brg_k_accumulate(NULL, false, b, n);
     brg_k_scale(y, a, 1.0f, 0);
     free(a), free(b), free(y), free(acc);
 }

@@ -1060,8 +1060,8 @@ static brg_tensor *mul_graph(brg_tape *tape, opcase *c) {
 
 static void add_kernel(opcase *c) {
     brg_k_add_fwd(F(c, "y"), F(c, "a"), F(c, "b"), c->d[0]);
-    brg_k_accumulate(F(c, "da"), F(c, "dy"), c->d[0]);
-    brg_k_accumulate(F(c, "db"), F(c, "dy"), c->d[0]);
+    brg_k_accumulate(F(c, "da"), false, F(c, "dy"), c->d[0]);
+    brg_k_accumulate(F(c, "db"), false, F(c, "dy"), c->d[0]);
 }
 
 static brg_tensor *add_graph(brg_tape *tape, opcase *c) {

@@ -154,13 +154,12 @@ static brg_status add_backward(brg_tape *tape, void *p) {
     if (!c->y->grad) return BRG_OK;
     int64_t n = brg_tensor_numel(c->y);
     const float *dy = ops_dy(tape, c->y);
-    /* A fresh gradient (the first contribution to it) is a copy of dy, not dy added to zeros. */
+    /* A fresh gradient (the first contribution to it) is a copy of dy, not dy added to zeros.
+     * One after the other: a + a takes the copy, then the add. */
     OPS_GRAD_FOR_WRITE(da, da_overwrite, tape, c->a);
-    if (da && da_overwrite) memcpy(da, dy, (size_t)n * sizeof *da);
-    else if (da) ops_k(tape)->accumulate(da, dy, n);
+    ops_k(tape)->accumulate(da, da_overwrite, dy, n);
     OPS_GRAD_FOR_WRITE(db, db_overwrite, tape, c->b);
-    if (db && db_overwrite) memcpy(db, dy, (size_t)n * sizeof *db);
-    else if (db) ops_k(tape)->accumulate(db, dy, n);
+    ops_k(tape)->accumulate(db, db_overwrite, dy, n);
     return BRG_OK;
 }
 
@@ -274,8 +273,8 @@ typedef struct reshape_ctx {
 static brg_status reshape_backward(brg_tape *tape, void *p) {
     reshape_ctx *c = p;
     if (!c->y->grad) return BRG_OK;
-    OPS_GRAD(dx, tape, c->x);
-    if (dx) ops_k(tape)->accumulate(dx, ops_dy(tape, c->y), brg_tensor_numel(c->x));
+    OPS_GRAD_FOR_WRITE(dx, overwrite, tape, c->x);
+    ops_k(tape)->accumulate(dx, overwrite, ops_dy(tape, c->y), brg_tensor_numel(c->x));
     return BRG_OK;
 }
 

@@ -14,7 +14,7 @@
 /* fp32 kernels: every op's forward and backward, the executor's gradient accumulation, the
  * gradient norm's sums of squares and the optimizer's updates. */
 typedef struct brg_kernels {
-    void (*accumulate)(float *dx, const float *dy, int64_t n);
+    void (*accumulate)(float *dx, bool overwrite, const float *dy, int64_t n);
     void (*add_bcast_bwd)(float *dx, float *dp, const float *dy, int64_t A, int64_t M, int64_t inner);
     void (*add_bcast_fwd)(float *y, const float *x, const float *p, int64_t A, int64_t M, int64_t inner);
     void (*add_fwd)(float *y, const float *a, const float *b, int64_t n);

@@ -1,6 +1,8 @@
 /* Elementwise arithmetic: residual add, gradient accumulation, scaling, the add of an addend
  * broadcast over a middle dimension (ViT's position embeddings), and the product. Outputs may
  * alias inputs. */
+#include <string.h>
+
 #include "brigade/status.h"
 #include "kernels/kernels.h"
 
@@ -9,10 +11,12 @@ void brg_k_add_fwd(float *y, const float *a, const float *b, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 
-void brg_k_accumulate(float *dx, const float *dy, int64_t n) {
+void brg_k_accumulate(float *dx, bool overwrite, const float *dy, int64_t n) {
     BRG_ASSERT(n >= 0);
     if (!dx) return;
-    for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
+    if (overwrite) memcpy(dx, dy, (size_t)n * sizeof *dx);
+    else
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i];
 }
 
 void brg_k_scale(float *y, const float *x, float s, int64_t n) {

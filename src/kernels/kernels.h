@@ -241,7 +241,8 @@ bool brg_k_dropout_keep(float p, uint64_t seed, uint64_t index);
 /* ---- elementwise ----------------------------------------------------------------------- */
 void brg_k_add_fwd(float *y, const float *a, const float *b, int64_t n);
 /* dx += dy */
-void brg_k_accumulate(float *dx, const float *dy, int64_t n);
+/* dx += dy, or (overwrite: dx's first contribution) dx = dy. */
+void brg_k_accumulate(float *dx, bool overwrite, const float *dy, int64_t n);
 void brg_k_scale(float *y, const float *x, float s, int64_t n);
 
 /* ---- cross-entropy with ignore_index, mean over counted rows ---------------------------

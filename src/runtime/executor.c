@@ -276,12 +276,12 @@ static brg_status forward_step(brg_device *dev, int mb) {
 static void add_into(const brg_device *dev, brg_tensor *dst, const float *g) {
     const int64_t n = brg_tensor_numel(dst);
     if (dst->grad_dtype == BRG_DTYPE_F32) {
-        dev->backend->f32->accumulate(dst->grad, g, n);
+        dev->backend->f32->accumulate(dst->grad, false, g, n);
         return;
     }
     float *wide = brg_scratch(BRG_SCRATCH_GRAD_STAGE, (size_t)n);
     dev->backend->f32->widen(wide, dst->grad, dst->grad_dtype, n);
-    dev->backend->f32->accumulate(wide, g, n);
+    dev->backend->f32->accumulate(wide, false, g, n);
     dev->backend->f32->narrow(dst->grad, wide, dst->grad_dtype, n);
 }
 

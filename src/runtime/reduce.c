@@ -80,10 +80,11 @@ static brg_status sq_norm_job(brg_device *dev, void *arg) {
         int k0, k1;
         norm_parts(rt, dev->id, p, &k0, &k1);
         if (k1 <= k0) continue;
-        int64_t first, count, last_first, last_count;
-        brg_shard_part_range(brg_tensor_numel(dev->view.params[p].tensor), k0, &first, &count);
-        brg_shard_part_range(brg_tensor_numel(dev->view.params[p].tensor), k1 - 1, &last_first, &last_count);
-        w.elements += last_first + last_count - first;
+        const int64_t n = brg_tensor_numel(dev->view.params[p].tensor);
+        int64_t first, end, unused;
+        brg_shard_part_range(n, k0, &first, &unused);
+        brg_shard_part_range(n, k1, &end, &unused); /* part k1's first element ends [k0, k1) */
+        w.elements += end - first;
     }
     if (!brg_team_run(sq_norm_slice, &w)) sq_norm_slice(&w, 0, 1);
     return BRG_OK;
