@@ -94,7 +94,7 @@ static void run_row_kernels(row_outputs *o, const float *x, const float *dy, con
     brg_k_bias_gelu_bwd(dh, dbias, dy, h, ROWS, COLS, BRG_GELU_ERF);
     float *lse = out_buf(o, 12, ROWS), *dlogits = out_buf(o, 13, ROWS * VOCAB);
     o->loss = brg_k_cross_entropy_fwd(lse, &o->count, logits, targets, ROWS, VOCAB, -100);
-    brg_k_cross_entropy_bwd(dlogits, 0.7f, logits, lse, targets, ROWS, VOCAB, -100, o->count);
+    brg_k_cross_entropy_bwd(dlogits, false, 0.7f, logits, lse, targets, ROWS, VOCAB, -100, o->count);
     float *drop = out_buf(o, 14, n);
     brg_k_dropout_fwd(drop, x, n, 0.1f, 5, 12345);
     brg_k_dropout_bwd(drop, false, dy, n, 0.3f, 6, 99);

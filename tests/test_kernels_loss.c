@@ -34,13 +34,22 @@ static void test_cross_entropy(void) {
     CHECK_NEAR(loss, want / 5, 1e-6);
 
     float *dl = tk_zeros(n * v);
-    brg_k_cross_entropy_bwd(dl, (float)c.r, c.logits, c.lse, targets, n, v, -100, c.count);
+    brg_k_cross_entropy_bwd(dl, false, (float)c.r, c.logits, c.lse, targets, n, v, -100, c.count);
     tk_gradcheck("cross_entropy dlogits", &c, ce_loss, c.logits, n * v, dl);
     CHECK(dl[1 * v + 4] == 0.0f && dl[4 * v] == 0.0f); /* ignored rows get no gradient */
     float *p = tk_rand(n * v, -1, 1), *a = tk_copy(p, n * v);
-    brg_k_cross_entropy_bwd(a, (float)c.r, c.logits, c.lse, targets, n, v, -100, c.count);
+    brg_k_cross_entropy_bwd(a, false, (float)c.r, c.logits, c.lse, targets, n, v, -100, c.count);
     tk_check_accumulated("cross_entropy dlogits", a, p, dl, n * v);
-    brg_k_cross_entropy_bwd(NULL, 1.0f, c.logits, c.lse, targets, n, v, -100, c.count);
+    brg_k_cross_entropy_bwd(NULL, false, 1.0f, c.logits, c.lse, targets, n, v, -100, c.count);
+    /* overwrite: over NaNs, and over the logits themselves, exactly the gradient added into zeros
+     * (ignored rows written as zeros) */
+    float *o = tk_zeros(n * v), *in_place = tk_copy(c.logits, n * v);
+    for (int64_t i = 0; i < n * v; i++) o[i] = NAN;
+    brg_k_cross_entropy_bwd(o, true, (float)c.r, c.logits, c.lse, targets, n, v, -100, c.count);
+    CHECK_MSG(memcmp(o, dl, (size_t)(n * v) * sizeof *o) == 0, "cross_entropy overwrite differs from adding into 0");
+    brg_k_cross_entropy_bwd(in_place, true, (float)c.r, in_place, c.lse, targets, n, v, -100, c.count);
+    CHECK_MSG(memcmp(in_place, dl, (size_t)(n * v) * sizeof *o) == 0, "cross_entropy over its logits differs");
+    free(o), free(in_place);
     free(p), free(a), free(dl), free(c.logits), free(c.lse);
 }
 
@@ -50,7 +59,10 @@ static void test_cross_entropy_all_ignored(void) {
     int64_t count = 99;
     float loss = brg_k_cross_entropy_fwd(lse, &count, logits, targets, 3, 4, -1);
     CHECK(loss == 0.0f && count == 0);
-    brg_k_cross_entropy_bwd(dl, 1.0f, logits, lse, targets, 3, 4, -1, count);
+    brg_k_cross_entropy_bwd(dl, false, 1.0f, logits, lse, targets, 3, 4, -1, count);
+    CHECK(test_max_abs(dl, 12) == 0.0);
+    for (int i = 0; i < 12; i++) dl[i] = NAN;
+    brg_k_cross_entropy_bwd(dl, true, 1.0f, logits, lse, targets, 3, 4, -1, count); /* written as zeros */
     CHECK(test_max_abs(dl, 12) == 0.0);
     count = 99;
     CHECK(brg_k_cross_entropy_fwd(lse, &count, logits, targets, 0, 4, -1) == 0.0f && count == 0);

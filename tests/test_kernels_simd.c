@@ -135,7 +135,7 @@ static row_out run_rows(const float *x, const float *d0, int64_t n) {
     memcpy(o.d, d0, (size_t)n * sizeof *o.d);
     o.max = brg_simd_max(x, n);
     o.sum = brg_simd_exp_sum(o.y, x, o.max, n);
-    brg_simd_exp_axpy(o.d, x, o.max, 0.25f, n);
+    brg_simd_exp_axpy(o.d, false, x, o.max, 0.25f, n);
     o.squares = brg_simd_sum_squares(x, n);
     return o;
 }
@@ -192,6 +192,30 @@ static void test_rows(void) {
         use(levels[l]);
         CHECK_MSG(brg_simd_max(neg, 13) == -5.0f && brg_simd_max(neg + 9, 4) == -14.0f, "%s: max of negatives",
                   level_name(levels[l]));
+    }
+    brg_simd_reset();
+}
+
+/* exp_axpy with overwrite, at every level: over NaNs, and over x itself (the logits' gradient
+ * written over the logits), the bits of adding into zeros; nothing written past the row. */
+static void test_exp_axpy_overwrite(void) {
+    for (int li = 0; li < N_LENGTHS; li++) {
+        const int64_t n = LENGTHS[li];
+        float *x = tk_rand(n, -30.0, 10.0), *want = guarded(n), *over = guarded(n), *in_place = guarded(n);
+        for (int l = 0; l < n_levels; l++) {
+            use(levels[l]);
+            for (int64_t i = 0; i < n; i++) want[i] = 0.0f, over[i] = NAN, in_place[i] = x[i];
+            brg_simd_exp_axpy(want, false, x, 2.5f, -0.375f, n);
+            brg_simd_exp_axpy(over, true, x, 2.5f, -0.375f, n);
+            brg_simd_exp_axpy(in_place, true, in_place, 2.5f, -0.375f, n);
+            const char *name = level_name(levels[l]);
+            CHECK_MSG(memcmp(want, over, (size_t)n * sizeof *want) == 0, "%s n=%lld: overwrite differs from adding "
+                      "into zeros", name, (long long)n);
+            CHECK_MSG(memcmp(want, in_place, (size_t)n * sizeof *want) == 0, "%s n=%lld: in place differs", name,
+                      (long long)n);
+            CHECK_MSG(over[n] == GUARD && in_place[n] == GUARD, "%s n=%lld: wrote past the row", name, (long long)n);
+        }
+        free(x), free(want), free(over), free(in_place);
     }
     brg_simd_reset();
 }
@@ -432,7 +456,7 @@ static void test_softmax_cross_entropy_levels(void) {
             int64_t count;
             brg_k_softmax_fwd(y[l], x, rows, v);
             loss[l] = brg_k_cross_entropy_fwd(lse, &count, x, targets, rows, v, -100);
-            brg_k_cross_entropy_bwd(d[l], 1.0f, x, lse, targets, rows, v, -100, count);
+            brg_k_cross_entropy_bwd(d[l], false, 1.0f, x, lse, targets, rows, v, -100, count);
             double want_loss = 0.0, worst_y = 0.0, worst_d = 0.0;
             for (int64_t i = 0; i < rows; i++) {
                 const float *xr = x + i * v;
@@ -516,6 +540,7 @@ int main(void) {
     test_exp_accuracy();
     test_exp_special_values();
     test_rows();
+    test_exp_axpy_overwrite();
     test_dropout_levels_agree();
     test_gelu_levels(BRG_GELU_TANH);
     test_gelu_levels(BRG_GELU_ERF);

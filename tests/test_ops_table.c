@@ -1179,7 +1179,8 @@ static void cross_entropy_kernel(opcase *c) {
     int64_t count = -1;
     F(c, "loss")[0] = brg_k_cross_entropy_fwd(F(c, "lse"), &count, F(c, "logits"), I(c, "targets"), n, v, -100);
     I(c, "count")[0] = (int32_t)count;
-    brg_k_cross_entropy_bwd(F(c, "dlogits"), 0.7f, F(c, "logits"), F(c, "lse"), I(c, "targets"), n, v, -100, count);
+    brg_k_cross_entropy_bwd(F(c, "dlogits"), false, 0.7f, F(c, "logits"), F(c, "lse"), I(c, "targets"), n, v, -100,
+                            count);
 }
 
 static brg_tensor *cross_entropy_graph(brg_tape *tape, opcase *c) {

@@ -3,7 +3,8 @@
  * A chain of N blocks, one tape each as a device runs a model, then adds one input gradient per
  * block to the arena's peak, not all of every block's gradients; the gradients are bit for bit
  * those of the whole chain recorded on one tape. An op's output can also go over a donated input's
- * buffer (brg_tape_donate). Measured through the arena's own counters. */
+ * buffer (brg_tape_donate), and a loss's input gradient over donated logits when backward spends
+ * the tape's outputs (brg_tape_set_outputs_spent). Measured through the arena's own counters. */
 #include <string.h>
 
 #include "test_util.h"
@@ -159,10 +160,67 @@ static void test_donated_buffer(void) {
     brg_arena_destroy(a);
 }
 
+/* A linear layer's logits and their cross-entropy, backward, on a fresh arena: `spent` sets the
+ * tape's outputs spent by backward, `donate` donates the logits to the loss. Returns the arena's
+ * peak past the forward and copies the input and weight gradients out. */
+enum { CE_ROWS = 6, CE_IN = 8, CE_CLASSES = 300 };
+
+static size_t logits_backward(bool spent, bool donate, float *dx, float *dw, bool *logits_grad_left) {
+    brg_arena *a = NULL;
+    brg_tape *tape = NULL;
+    CHECK_OK(brg_arena_create("device 0", BRG_ARENA_UNLIMITED, &a));
+    CHECK_OK(brg_tape_create(a, &tape));
+    brg_tape_set_outputs_spent(tape, spent);
+    brg_tensor *x = NULL, *w = NULL, *t = NULL, *logits = NULL, *loss = NULL;
+    int64_t xs[2] = {CE_ROWS, CE_IN}, ws[2] = {CE_CLASSES, CE_IN}, ts[1] = {CE_ROWS};
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, 2, xs, "x", &x));
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_F32, 2, ws, "w", &w));
+    CHECK_OK(brg_tensor_new(a, BRG_DTYPE_I32, 1, ts, "targets", &t));
+    for (int i = 0; i < CE_ROWS * CE_IN; i++) ((float *)x->data)[i] = (float)((i * 7) % 11) * 0.1f - 0.5f;
+    for (int i = 0; i < CE_CLASSES * CE_IN; i++) ((float *)w->data)[i] = (float)((i * 5) % 13) * 0.05f - 0.3f;
+    for (int i = 0; i < CE_ROWS; i++) ((int32_t *)t->data)[i] = i == 2 ? -100 : (i * 37) % CE_CLASSES;
+    x->requires_grad = w->requires_grad = true;
+    CHECK_OK(brg_linear(tape, x, w, NULL, false, &logits));
+    if (donate) brg_tape_donate(tape, logits);
+    CHECK_OK(brg_cross_entropy(tape, logits, t, -100, &loss));
+    const size_t forward_used = brg_arena_used(a);
+    CHECK_OK(brg_tape_backward(tape, loss));
+    const size_t extra = brg_arena_peak(a) - forward_used;
+    if (x->grad) memcpy(dx, x->grad, sizeof(float) * CE_ROWS * CE_IN);
+    if (w->grad) memcpy(dw, w->grad, sizeof(float) * CE_CLASSES * CE_IN);
+    *logits_grad_left = logits->grad != NULL;
+    brg_tape_destroy(tape);
+    brg_arena_destroy(a);
+    return extra;
+}
+
+/* Donated logits on a tape whose outputs backward spends take their gradient over their values:
+ * the backward's peak is a logits-sized buffer lower, the gradients are the same bits, and no
+ * gradient is left on the logits. Neither the donation nor the promise alone does it. */
+static void test_spent_logits(void) {
+    static float dx[4][CE_ROWS * CE_IN], dw[4][CE_CLASSES * CE_IN];
+    bool left[4];
+    const size_t plain = logits_backward(false, false, dx[0], dw[0], &left[0]);
+    const size_t spent = logits_backward(true, true, dx[1], dw[1], &left[1]);
+    const size_t promise_only = logits_backward(true, false, dx[2], dw[2], &left[2]);
+    const size_t donation_only = logits_backward(false, true, dx[3], dw[3], &left[3]);
+    const size_t logits_bytes = CE_ROWS * CE_CLASSES * sizeof(float);
+    CHECK_MSG(spent + logits_bytes <= plain, "spent logits: backward peaked %zu bytes past the forward, plain %zu",
+              spent, plain);
+    CHECK_MSG(promise_only == plain && donation_only == plain, "the promise alone %zu, the donation alone %zu, "
+              "plain %zu bytes", promise_only, donation_only, plain);
+    for (int k = 1; k < 4; k++) {
+        CHECK_MSG(memcmp(dx[k], dx[0], sizeof dx[0]) == 0 && memcmp(dw[k], dw[0], sizeof dw[0]) == 0,
+                  "case %d: gradients differ from the plain backward", k);
+        CHECK(!left[k]);
+    }
+}
+
 int main(void) {
     test_peak_bounded();
     test_same_gradients();
     test_view_released();
     test_donated_buffer();
+    test_spent_logits();
     return test_finish();
 }

@@ -70,6 +70,14 @@ void brg_tape_donate(brg_tape *tape, const brg_tensor *t);
 /* For ops: true (once) when `t` is the donated tensor. */
 bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t);
 
+/* The caller's promise that it reads the values of the tensors the tape's ops make (logits,
+ * hidden states) before backward only, never after: a loss may then write the gradient of a
+ * donated input over that input's values (brg_cross_entropy on donated fp32 logits), so no buffer
+ * the size of the logits is allocated for it. Off by default; the runtime's devices set it on
+ * their tapes (they copy out what they return during forward). Kept by brg_tape_clear. */
+void brg_tape_set_outputs_spent(brg_tape *tape, bool spent);
+bool brg_tape_outputs_spent(const brg_tape *tape);
+
 /* The gradient buffer of `t` (allocated zeroed from the tape's arena on first use), or NULL
  * when `t` does not require grad, ready to be added into (a pending zeroing is done now). Sets
  * *status on out of memory. A half gradient (grad_dtype F16 / BF16) comes as an fp32 copy in
@@ -84,6 +92,10 @@ void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status);
  * until the next call); NULL when it has none. What a backward function reads its output's
  * gradient through. */
 const float *brg_tape_read_grad(const brg_tape *tape, const brg_tensor *t);
+/* For a backward function writing all of t's gradient over t's own values (an fp32 tensor
+ * without a gradient yet, that nothing reads after this backward: see brg_tape_set_outputs_spent):
+ * t->data becomes t->grad until the backward ends. NULL with *status set on out of memory. */
+float *brg_tape_grad_over_values(brg_tape *tape, brg_tensor *t, brg_status *status);
 /* The same for a writer that can either add into the buffer or overwrite all of it (a matrix
  * product with beta 0 or 1): *overwrite says the buffer's zeroing is pending, so the writer must
  * overwrite every element instead of adding. */

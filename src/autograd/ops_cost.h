@@ -99,6 +99,9 @@ void ops_cost_attention(ops_cost *c, double B, double H, double Tq, double Tk, d
 
 /* ops_loss.c: n target rows for cross-entropy; n elements for MSE and BCE with logits */
 void ops_cost_cross_entropy(ops_cost *c, double rows);
+/* The same for logits donated to the loss (brg_tape_donate) on a tape whose outputs are spent by
+ * backward (the runtime's): their gradient goes over them, so it is taken back off. */
+void ops_cost_cross_entropy_spent(ops_cost *c, double rows, double classes);
 void ops_cost_pointwise_loss(ops_cost *c, double n); /* brg_mse_loss_share, brg_bce_with_logits_share */
 
 /* ops_select.c, ops_prepend_token.c, ops_add_broadcast.c, ops_embedding_padded.c,

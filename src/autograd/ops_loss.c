@@ -10,7 +10,17 @@ typedef struct cross_entropy_ctx {
     int64_t n, v, count;
     float grad_scale; /* count / denominator: turns the kernel's mean gradient into the share's */
     int32_t ignore_index;
+    bool over_logits; /* backward writes the logits' gradient over their values (see logits_spent) */
 } cross_entropy_ctx;
+
+/* Whether backward may write the logits' gradient over them: they were donated to this loss (the
+ * model's promise that no op before it reads them in its backward), the tape's caller reads them
+ * before backward only (brg_tape_set_outputs_spent), and they are fp32 with an fp32 gradient. */
+static bool logits_spent(brg_tape *tape, const brg_tensor *logits) {
+    const bool donated = brg_tape_take_donated(tape, logits);
+    return donated && brg_tape_outputs_spent(tape) && logits->dtype == BRG_DTYPE_F32 &&
+           logits->grad_dtype == BRG_DTYPE_F32 && !logits->grad_arena;
+}
 
 /* Rows per block for half logits too wide to stage at once; 0: one pass (fp32 logits always). */
 static int64_t logits_block(const brg_tensor *logits, int64_t n, int64_t v) {
@@ -30,8 +40,8 @@ static brg_status cross_entropy_backward_blocks(brg_tape *tape, cross_entropy_ct
         const bool half = ops_grad_is_half(c->logits);
         float *dl = half ? ops_widen_grad_rows(tape, c->logits, BRG_SCRATCH_GRAD_STAGE, r0, rows, c->v)
                          : c->logits->grad + r0 * c->v;
-        ops_k(tape)->cross_entropy_bwd(dl, g, ops_read_rows(tape, c->logits, 3, r0, rows, c->v), c->lse + r0, t + r0,
-                                       rows, c->v, c->ignore_index, c->count);
+        ops_k(tape)->cross_entropy_bwd(dl, false, g, ops_read_rows(tape, c->logits, 3, r0, rows, c->v), c->lse + r0,
+                                       t + r0, rows, c->v, c->ignore_index, c->count);
         if (half) ops_round_grad_rows(tape, c->logits, dl, r0, rows, c->v);
     }
     return BRG_OK;
@@ -42,10 +52,17 @@ static brg_status cross_entropy_backward(brg_tape *tape, void *p) {
     if (!c->loss->grad) return BRG_OK;
     const int64_t block = c->logits->requires_grad ? logits_block(c->logits, c->n, c->v) : 0;
     if (block) return cross_entropy_backward_blocks(tape, c, block);
-    OPS_GRAD(dl, tape, c->logits);
+    brg_status st = BRG_OK;
+    bool overwrite = true;
+    /* Another loss on the same logits may have given them a gradient already: then add into it. */
+    float *dl = c->over_logits && c->logits->requires_grad && !c->logits->grad
+                    ? brg_tape_grad_over_values(tape, c->logits, &st)
+                    : brg_tape_grad_for_write(tape, c->logits, &overwrite, &st);
+    if (st != BRG_OK) return st;
     if (dl)
-        ops_k(tape)->cross_entropy_bwd(dl, c->loss->grad[0] * c->grad_scale, ops_read(tape, c->logits, 3), c->lse,
-                                       (const int32_t *)c->targets->data, c->n, c->v, c->ignore_index, c->count);
+        ops_k(tape)->cross_entropy_bwd(dl, overwrite, c->loss->grad[0] * c->grad_scale, ops_read(tape, c->logits, 3),
+                                       c->lse, (const int32_t *)c->targets->data, c->n, c->v, c->ignore_index,
+                                       c->count);
     return BRG_OK;
 }
 
@@ -70,6 +87,7 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
                              t[i], (long long)i, (long long)v, ignore_index);
     const brg_tensor *ins[1] = {logits};
     bool rec = brg_tape_needs(tape, ins, 1);
+    const bool over_logits = logits_spent(tape, logits);
     /* the loss reduces in fp32 and stays F32 whatever the activations' type */
     BRG_TRY(brg_tape_new_tensor(tape, BRG_DTYPE_F32, 0, NULL, rec, "loss", loss));
     float *lse = brg_arena_alloc(brg_tape_arena(tape), (size_t)(n ? n : 1) * sizeof(float), "cross_entropy statistics");
@@ -98,7 +116,7 @@ brg_status brg_cross_entropy_share(brg_tape *tape, brg_tensor *logits, brg_tenso
         return BRG_OK;
     }
     return OPS_RECORD(tape, cross_entropy_backward, cross_entropy_ctx, logits, targets, *loss, lse, n, v, count,
-                      (float)scale, ignore_index);
+                      (float)scale, ignore_index, over_logits);
 }
 
 /* ---- MSE and BCE with logits ---- */
@@ -163,6 +181,13 @@ void ops_cost_cross_entropy(ops_cost *c, double rows) {
     ops_cost_scratch(c, 3, 2 * rows); /* per-row losses, in double */
     /* The logits (rows x classes, the classes unknown here) are staged in slot 3, where the linear
      * that made them counted them whole. */
+}
+
+void ops_cost_cross_entropy_spent(ops_cost *c, double rows, double classes) {
+    ops_cost_cross_entropy(c, rows);
+    /* fp32 logits donated to the loss take their gradient over their values (logits_spent): the
+     * gradient the linear that made them counted is never allocated. */
+    if (c->record && ops_cost_act(c) == (int)sizeof(float)) c->grad -= ops_cost_align(rows * classes * sizeof(float));
 }
 
 void ops_cost_pointwise_loss(ops_cost *c, double n) {

@@ -39,6 +39,7 @@ struct brg_tape {
     tensor_list fresh;     /* during a replay: tensors whose gradient it allocated in the arena */
     bool replaying;
     const brg_tensor *donated; /* see brg_tape_donate */
+    bool outputs_spent;        /* see brg_tape_set_outputs_spent */
     /* Half gradients a backward function is working on: fp32 copies in grad staging slots, rounded
      * back into their buffers when it returns (commit_staged). */
     brg_tensor *staged[BRG_SCRATCH_GRAD_STAGE_SLOTS];
@@ -117,6 +118,9 @@ brg_status brg_tape_output(brg_tape *tape, brg_tensor *t) {
 
 void brg_tape_donate(brg_tape *tape, const brg_tensor *t) { tape->donated = t; }
 
+void brg_tape_set_outputs_spent(brg_tape *tape, bool spent) { tape->outputs_spent = spent; }
+bool brg_tape_outputs_spent(const brg_tape *tape) { return tape->outputs_spent; }
+
 bool brg_tape_take_donated(brg_tape *tape, const brg_tensor *t) {
     if (!t || t != tape->donated) return false;
     tape->donated = NULL;
@@ -181,6 +185,19 @@ void *brg_tape_grad_buffer(brg_tape *tape, brg_tensor *t, brg_status *status) {
 float *brg_tape_grad(brg_tape *tape, brg_tensor *t, brg_status *status) {
     if (!brg_tape_grad_buffer(tape, t, status)) return NULL;
     return half_grad(t) ? stage_grad(tape, t, status) : t->grad;
+}
+
+float *brg_tape_grad_over_values(brg_tape *tape, brg_tensor *t, brg_status *status) {
+    BRG_ASSERT(t && t->requires_grad && !t->grad && !t->grad_arena);
+    BRG_ASSERT(t->dtype == BRG_DTYPE_F32 && t->grad_dtype == BRG_DTYPE_F32);
+    t->grad = t->data;
+    t->grad_zero_pending = false; /* the caller writes all of it */
+    /* A replay drops its outputs' gradients afterwards (release_gradients): this one with them. */
+    if (tape->replaying && list_push(&tape->fresh, t) != BRG_OK) {
+        *status = BRG_ERR_OOM;
+        return NULL;
+    }
+    return t->grad;
 }
 
 float *brg_tape_grad_for_write(brg_tape *tape, brg_tensor *t, bool *overwrite, brg_status *status) {

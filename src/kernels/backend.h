@@ -33,7 +33,7 @@ typedef struct brg_kernels {
                     bool trans_a, bool trans_b);
     void (*clamp_bwd)(float *dx, const float *dy, const float *x, int64_t n, float lo, float hi);
     void (*clamp_fwd)(float *y, const float *x, int64_t n, float lo, float hi);
-    void (*cross_entropy_bwd)(float *dlogits, float dloss, const float *logits, const float *lse,
+    void (*cross_entropy_bwd)(float *dlogits, bool overwrite, float dloss, const float *logits, const float *lse,
                               const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
     float (*cross_entropy_fwd)(float *lse, int64_t *count, const float *logits, const int32_t *targets, int64_t n,
                                int64_t v, int32_t ignore_index);

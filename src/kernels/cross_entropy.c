@@ -2,6 +2,7 @@
  * torch.nn.functional.cross_entropy(reduction="mean"). The log-sum-exp and the loss are reduced
  * in double: the loss must agree with PyTorch to 1e-5 over vocabularies of 50k entries. */
 #include <math.h>
+#include <string.h>
 
 #include "brigade/status.h"
 #include "kernels/kernels.h"
@@ -25,6 +26,7 @@ typedef struct ce_job {
     int64_t n, v;
     int32_t ignore_index;
     float g;
+    bool overwrite; /* backward: write the rows' gradients instead of adding into them */
 } ce_job;
 
 static void ce_fwd_slice(void *p, int i, int n_slices) {
@@ -65,26 +67,34 @@ float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, c
     return counted ? (float)(total / (double)counted) : 0.0f;
 }
 
-/* Rows are independent: a share of them per slice. */
+/* Rows are independent: a share of them per slice. With overwrite an ignored row's gradient is
+ * written as zeros and a counted row's without reading it, so dlogits may be the logits. */
 static void ce_bwd_slice(void *p, int i, int n_slices) {
     const ce_job *j = p;
     int64_t first, last;
     brg_team_slice(j->n, 1, i, n_slices, &first, &last);
     for (int64_t r = first; r < last; r++) {
         const int32_t t = j->targets[r];
-        if (t == j->ignore_index) continue;
-        BRG_ASSERT(t >= 0 && t < j->v);
         float *d = j->dlogits + r * j->v;
-        brg_simd_exp_axpy(d, j->logits + r * j->v, j->saved_lse[r], j->g, j->v);
+        if (t == j->ignore_index) {
+            if (j->overwrite) memset(d, 0, (size_t)j->v * sizeof *d);
+            continue;
+        }
+        BRG_ASSERT(t >= 0 && t < j->v);
+        brg_simd_exp_axpy(d, j->overwrite, j->logits + r * j->v, j->saved_lse[r], j->g, j->v);
         d[t] -= j->g;
     }
 }
 
-void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, const float *lse,
+void brg_k_cross_entropy_bwd(float *dlogits, bool overwrite, float dloss, const float *logits, const float *lse,
                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count) {
     BRG_ASSERT(n >= 0 && v > 0 && count >= 0);
-    if (!dlogits || count == 0) return;
+    if (!dlogits) return;
+    if (count == 0) {
+        if (overwrite) memset(dlogits, 0, (size_t)(n * v) * sizeof *dlogits);
+        return;
+    }
     ce_job job = {.saved_lse = lse, .dlogits = dlogits, .logits = logits, .targets = targets, .n = n, .v = v,
-                  .ignore_index = ignore_index, .g = dloss / (float)count};
+                  .ignore_index = ignore_index, .g = dloss / (float)count, .overwrite = overwrite};
     brg_team_split(ce_bwd_slice, &job, n * v);
 }

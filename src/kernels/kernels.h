@@ -250,8 +250,10 @@ void brg_k_scale(float *y, const float *x, float s, int64_t n);
  * every row is ignored, with *count 0) and saves lse[n]. */
 float brg_k_cross_entropy_fwd(float *lse, int64_t *count, const float *logits, const int32_t *targets, int64_t n,
                               int64_t v, int32_t ignore_index);
-/* dlogits += dloss/count * (softmax(logits) - onehot(target)) for counted rows. */
-void brg_k_cross_entropy_bwd(float *dlogits, float dloss, const float *logits, const float *lse,
+/* dlogits += dloss/count * (softmax(logits) - onehot(target)) for counted rows; with overwrite
+ * dlogits = that (zeros on ignored rows), the bits of adding into zeros, and dlogits may be the
+ * logits themselves (each row is read before it is written). */
+void brg_k_cross_entropy_bwd(float *dlogits, bool overwrite, float dloss, const float *logits, const float *lse,
                              const int32_t *targets, int64_t n, int64_t v, int32_t ignore_index, int64_t count);
 
 /* ---- scratch ------------------------------------------------------------------------------

@@ -71,8 +71,9 @@ static double exp_sum_scalar(float *y, const float *x, float shift, int64_t n) {
     return sum;
 }
 
-static void exp_axpy_scalar(float *d, const float *x, float shift, float g, int64_t n) {
-    for (int64_t j = 0; j < n; j++) d[j] += g * expf(x[j] - shift);
+/* overwrite: the sum starts from +0 instead of d[j], the bits of adding into a zeroed d. */
+static void exp_axpy_scalar(float *d, bool overwrite, const float *x, float shift, float g, int64_t n) {
+    for (int64_t j = 0; j < n; j++) d[j] = (overwrite ? 0.0f : d[j]) + g * expf(x[j] - shift);
 }
 
 static double sum_squares_scalar(const float *x, int64_t n) {
@@ -125,17 +126,18 @@ BRG_AVX512 static double exp_sum_avx512(float *y, const float *x, float shift, i
     return brg_sum_pd512(_mm512_add_pd(lo, hi));
 }
 
-BRG_AVX512 static void exp_axpy_avx512(float *d, const float *x, float shift, float g, int64_t n) {
+BRG_AVX512 static void exp_axpy_avx512(float *d, bool overwrite, const float *x, float shift, float g, int64_t n) {
     const __m512 s = _mm512_set1_ps(shift), gv = _mm512_set1_ps(g);
+    const __mmask16 keep = overwrite ? 0 : 0xFFFF; /* the lanes of d added to (none: +0) */
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
         __m512 e = brg_exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), s));
-        _mm512_storeu_ps(d + j, _mm512_fmadd_ps(gv, e, _mm512_loadu_ps(d + j)));
+        _mm512_storeu_ps(d + j, _mm512_fmadd_ps(gv, e, _mm512_maskz_loadu_ps(keep, d + j)));
     }
     if (j < n) {
         __mmask16 m = brg_tail_mask(n - j);
         __m512 e = brg_exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + j), s));
-        _mm512_mask_storeu_ps(d + j, m, _mm512_fmadd_ps(gv, e, _mm512_maskz_loadu_ps(m, d + j)));
+        _mm512_mask_storeu_ps(d + j, m, _mm512_fmadd_ps(gv, e, _mm512_maskz_loadu_ps(m & keep, d + j)));
     }
 }
 
@@ -212,16 +214,16 @@ BRG_AVX2 static double exp_sum_avx2(float *y, const float *x, float shift, int64
     return brg_lanes16_sum(&acc);
 }
 
-BRG_AVX2 static void exp_axpy_avx2(float *d, const float *x, float shift, float g, int64_t n) {
-    const __m256 s = _mm256_set1_ps(shift), gv = _mm256_set1_ps(g);
+BRG_AVX2 static void exp_axpy_avx2(float *d, bool overwrite, const float *x, float shift, float g, int64_t n) {
+    const __m256 s = _mm256_set1_ps(shift), gv = _mm256_set1_ps(g), zero = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
         __m256 e = brg_exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), s));
-        _mm256_storeu_ps(d + j, _mm256_fmadd_ps(gv, e, _mm256_loadu_ps(d + j)));
+        _mm256_storeu_ps(d + j, _mm256_fmadd_ps(gv, e, overwrite ? zero : _mm256_loadu_ps(d + j)));
     }
     if (j < n) {
         __m256 e = brg_exp256(_mm256_sub_ps(brg_load_tail8(x, j, n), s));
-        brg_store_tail8(d, j, n, _mm256_fmadd_ps(gv, e, brg_load_tail8(d, j, n)));
+        brg_store_tail8(d, j, n, _mm256_fmadd_ps(gv, e, overwrite ? zero : brg_load_tail8(d, j, n)));
     }
 }
 
@@ -264,9 +266,9 @@ double brg_simd_exp_sum(float *y, const float *x, float shift, int64_t n) {
                   return exp_sum_scalar(y, x, shift, n));
 }
 
-void brg_simd_exp_axpy(float *d, const float *x, float shift, float g, int64_t n) {
-    BRG_SIMD_PICK(exp_axpy_avx512(d, x, shift, g, n), exp_axpy_avx2(d, x, shift, g, n),
-                  exp_axpy_scalar(d, x, shift, g, n));
+void brg_simd_exp_axpy(float *d, bool overwrite, const float *x, float shift, float g, int64_t n) {
+    BRG_SIMD_PICK(exp_axpy_avx512(d, overwrite, x, shift, g, n), exp_axpy_avx2(d, overwrite, x, shift, g, n),
+                  exp_axpy_scalar(d, overwrite, x, shift, g, n));
 }
 
 double brg_simd_sum_squares(const float *x, int64_t n) {

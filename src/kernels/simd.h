@@ -45,8 +45,10 @@ float brg_simd_max(const float *x, int64_t n);
  * NULL to only sum. */
 double brg_simd_exp_sum(float *y, const float *x, float shift, int64_t n);
 
-/* d[j] += g * exp(x[j] - shift). */
-void brg_simd_exp_axpy(float *d, const float *x, float shift, float g, int64_t n);
+/* d[j] += g * exp(x[j] - shift); with overwrite, d[j] = +0 + g * exp(x[j] - shift), the bits of
+ * adding into zeros, without reading d. d may equal x (each element is read before it is
+ * written). */
+void brg_simd_exp_axpy(float *d, bool overwrite, const float *x, float shift, float g, int64_t n);
 
 /* sum_j x[j]^2 in double. */
 double brg_simd_sum_squares(const float *x, int64_t n);

@@ -67,7 +67,7 @@ static void head(const brg_bert_config *c, double B, double T, ops_cost *o) {
     switch (c->task) {
     case BRG_BERT_MASKED_LM:
         mlm_scores(c, BT, o);
-        ops_cost_cross_entropy(o, BT);
+        ops_cost_cross_entropy_spent(o, BT, V);
         break;
     case BRG_BERT_SEQUENCE_CLASSIFICATION:
         pooler(c, B, o);

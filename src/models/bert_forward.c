@@ -117,6 +117,7 @@ static brg_status mlm_head(brg_model *m, brg_tape *tape, brg_bundle *b, brg_tens
     BRG_TRY(mlm_scores(m, tape, x, 0, &b->logits));
     if (!labels) return BRG_OK;
     BRG_TRY(check_token_labels(labels, x));
+    brg_tape_donate(tape, b->logits); /* the linear's backward reads no scores: the loss may spend them */
     return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 

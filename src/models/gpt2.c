@@ -261,6 +261,7 @@ static brg_status head_forward(brg_model *m, brg_tape *tape, brg_bundle *b) {
         return brg_error(BRG_ERR_INVALID_ARG, "labels must have the shape of input_ids");
     brg_tensor *targets;
     BRG_TRY(shifted_targets(tape, labels, &targets));
+    brg_tape_donate(tape, b->logits); /* the linear's backward reads no logits: the loss may spend them */
     return brg_cross_entropy_share(tape, b->logits, targets, -100, b->loss_denominator, &b->loss);
 }
 

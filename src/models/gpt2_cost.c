@@ -46,7 +46,7 @@ static void head(const brg_gpt2_config *c, double B, double T, ops_cost *o) {
     case BRG_GPT2_LM_HEAD:
         ops_cost_linear(o, BT, C, (double)c->vocab_size, false);
         ops_cost_tensor(o, BT, sizeof(int32_t), false); /* shifted labels */
-        ops_cost_cross_entropy(o, BT);
+        ops_cost_cross_entropy_spent(o, BT, (double)c->vocab_size);
         break;
     case BRG_GPT2_BASE: break;
     case BRG_GPT2_SEQUENCE_CLASSIFICATION:

@@ -288,6 +288,7 @@ static brg_status head(brg_model *m, int block, brg_tape *tape, brg_bundle *b) {
     if (labels->shape[0] != x->shape[0] || labels->shape[1] != x->shape[1])
         return brg_error(BRG_ERR_INVALID_ARG, "labels must be [%lld, %lld], the decoder's batch and length",
                          (long long)x->shape[0], (long long)x->shape[1]);
+    brg_tape_donate(tape, b->logits); /* the linear's backward reads no logits: the loss may spend them */
     return brg_cross_entropy_share(tape, b->logits, labels, -100, b->loss_denominator, &b->loss);
 }
 

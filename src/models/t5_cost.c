@@ -111,7 +111,7 @@ static void memory(const brg_model *m, int block, int64_t batch, int64_t seq, op
         ops_cost_dropout(o, BT * C, c->dropout_rate);
         if (c->scale_decoder_outputs) ops_cost_scale(o, BT * C);
         ops_cost_linear(o, BT, C, (double)c->vocab_size, false);
-        ops_cost_cross_entropy(o, BT);
+        ops_cost_cross_entropy_spent(o, BT, (double)c->vocab_size);
         break;
     }
 }

@@ -146,6 +146,8 @@ static brg_status init_device(brg_runtime *rt, brg_device *dev, int id) {
     for (int i = 0; i < dev->n_tapes; i++) {
         BRG_TRY(brg_tape_create(dev->slots[(i / blocks) % dev->n_slots], &dev->tapes[i]));
         brg_tape_set_backend(dev->tapes[i], dev->backend);
+        /* forward_step copies out the logits it returns before any backward */
+        brg_tape_set_outputs_spent(dev->tapes[i], true);
         if (o->training && o->activation_dtype != BRG_DTYPE_F32)
             brg_tape_set_activation_dtype(dev->tapes[i], o->activation_dtype);
     }
