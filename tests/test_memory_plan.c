@@ -410,6 +410,11 @@ int main(void) {
                            BRG_PRECISION_32_32}};
     for (int a = 0; a < N_ARCHS; a++)
         for (size_t k = 0; a != VIT && k < sizeof wide / sizeof wide[0]; k++) training((arch)a, &text[1], &wide[k]);
+    task = BRG_BERT_PRETRAINING;
+    const setup wide_pretraining = {1, 1, BRG_SCHEDULE_1F1B, false, "pretraining, 1 device, 8192-token vocabulary", 0,
+                                    BRG_PRECISION_32_32};
+    training(BERT, &text[1], &wide_pretraining);
+    task = 0;
     VOCAB = 96;
     printf("largest difference: %.2f%%\n", 100 * worst);
     budgets();

@@ -109,7 +109,7 @@ static void head(const brg_bert_config *c, double B, double T, ops_cost *o) {
         ops_cost_concat_rows(o, B * (T * V + 2));
         /* the packed logits are only an output (the losses read the scores): no gradient */
         if (o->record) o->grad -= ops_cost_align(B * (T * V + 2) * sizeof(float));
-        ops_cost_cross_entropy(o, BT);
+        ops_cost_cross_entropy_spent(o, BT, V);
         ops_cost_cross_entropy(o, B);
         ops_cost_add(o, 1);
         break;

@@ -148,6 +148,8 @@ static brg_status pretraining_head(brg_model *m, brg_tape *tape, brg_bundle *b, 
             return brg_error(BRG_ERR_INVALID_ARG, "next_sentence_label[%lld] = %d is not 0, 1 (or -100)", (long long)i,
                              v);
     }
+    /* Read before only by the concatenation, whose backward reads no input: the loss may spend them. */
+    brg_tape_donate(tape, scores);
     BRG_TRY(brg_cross_entropy_share(tape, scores, labels, -100, b->loss_denominator, &lm));
     BRG_TRY(brg_cross_entropy_share(tape, nsp, next, -100, b->extra_loss_denominator, &ns));
     return brg_add(tape, lm, ns, &b->loss);
