@@ -22,7 +22,7 @@ enum { ROWS = 16, MAX_BLOCKS = 32 };
 
 /* The models' vocabulary: small, or wide enough that the LM head's logits are most of a step's
  * activations (as GPT-2's 50257 are), where the loss writing their gradient over them shows. */
-static int64_t VOCAB = 96;
+static int64_t vocab = 96;
 
 typedef enum arch { GPT2, BERT, VIT, T5, N_ARCHS } arch;
 static const char *const arch_names[N_ARCHS] = {"GPT-2", "BERT", "ViT", "T5"};
@@ -39,7 +39,7 @@ static brg_model *make_model(arch a, int64_t image) {
     case GPT2: {
         brg_gpt2_config c;
         brg_gpt2_config_default(&c);
-        c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.n_positions = 64, c.vocab_size = VOCAB;
+        c.n_layer = 2, c.n_head = 4, c.n_embd = 64, c.n_positions = 64, c.vocab_size = vocab;
         if (task) c.task = (brg_gpt2_task)task, c.num_labels = 5, c.pad_token_id = 0;
         CHECK_OK(brg_gpt2_create(&c, &m));
         break;
@@ -47,7 +47,7 @@ static brg_model *make_model(arch a, int64_t image) {
     case BERT: {
         brg_bert_config c;
         brg_bert_config_default(&c, task ? (brg_bert_task)task : BRG_BERT_MASKED_LM);
-        c.vocab_size = VOCAB, c.hidden_size = 64, c.num_hidden_layers = 2, c.num_attention_heads = 4;
+        c.vocab_size = vocab, c.hidden_size = 64, c.num_hidden_layers = 2, c.num_attention_heads = 4;
         c.intermediate_size = 192, c.max_position_embeddings = 64;
         c.num_labels = task == BRG_BERT_SEQUENCE_CLASSIFICATION || task == BRG_BERT_TOKEN_CLASSIFICATION ? 5 : 2;
         CHECK_OK(brg_bert_create(&c, &m));
@@ -65,7 +65,7 @@ static brg_model *make_model(arch a, int64_t image) {
     case T5: {
         brg_t5_config c;
         brg_t5_config_default(&c);
-        c.vocab_size = VOCAB, c.d_model = 64, c.d_kv = 16, c.num_heads = 4, c.d_ff = 160;
+        c.vocab_size = vocab, c.d_model = 64, c.d_kv = 16, c.num_heads = 4, c.d_ff = 160;
         c.num_layers = 2, c.num_decoder_layers = 2, c.dropout_rate = 0.1f;
         c.relative_attention_num_buckets = 8, c.relative_attention_max_distance = 16;
         c.decoder_start_token_id = 0, c.pad_token_id = 0;
@@ -114,7 +114,7 @@ static brg_dataset *make_data(arch a, int64_t T, int64_t image) {
     int32_t *labels =
         column(d, spans ? "start_positions" : "labels", BRG_DTYPE_I32, per_row ? 1 : 2, per_row ? r1 : rt)->data;
     for (int64_t i = 0; i < ROWS * T; i++) {
-        ids[i] = 1 + (int32_t)(brg_rng_next(&rng) % (VOCAB - 1));
+        ids[i] = 1 + (int32_t)(brg_rng_next(&rng) % (vocab - 1));
         mask[i] = (i % T) < T - (i / T) % 3 ? 1.0f : 0.0f;
         if (!per_row) labels[i] = a == BERT && i % 3 ? -100 : classes ? ids[i] % 5 : ids[i];
     }
@@ -404,7 +404,7 @@ int main(void) {
     }
     task = 0;
     /* logits wider than the rest of the head: their gradient, spent over them, sets no peak */
-    VOCAB = 8192;
+    vocab = 8192;
     const setup wide[] = {{1, 1, BRG_SCHEDULE_1F1B, false, "1 device, 8192-token vocabulary", 0, BRG_PRECISION_32_32},
                           {2, 4, BRG_SCHEDULE_1F1B, false, "2 stages, 1F1B x 4 mb, 8192-token vocabulary", 0,
                            BRG_PRECISION_32_32}};
@@ -415,7 +415,7 @@ int main(void) {
                                     BRG_PRECISION_32_32};
     training(BERT, &text[1], &wide_pretraining);
     task = 0;
-    VOCAB = 96;
+    vocab = 96;
     printf("largest difference: %.2f%%\n", 100 * worst);
     budgets();
     return test_finish();
