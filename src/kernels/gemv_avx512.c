@@ -306,16 +306,24 @@ static void out_in(float *y, const float *x, weights w, const float *b, int64_t 
 
 /* Fewer than BLOCK_ROWS rows against W [out, in]: each weight row is read once, in order, and
  * dotted with the m rows, so a thread's columns are one contiguous stream. The hardware
- * prefetcher alone keeps such a stream below the bandwidth (and the register blocks' prefetch of
- * the next three weight rows reads slower still); asking for the line OI_AHEAD_BYTES on into L2
- * as each is read does not. The lanes and order are gemv.c's dot (the same bits). GPT-2 small's
- * LM head for one row, weights from memory, on an Intel AVX-512 VM, against the portable dot
- * products: fp32 16.5-16.7 GB/s against 15.2-15.3 on one core, 33.1-33.2 against 30.6-30.8 on
- * two; bf16 33.0-33.4 against 28.4-30.0 on two. (4-16 KiB ahead read alike.) */
-enum { OI_AHEAD_BYTES = 4096 };
+ * prefetcher alone keeps such a stream below the bandwidth on Intel (and the register blocks'
+ * prefetch of the next three weight rows reads slower still); asking for the line a few KiB on
+ * into L2 as each is read does not. The lanes and order are gemv.c's dot (the same bits).
+ * How far ahead depends on the CPU (oi_ahead_bytes). */
+enum { OI_AHEAD_INTEL = 4096, OI_AHEAD_AMD = 2048 };
+
+/* GPT-2 small's LM head for one row, weights from memory. On an Intel AVX-512 VM, 4 KiB ahead
+ * against the portable dot products: fp32 16.5-16.7 GB/s against 15.2-15.3 on one core,
+ * 33.1-33.2 against 30.6-30.8 on two; bf16 33.0-33.4 against 28.4-30.0 on two (4-16 KiB ahead
+ * read alike). On a Zen 4 core that distance reads slower than no hint at all: fp32 on one core,
+ * 20.4-21.1 GB/s at 4 KiB against 23.7-24.5 at 1-2 KiB and 23.6 with no hint. */
+static uintptr_t oi_ahead_bytes(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd") ? OI_AHEAD_AMD : OI_AHEAD_INTEL;
+}
 
 BRG_AVX512_INLINE void few_oi_column(float *y, int64_t ldy, const float *x, int64_t in, weights w, float bias,
-                                     const int R, const int HALF) {
+                                     uintptr_t ahead, const int R, const int HALF) {
     const uintptr_t row = HALF ? (uintptr_t)w.half : (uintptr_t)w.f32, elem = HALF ? 2 : 4;
     __m512 acc[BLOCK_ROWS - 1];
 #pragma GCC unroll 3
@@ -325,7 +333,7 @@ BRG_AVX512_INLINE void few_oi_column(float *y, int64_t ldy, const float *x, int6
     int64_t i = 0;
     for (; i + line <= in; i += line) {
         /* an address, not a pointer: past the matrix near its end, which a prefetch tolerates */
-        _mm_prefetch((const char *)(row + elem * (uintptr_t)i + OI_AHEAD_BYTES), _MM_HINT_T1);
+        _mm_prefetch((const char *)(row + elem * (uintptr_t)i + ahead), _MM_HINT_T1);
 #pragma GCC unroll 2
         for (int64_t v = 0; v < line; v += 16) {
             const __m512 wv = load_w(w, i + v, (__mmask16)0xFFFF, HALF);
@@ -358,8 +366,9 @@ BRG_AVX512_INLINE void few_oi_column(float *y, int64_t ldy, const float *x, int6
 
 BRG_AVX512_INLINE void few_oi_columns(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
                                       int64_t c0, int64_t c1, const int R, const int HALF) {
+    const uintptr_t ahead = oi_ahead_bytes();
     for (int64_t c = c0; c < c1; c++)
-        few_oi_column(y + c, ldy, x, in, offset_w(w, c * in), b ? b[c] : 0.0f, R, HALF);
+        few_oi_column(y + c, ldy, x, in, offset_w(w, c * in), b ? b[c] : 0.0f, ahead, R, HALF);
 }
 
 BRG_AVX512_INLINE void few_oi_rows(float *y, int64_t ldy, const float *x, int64_t in, weights w, const float *b,
