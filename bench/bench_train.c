@@ -12,8 +12,10 @@
  * --mode decode (GPT-2 only, not part of "all"): greedy brg_generate with the KV cache, batches 1
  * and 8 of random prompts (default 128 tokens, 128 new tokens, no eos), as 1dev (one thread) and
  * 1dev2t (a 2-thread intra-op team bound to the generating thread); first it measures the
- * streaming read bandwidth of 1 and 2 threads over a --bw-mib buffer (default 1 GiB), and each
- * row's bound is the batch over the bytes a decode step reads at that bandwidth.
+ * streaming read bandwidth of 1 and 2 threads over a --bw-mib buffer (default 1 GiB), then again
+ * right before and after each timed generate with the row's thread count, and each row's bound
+ * is the batch over the bytes a decode step reads at the higher of those two (see
+ * bandwidth_around).
  *
  * Models: GPT-2 small and tiny at B x T 4x64 and 8x128; at one shape each, called "default":
  * bert-base (BertForSequenceClassification, 2 labels, B = 4 sequences of 128 tokens), vit-base
@@ -194,7 +196,9 @@ typedef struct settings {
     int measured;        /* measurements this process has reported (the first one's RSS is its own) */
     int64_t prompt, new_tokens; /* decode: tokens per prompt, new tokens per row */
     int bw_mib;                 /* decode: the bandwidth buffer, MiB */
-    double bandwidth[3];        /* decode: streaming read GB/s of 1 and 2 threads */
+    float *bw_buf;              /* decode: that buffer, kept for the measurements around each generate */
+    size_t bw_floats;
+    double bandwidth[3];        /* decode: streaming read GB/s of 1 and 2 threads at the start */
 } settings;
 
 typedef struct measurement {
@@ -645,12 +649,12 @@ static void *bw_thread(void *arg) {
     return NULL;
 }
 
-/* GB/s (1e9 bytes) of `threads` threads reading `buf` (n floats) once each pass; the best of five
- * passes of each way of reading. */
-static double measure_bandwidth(const float *buf, size_t n, int threads) {
+/* GB/s (1e9 bytes) of `threads` threads reading `buf` (n floats) once each pass; the best of
+ * `passes` / 2 passes of each way of reading. */
+static double measure_bandwidth(const float *buf, size_t n, int threads, int passes) {
     double best = 0;
     const size_t unit = 32 * BW_STREAMS, units = n / unit;
-    for (int rep = 0; rep < 10; rep++) {
+    for (int rep = 0; rep < passes; rep++) {
         pthread_t th[8];
         bw_job jobs[8];
         const double t = now();
@@ -667,7 +671,8 @@ static double measure_bandwidth(const float *buf, size_t n, int threads) {
     return best;
 }
 
-/* Fills set->bandwidth[1..2] and prints one RESULT line per thread count. */
+/* Fills set->bandwidth[1..2] and prints one RESULT line per thread count; keeps the buffer in
+ * set->bw_buf for the measurements around each generate. */
 static bool measure_bandwidths(settings *set) {
     const size_t bytes = (size_t)set->bw_mib << 20, n = bytes / sizeof(float);
     float *buf = aligned_alloc(64, bytes);
@@ -676,14 +681,14 @@ static bool measure_bandwidths(settings *set) {
         return false;
     }
     for (size_t i = 0; i < n; i++) buf[i] = 1.0f; /* first touch outside the timing */
+    set->bw_buf = buf, set->bw_floats = n;
     for (int t = 1; t <= 2; t++) {
-        set->bandwidth[t] = measure_bandwidth(buf, n, t);
+        set->bandwidth[t] = measure_bandwidth(buf, n, t, 10);
         printf("streaming read bandwidth (%d MiB buffer), %d thread%s: %.1f GB/s\n", set->bw_mib, t, t > 1 ? "s" : "",
                set->bandwidth[t]);
         printf("RESULT impl=bandwidth kind=bandwidth threads=%d gbps=%.3f buffer_mib=%d\n", t, set->bandwidth[t],
                set->bw_mib);
     }
-    free(buf);
     fflush(stdout);
     return true;
 }
@@ -727,18 +732,33 @@ static double decode_step_bytes(const brg_model *m, const model_spec *ms, int64_
 
 typedef struct decode_timing {
     double prefill_s, decode_s;
+    double bw_gbps; /* streaming read GB/s at the thread count, around the generate timed */
 } decode_timing;
 
-/* Best of `reps` prefills and of `reps` full generates: the least disturbed of each. */
-static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_tokens, int reps, decode_timing *out) {
+/* The streaming bandwidth a decode row is held to: measured with its thread count right before
+ * and right after the generate it times, the higher of the two. On a shared host the bandwidth
+ * two threads get moves with the neighbours' load for seconds at a time (a Zen 4 VM read 25-31
+ * GB/s for stretches and 42-56 for others, one thread 23-25 throughout), so a reading taken
+ * minutes earlier would hold the decode to another machine's bound; the higher of the two
+ * readings keeps a momentary dip from lowering it. */
+static double bandwidth_around(const settings *set, int threads) {
+    return set->bw_buf ? measure_bandwidth(set->bw_buf, set->bw_floats, threads, 4) : set->bandwidth[threads];
+}
+
+/* Best of `reps` prefills and of `reps` full generates: the least disturbed of each, with the
+ * bandwidth measured around the fastest generate. */
+static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_tokens, int reps, const settings *set,
+                              int threads, decode_timing *out) {
     double s;
     BRG_TRY(generate_once(m, p, 2, &s)); /* warm-up: first touches of the weights and buffers */
     out->prefill_s = out->decode_s = 1e30;
     for (int i = 0; i < reps; i++) {
         BRG_TRY(generate_once(m, p, 1, &s));
         if (s < out->prefill_s) out->prefill_s = s;
+        const double before = bandwidth_around(set, threads);
         BRG_TRY(generate_once(m, p, new_tokens, &s));
-        if (s < out->decode_s) out->decode_s = s;
+        const double after = bandwidth_around(set, threads);
+        if (s < out->decode_s) out->decode_s = s, out->bw_gbps = before > after ? before : after;
     }
     /* A run too short to time (a few tokens of the tiny model on a busy machine) can come out at
      * or below its prefill: it reports 0 tokens/s rather than a negative or infinite rate. */
@@ -751,22 +771,23 @@ static void report_decode(const model_spec *ms, const brg_model *m, int64_t batc
     const int64_t P = set->prompt, G = set->new_tokens;
     const double tps = t->decode_s > 0 ? (double)((G - 1) * batch) / t->decode_s : 0.0;
     const double step_bytes = decode_step_bytes(m, ms, batch, P, G);
-    const double bw = set->bandwidth[threads], bound = bw > 0 ? (double)batch * bw * 1e9 / step_bytes : 0;
+    const double bw = t->bw_gbps, bound = bw > 0 ? (double)batch * bw * 1e9 / step_bytes : 0;
     const double mean_len = (double)P + (double)G / 2.0;
     const double gflops = tps * (2.0 * (double)brg_model_num_parameters(m) + 4.0 * (double)ms->layers *
                                  (double)ms->width * mean_len) * 1e-9;
     const double rss = peak_rss_mb();
     printf("  %-9s decode %lldx%lld+%lld %-7s prefill %8.1f ms  decode %9.1f tokens/s  bound %8.1f tokens/s (%5.1f%%)"
-           "  %.1f MB/token\n",
+           "  %.1f MB/token at %.1f GB/s\n",
            ms->name, (long long)batch, (long long)P, (long long)G, threads > 1 ? "1dev2t" : "1dev", t->prefill_s * 1e3,
-           tps, bound, bound > 0 ? 100 * tps / bound : 0, step_bytes / (double)batch * 1e-6);
+           tps, bound, bound > 0 ? 100 * tps / bound : 0, step_bytes / (double)batch * 1e-6, bw);
     printf("RESULT impl=brigade model=%s mode=decode bt=%lldx%lld config=%s cores=%d threads=%d batch=%lld prompt=%lld "
            "new_tokens=%lld prefill_ms=%.3f ms_per_step=%.3f decode_tokens_per_s=%.3f tokens_per_s=%.3f gflops=%.3f "
-           "bytes_per_token=%.0f bw_gbps=%.3f bw_bound_tokens_per_s=%.3f params=%lld gemm=%s simd=%s peak_rss_mb=%.1f "
-           "rss=%s precision=%s%s%s\n",
+           "bytes_per_token=%.0f bw_gbps=%.3f bw_when=around bw_start_gbps=%.3f bw_bound_tokens_per_s=%.3f params=%lld "
+           "gemm=%s simd=%s peak_rss_mb=%.1f rss=%s precision=%s%s%s\n",
            ms->name, (long long)batch, (long long)P, threads > 1 ? "1dev2t" : "1dev", threads, threads,
            (long long)batch, (long long)P, (long long)G, t->prefill_s * 1e3, t->decode_s / (double)(G - 1) * 1e3, tps,
-           tps, gflops, step_bytes / (double)batch, bw, bound, (long long)brg_model_num_parameters(m),
+           tps, gflops, step_bytes / (double)batch, bw, set->bandwidth[threads], bound,
+           (long long)brg_model_num_parameters(m),
            brg_gemm_backend(), brg_isa_name(brg_simd_isa()), rss, set->measured ? "cumulative" : "fresh",
            brg_precision_name(train_precision), set->env_tag ? " env=" : "", set->env_tag ? set->env_tag : "");
     fflush(stdout);
@@ -790,7 +811,7 @@ static bool bench_decode_one(brg_model *m, const model_spec *ms, int64_t batch, 
     const brg_prompts prompts = {.n = batch, .ids = rows, .lengths = lengths, .pad_id = -1};
     decode_timing t = {0};
     const int reps = set->steps > 0 ? set->steps : 1;
-    if (st == BRG_OK) st = time_decode(m, &prompts, set->new_tokens, reps, &t);
+    if (st == BRG_OK) st = time_decode(m, &prompts, set->new_tokens, reps, set, threads, &t);
     brg_gemm_team_bind(NULL);
     brg_gemm_team_destroy(team);
     free(ids), free(rows), free(lengths);
@@ -1021,5 +1042,6 @@ int main(int argc, char **argv) {
     int failures = 0;
     for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++)
         if (pick(sel.model, MODELS[mi].name)) failures += bench_model(&MODELS[mi], &sel, &set);
+    free(set.bw_buf);
     return failures ? 1 : 0;
 }
