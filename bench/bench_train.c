@@ -611,7 +611,7 @@ static bool pick(const char *want, const char *name) {
  * for one thread (31.5 against 21.9 for two): with the first alone, decode rows read faster than
  * their "bound". */
 
-enum { BW_STREAMS = 16, BW_AHEAD = 256 /* floats */ };
+enum { BW_STREAMS = 16, BW_AHEAD = 256 /* floats */, BW_PASSES = 10 /* a measurement's best of */ };
 
 typedef struct bw_job {
     const float *p;
@@ -683,7 +683,7 @@ static bool measure_bandwidths(settings *set) {
     for (size_t i = 0; i < n; i++) buf[i] = 1.0f; /* first touch outside the timing */
     set->bw_buf = buf, set->bw_floats = n;
     for (int t = 1; t <= 2; t++) {
-        set->bandwidth[t] = measure_bandwidth(buf, n, t, 10);
+        set->bandwidth[t] = measure_bandwidth(buf, n, t, BW_PASSES);
         printf("streaming read bandwidth (%d MiB buffer), %d thread%s: %.1f GB/s\n", set->bw_mib, t, t > 1 ? "s" : "",
                set->bandwidth[t]);
         printf("RESULT impl=bandwidth kind=bandwidth threads=%d gbps=%.3f buffer_mib=%d\n", t, set->bandwidth[t],
@@ -742,7 +742,7 @@ typedef struct decode_timing {
  * minutes earlier would hold the decode to another machine's bound; the higher of the two
  * readings keeps a momentary dip from lowering it. */
 static double bandwidth_around(const settings *set, int threads) {
-    return set->bw_buf ? measure_bandwidth(set->bw_buf, set->bw_floats, threads, 4) : set->bandwidth[threads];
+    return set->bw_buf ? measure_bandwidth(set->bw_buf, set->bw_floats, threads, BW_PASSES) : set->bandwidth[threads];
 }
 
 /* Best of `reps` prefills and of `reps` full generates: the least disturbed of each, with the
