@@ -41,6 +41,8 @@ grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok 
     >"$tmp/dec.log" 2>&1 || bad "brigade_bench --mode decode exited with $?: $(tail -3 "$tmp/dec.log")"
 [ "$(grep -c '^RESULT impl=bandwidth kind=bandwidth threads=[12] gbps=[0-9.]* ' "$tmp/dec.log")" = 2 ] && ok ||
     bad "no bandwidth RESULT lines for 1 and 2 threads"
+grep -q '^RESULT impl=brigade model=tiny mode=decode-requests bt=4x1x8 config=1dev .*tokens_per_s=[0-9.]* .*bw_gbps=[1-9][0-9.]* bw_when=around ' \
+    "$tmp/dec.log" && ok || bad "no decode-requests RESULT line with the bandwidth around it"
 for b in 1 8; do
     grep -q "^RESULT impl=brigade model=tiny mode=decode bt=${b}x8 config=1dev .*batch=$b .*prefill_ms=[0-9.]* .*decode_tokens_per_s=[0-9.]* .*bytes_per_token=[0-9]* .*bw_gbps=[0-9.]* bw_when=around bw_start_gbps=[0-9.]* bw_bound_tokens_per_s=[0-9.]* " \
         "$tmp/dec.log" && ok || bad "no decode RESULT line for batch $b"
@@ -180,6 +182,8 @@ for r in 1 2; do
     cat <<EOF
 RESULT impl=bandwidth kind=bandwidth threads=2 gbps=40 buffer_mib=1024 round=$r
 RESULT impl=brigade model=small mode=decode bt=1x128 config=1dev2t cores=2 threads=2 batch=1 prompt=128 new_tokens=128 prefill_ms=40 ms_per_step=1 decode_tokens_per_s=150 tokens_per_s=150 gflops=1 bytes_per_token=100000000 bw_gbps=20 bw_when=around bw_start_gbps=40 bw_bound_tokens_per_s=200 params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=1dev cores=1 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=100 gflops=0 bw_gbps=25 bw_when=around params=1 gemm=avx512 round=$r
+RESULT impl=brigade model=small mode=decode-requests bt=4x1x128 config=pipe2 cores=2 threads=1 requests=4 new_tokens=128 ms_per_step=1 tokens_per_s=135 gflops=0 bw_gbps=35 bw_when=around params=1 gemm=avx512 round=$r
 EOF
 done >"$tmp/around.log"
 python3 "$root/bench/report.py" "$tmp/around.log" "$tmp/around.md" >/dev/null 2>&1 || bad "report.py failed on around rows"
@@ -187,6 +191,10 @@ grep -q 'PASS: GPT-2 small batch-1 decode >= 70% of the memory-bandwidth bound .
     "$tmp/around.md" && ok || bad "around bound line: $(grep 'bandwidth bound' "$tmp/around.md")"
 grep -q '^| small | 1x128+128 | brigade | 1dev2t | 2 | 40.0 | 150.0 (150.0–150.0) | 100.0 | 200.0 | 75.0% | 37.5% |' \
     "$tmp/around.md" && ok || bad "around table row: $(grep '1x128+128 | brigade' "$tmp/around.md")"
+# The request rows' bandwidths around them (35 GB/s for the pipeline's two threads, 25 for one)
+# explain the pipeline's gain.
+grep -q "FAIL: .*4 requests in flight .*: 1.35× (1.35–1.35) over 2 round(s) (last: 135.0 vs 100.0 tokens/s; two threads read 1.40× (1.40–1.40) one thread's streaming bandwidth around these runs)" \
+    "$tmp/around.md" && ok || bad "requests line with bandwidths: $(grep 'requests in flight' "$tmp/around.md")"
 # Table: compile time and the foreach fallback in the notes, a peak so far marked, the RSS-only
 # runs in their own table and not among the rounds.
 grep -q '^| small | train | 4x64 | torch | t2-compile | 2 | .* | 5000 † | 2 | compile 30.0 s (30.0–30.0) |$' "$tmp/s1.md" && ok ||
