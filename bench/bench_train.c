@@ -42,7 +42,8 @@
  * bench/run.sh collects those. peak_rss_mb is the process's peak resident set so far (getrusage):
  * rss=fresh marks the first measurement of a process, whose peak is that workload's alone (run one
  * model, mode, shape and configuration per process to get it for a given workload), rss=cumulative
- * the later ones. act_mib (training) is the most one micro-batch held on stage 0's device: its
+ * the later ones. A decode row restarts the peak before its timed generate (reset_peak_rss), so
+ * its peak is the generate's over what the process holds then, not the bandwidth buffers'. act_mib (training) is the most one micro-batch held on stage 0's device: its
  * activations, their gradients and its stage inputs (brg_train_result.stage_micro_batch_bytes;
  * the 16.16 goal compares it with fp32's); act_peak_mib all that the run added to that device at
  * its peak above what it holds throughout, the kernels' scratch too. Timings exclude model
@@ -196,8 +197,6 @@ typedef struct settings {
     int measured;        /* measurements this process has reported (the first one's RSS is its own) */
     int64_t prompt, new_tokens; /* decode: tokens per prompt, new tokens per row */
     int bw_mib;                 /* decode: the bandwidth buffer, MiB */
-    float *bw_buf;              /* decode: that buffer, kept for the measurements around each generate */
-    size_t bw_floats;
     double bandwidth[3];        /* decode: streaming read GB/s of 1 and 2 threads at the start */
 } settings;
 
@@ -671,17 +670,24 @@ static double measure_bandwidth(const float *buf, size_t n, int threads, int pas
     return best;
 }
 
-/* Fills set->bandwidth[1..2] and prints one RESULT line per thread count; keeps the buffer in
- * set->bw_buf for the measurements around each generate. */
-static bool measure_bandwidths(settings *set) {
-    const size_t bytes = (size_t)set->bw_mib << 20, n = bytes / sizeof(float);
+/* A bandwidth buffer of `mib` MiB, touched (the page faults stay outside the timing); NULL when
+ * it cannot be allocated. */
+static float *bandwidth_buffer(int mib, size_t *n) {
+    const size_t bytes = (size_t)mib << 20;
     float *buf = aligned_alloc(64, bytes);
+    *n = bytes / sizeof(float);
+    for (size_t i = 0; buf && i < *n; i++) buf[i] = 1.0f;
+    return buf;
+}
+
+/* Fills set->bandwidth[1..2] and prints one RESULT line per thread count. */
+static bool measure_bandwidths(settings *set) {
+    size_t n;
+    float *buf = bandwidth_buffer(set->bw_mib, &n);
     if (!buf) {
         fprintf(stderr, "brigade_bench: cannot allocate the %d MiB bandwidth buffer\n", set->bw_mib);
         return false;
     }
-    for (size_t i = 0; i < n; i++) buf[i] = 1.0f; /* first touch outside the timing */
-    set->bw_buf = buf, set->bw_floats = n;
     for (int t = 1; t <= 2; t++) {
         set->bandwidth[t] = measure_bandwidth(buf, n, t, BW_PASSES);
         printf("streaming read bandwidth (%d MiB buffer), %d thread%s: %.1f GB/s\n", set->bw_mib, t, t > 1 ? "s" : "",
@@ -689,6 +695,7 @@ static bool measure_bandwidths(settings *set) {
         printf("RESULT impl=bandwidth kind=bandwidth threads=%d gbps=%.3f buffer_mib=%d\n", t, set->bandwidth[t],
                set->bw_mib);
     }
+    free(buf);
     fflush(stdout);
     return true;
 }
@@ -732,7 +739,8 @@ static double decode_step_bytes(const brg_model *m, const model_spec *ms, int64_
 
 typedef struct decode_timing {
     double prefill_s, decode_s;
-    double bw_gbps; /* streaming read GB/s at the thread count, around the generate timed */
+    double bw_gbps;     /* streaming read GB/s at the thread count, around the generate timed */
+    double peak_rss_mb; /* the process's peak during the full generates (0: not measured) */
 } decode_timing;
 
 /* The streaming bandwidth a decode row is held to: measured with its thread count right before
@@ -742,7 +750,21 @@ typedef struct decode_timing {
  * minutes earlier would hold the decode to another machine's bound; the higher of the two
  * readings keeps a momentary dip from lowering it. */
 static double bandwidth_around(const settings *set, int threads) {
-    return set->bw_buf ? measure_bandwidth(set->bw_buf, set->bw_floats, threads, BW_PASSES) : set->bandwidth[threads];
+    size_t n;
+    float *buf = bandwidth_buffer(set->bw_mib, &n);
+    if (!buf) return set->bandwidth[threads];
+    const double gbps = measure_bandwidth(buf, n, threads, BW_PASSES);
+    free(buf);
+    return gbps;
+}
+
+/* Restarts the process's peak RSS from what it holds now, so a decode row's peak is its generate's
+ * and not the bandwidth buffers' (false where the kernel does not allow it). */
+static bool reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    const bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
 }
 
 /* Best of `reps` prefills and of `reps` full generates: the least disturbed of each, with the
@@ -752,11 +774,14 @@ static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_to
     double s;
     BRG_TRY(generate_once(m, p, 2, &s)); /* warm-up: first touches of the weights and buffers */
     out->prefill_s = out->decode_s = 1e30;
+    out->peak_rss_mb = 0;
     for (int i = 0; i < reps; i++) {
         BRG_TRY(generate_once(m, p, 1, &s));
         if (s < out->prefill_s) out->prefill_s = s;
         const double before = bandwidth_around(set, threads);
+        const bool reset = reset_peak_rss();
         BRG_TRY(generate_once(m, p, new_tokens, &s));
+        if (reset && peak_rss_mb() > out->peak_rss_mb) out->peak_rss_mb = peak_rss_mb();
         const double after = bandwidth_around(set, threads);
         if (s < out->decode_s) out->decode_s = s, out->bw_gbps = before > after ? before : after;
     }
@@ -775,7 +800,7 @@ static void report_decode(const model_spec *ms, const brg_model *m, int64_t batc
     const double mean_len = (double)P + (double)G / 2.0;
     const double gflops = tps * (2.0 * (double)brg_model_num_parameters(m) + 4.0 * (double)ms->layers *
                                  (double)ms->width * mean_len) * 1e-9;
-    const double rss = peak_rss_mb();
+    const double rss = t->peak_rss_mb > 0 ? t->peak_rss_mb : peak_rss_mb();
     printf("  %-9s decode %lldx%lld+%lld %-7s prefill %8.1f ms  decode %9.1f tokens/s  bound %8.1f tokens/s (%5.1f%%)"
            "  %.1f MB/token at %.1f GB/s\n",
            ms->name, (long long)batch, (long long)P, (long long)G, threads > 1 ? "1dev2t" : "1dev", t->prefill_s * 1e3,
@@ -1046,6 +1071,5 @@ int main(int argc, char **argv) {
     int failures = 0;
     for (size_t mi = 0; mi < sizeof MODELS / sizeof MODELS[0]; mi++)
         if (pick(sel.model, MODELS[mi].name)) failures += bench_model(&MODELS[mi], &sel, &set);
-    free(set.bw_buf);
     return failures ? 1 : 0;
 }
