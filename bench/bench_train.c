@@ -745,8 +745,8 @@ typedef struct decode_timing {
 
 /* The streaming bandwidth a decode row is held to: measured with its thread count right before
  * and right after the generate it times, the higher of the two. On a shared host the bandwidth
- * two threads get moves with the neighbours' load for seconds at a time (a Zen 4 VM read 25-31
- * GB/s for stretches and 42-56 for others, one thread 23-25 throughout), so a reading taken
+ * two threads get moves with the neighbours' load for seconds at a time (a Zen 4 VM read 25-36
+ * GB/s for stretches and 41-56 for others, one thread 23-28 throughout), so a reading taken
  * minutes earlier would hold the decode to another machine's bound; the higher of the two
  * readings keeps a momentary dip from lowering it. */
 static double bandwidth_around(const settings *set, int threads) {
