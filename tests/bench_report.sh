@@ -42,9 +42,14 @@ grep -q '^| tiny | train | 4x64 | brigade | pipe2bal | 2 |' "$tmp/run.md" && ok 
 [ "$(grep -c '^RESULT impl=bandwidth kind=bandwidth threads=[12] gbps=[0-9.]* ' "$tmp/dec.log")" = 2 ] && ok ||
     bad "no bandwidth RESULT lines for 1 and 2 threads"
 # The decode rows' peak RSS is their generate's (the tiny model and its buffers, about 30 MiB), not
-# the 64 MiB bandwidth buffers'.
+# the 64 MiB bandwidth buffers'. Under AddressSanitizer the shadow memory alone is larger (about
+# 190 MiB), so an instrumented build checks only that the field is there.
 rss=$(sed -n 's/^RESULT impl=brigade model=tiny mode=decode bt=1x8 .* peak_rss_mb=\([0-9]*\).*/\1/p' "$tmp/dec.log")
-[ -n "$rss" ] && [ "$rss" -lt 64 ] && ok || bad "the batch-1 decode row's peak RSS is ${rss:-missing} MiB, not its generate's"
+if grep -q __asan_init "$bench"; then
+    [ -n "$rss" ] && ok || bad "the batch-1 decode row has no peak RSS"
+else
+    [ -n "$rss" ] && [ "$rss" -lt 64 ] && ok || bad "the batch-1 decode row's peak RSS is ${rss:-missing} MiB, not its generate's"
+fi
 grep -q '^RESULT impl=brigade model=tiny mode=decode-requests bt=4x1x8 config=1dev .*tokens_per_s=[0-9.]* .*bw_gbps=[1-9][0-9.]* bw_when=around ' \
     "$tmp/dec.log" && ok || bad "no decode-requests RESULT line with the bandwidth around it"
 for b in 1 8; do
