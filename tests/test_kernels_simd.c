@@ -6,6 +6,8 @@
  * bit-identical, as simd.h promises; dropout masks must be identical across all three. */
 #include <float.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "kernels/simd.h"
 #include "test_kernels_util.h"
@@ -532,8 +534,22 @@ static void test_environment_switch(void) {
     brg_simd_force_scalar(false);
 }
 
+/* brg_cpu_is_amd (what picks the LM head's prefetch distance) names the CPU Linux reports. */
+static void test_cpu_vendor(void) {
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    bool seen = false, amd = false;
+    while (f && !seen && fgets(line, sizeof line, f))
+        if (strncmp(line, "vendor_id", 9) == 0) seen = true, amd = strstr(line, "AuthenticAMD") != NULL;
+    if (f) fclose(f);
+    if (!seen) return; /* no x86 vendor to compare with */
+    CHECK_MSG(brg_cpu_is_amd() == amd, "brg_cpu_is_amd() %d, /proc/cpuinfo says %s", brg_cpu_is_amd(),
+              amd ? "AuthenticAMD" : "another vendor");
+}
+
 int main(void) {
     test_environment_switch();
+    test_cpu_vendor();
     for (int isa = BRG_ISA_SCALAR; isa <= (int)brg_isa_detected(); isa++) levels[n_levels++] = (brg_isa)isa;
     printf("simd levels compared: %s%s%s (default here: %s)\n", level_name(levels[0]), n_levels > 1 ? ", avx2" : "",
            n_levels > 2 ? ", avx512" : "", level_name(brg_simd_isa()));

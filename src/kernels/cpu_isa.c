@@ -41,6 +41,15 @@ bool brg_isa_parse(const char *name, brg_isa *out) {
     return false;
 }
 
+bool brg_cpu_is_amd(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return __builtin_cpu_is("amd");
+#else
+    return false;
+#endif
+}
+
 static brg_isa detected = BRG_ISA_SCALAR;
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 

@@ -32,4 +32,8 @@ const char *brg_isa_name(brg_isa isa);
 /* Parses a level's name; false when `name` is none of them. */
 bool brg_isa_parse(const char *name, brg_isa *out);
 
+/* True on an AMD CPU: for the few tuning choices measured to differ between AMD and Intel cores
+ * (a prefetch distance), never for what a kernel may run. */
+bool brg_cpu_is_amd(void);
+
 #endif

@@ -2,6 +2,7 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include "brigade/status.h"
+#include "kernels/cpu_isa.h"
 #include "kernels/gemv_parts.h"
 #include "kernels/simd.h"
 
@@ -317,10 +318,7 @@ enum { OI_AHEAD_INTEL = 4096, OI_AHEAD_AMD = 2048 };
  * 33.1-33.2 against 30.6-30.8 on two; bf16 33.0-33.4 against 28.4-30.0 on two (4-16 KiB ahead
  * read alike). On a Zen 4 core that distance reads slower than no hint at all: fp32 on one core,
  * 20.4-21.1 GB/s at 4 KiB against 23.7-24.5 at 1-2 KiB and 23.6 with no hint. */
-static uintptr_t oi_ahead_bytes(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_is("amd") ? OI_AHEAD_AMD : OI_AHEAD_INTEL;
-}
+static uintptr_t oi_ahead_bytes(void) { return brg_cpu_is_amd() ? OI_AHEAD_AMD : OI_AHEAD_INTEL; }
 
 BRG_AVX512_INLINE void few_oi_column(float *y, int64_t ldy, const float *x, int64_t in, weights w, float bias,
                                      uintptr_t ahead, const int R, const int HALF) {
