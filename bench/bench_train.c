@@ -42,12 +42,12 @@
  * bench/run.sh collects those. peak_rss_mb is the process's peak resident set so far (getrusage):
  * rss=fresh marks the first measurement of a process, whose peak is that workload's alone (run one
  * model, mode, shape and configuration per process to get it for a given workload), rss=cumulative
- * the later ones. A decode row restarts the peak before its timed generate (reset_peak_rss), so
- * its peak is the generate's over what the process holds then, not the bandwidth buffers'. act_mib (training) is the most one micro-batch held on stage 0's device: its
- * activations, their gradients and its stage inputs (brg_train_result.stage_micro_batch_bytes;
- * the 16.16 goal compares it with fp32's); act_peak_mib all that the run added to that device at
- * its peak above what it holds throughout, the kernels' scratch too. Timings exclude model
- * creation and the warm-up steps. */
+ * the later ones. A decode row restarts the peak before its timed generate (reset_peak_rss), so its
+ * peak is the generate's over what the process holds then, not the bandwidth buffers'. act_mib
+ * (training) is the most one micro-batch held on stage 0's device: its activations, their gradients
+ * and its stage inputs (brg_train_result.stage_micro_batch_bytes; the 16.16 goal compares it with
+ * fp32's); act_peak_mib all that the run added to that device at its peak above what it holds
+ * throughout, the kernels' scratch too. Timings exclude model creation and the warm-up steps. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -781,7 +781,8 @@ static brg_status time_decode(brg_model *m, const brg_prompts *p, int64_t new_to
         const double before = bandwidth_around(set, threads);
         const bool reset = reset_peak_rss();
         BRG_TRY(generate_once(m, p, new_tokens, &s));
-        if (reset && peak_rss_mb() > out->peak_rss_mb) out->peak_rss_mb = peak_rss_mb();
+        const double rss = reset ? peak_rss_mb() : 0;
+        if (rss > out->peak_rss_mb) out->peak_rss_mb = rss;
         const double after = bandwidth_around(set, threads);
         if (s < out->decode_s) out->decode_s = s, out->bw_gbps = before > after ? before : after;
     }

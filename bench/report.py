@@ -257,7 +257,8 @@ def decode_table(rows):
         f = lambda field: [float(r[field]) for r in rs]
         bounds, best = [bound_of(r) for r in rs], bound_of(rs[0], best=True)
         tps = median(f("tokens_per_s"))
-        share = f"{100 * median([float(r['tokens_per_s']) / b for r, b in zip(rs, bounds)]):.1f}%" if all(bounds) else ""
+        shares = [float(r["tokens_per_s"]) / b for r, b in zip(rs, bounds)] if all(bounds) else []
+        share = f"{100 * median(shares):.1f}%" if shares else ""
         of_best = f"{100 * tps / best:.1f}%" if best else ""
         lines.append(f"| {model} | {bt}+{rs[0]['new_tokens']} | {impl} | {cfg} | {rs[0]['threads']} | "
                      f"{median(f('prefill_ms')):.1f} | {spread(f('tokens_per_s'), '{:.1f}')} | "

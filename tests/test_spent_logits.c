@@ -1,8 +1,9 @@
-/* The LM heads' logits spent by backward: GPT-2, BERT's masked LM (alone and in pretraining) and
- * T5 donate their logits to the cross-entropy, and on a tape whose outputs backward spends (brg_tape_set_outputs_spent, as
- * the runtime's devices set it) the loss writes the logits' gradient over them. Each model's loss
- * and every parameter gradient are bit for bit those of a tape without the promise, the tape's
- * peak is at least the logits' bytes lower, and the logits' buffer holds their gradient after. */
+/* The LM heads' logits spent by backward: GPT-2, BERT's masked LM (alone and in pretraining) and T5
+ * donate their logits to the cross-entropy, and on a tape whose outputs backward spends
+ * (brg_tape_set_outputs_spent, as the runtime's devices set it) the loss writes the logits'
+ * gradient over them. Each model's loss and every parameter gradient are bit for bit those of a
+ * tape without the promise, the tape's peak is at least the logits' bytes lower, and the logits'
+ * buffer holds their gradient after. */
 #include <string.h>
 
 #include "brigade/t5.h"
@@ -53,7 +54,8 @@ static run_out run(brg_model *m, arch a, bool spent) {
     float mask[B * T];
     for (int i = 0; i < B * T; i++) {
         ids[i] = 1 + (i * 37) % (VOCAB - 1);
-        labels[i] = (a == BERT || a == BERT_PRETRAINING) && i % 3 ? -100 : (i * 11 + 5) % VOCAB; /* BERT: some positions not masked */
+        /* BERT: some positions are not masked */
+        labels[i] = (a == BERT || a == BERT_PRETRAINING) && i % 3 ? -100 : (i * 11 + 5) % VOCAB;
         mask[i] = 1.0f;
     }
     int64_t shape[2] = {B, T};
