@@ -92,7 +92,7 @@ static brg_status save_config(const brg_model *m, const char *dir) {
 static const brg_input_decl inputs[] = {
     {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 static const brg_model_ops toy_ops = {.architecture = "ToyMLPForNextToken", .forward_block = forward_block,
                                       .save_config = save_config, .count_loss_items = count_loss_items,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ensures the Debian packages brigade builds against are present, Open MPI included (`deps.sh
-# fuzz`: also those of make fuzz). Installs them with apt-get
+# fuzz`: also those of make fuzz and make test-clang). Installs them with apt-get
 # when run as root; otherwise prints the exact command to run and fails.
 #
 # Another apt or dpkg run (unattended upgrades, a second terminal) holds the package manager's
@@ -15,7 +15,7 @@ packages=(build-essential cmake pkg-config libcjson-dev libopenblas-dev libutf8p
 [ -z "${BRIGADE_NO_MPI:-}" ] && packages+=(openmpi-bin libopenmpi-dev)
 # iproute2 (ip netns), for tests/cli_mpi_hosts.sh's hosts: network namespaces joined by veth pairs.
 packages+=(iproute2)
-# `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz.
+# `deps.sh fuzz`: also clang and its libFuzzer/sanitizer runtime, for make fuzz and make test-clang.
 [ "${1:-}" = fuzz ] && packages+=(clang libclang-rt-14-dev)
 
 # Optional: Chromium, only for the report's browser test (tests/cli_report_browser.sh, which

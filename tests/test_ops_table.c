@@ -1696,7 +1696,13 @@ static void optim_layout(opcase *c) {
     for (int i = 0; i < brg_optimizer_state_floats(&k); i++) OUT(names[i], c->d[0]);
 }
 
+/* The references round every multiply and add (clang: the pragma, for the rest of the file). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#define FP_EXACT __attribute__((noinline))
+#else
 #define FP_EXACT __attribute__((optimize("fp-contract=off"), noinline))
+#endif
 
 static FP_EXACT float ref_lerp(float start, float end, float weight) {
     return fabsf(weight) < 0.5f ? start + weight * (end - start) : end - (end - start) * (1.0f - weight);

@@ -191,27 +191,27 @@ static void bert_free_config(void *config) {
 static const brg_input_decl bert_inputs[] = {
     BERT_TEXT_INPUTS,
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 /* transformers' question-answering heads take the answer span as start/end positions. */
 static const brg_input_decl bert_qa_inputs[] = {
     BERT_TEXT_INPUTS,
     {.name = "start_positions", .kind = BRG_INPUT_POSITIONS, .needs = "end_positions", .target = true},
     {.name = "end_positions", .kind = BRG_INPUT_POSITIONS, .needs = "start_positions", .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 
 static const char *const bert_qa_outputs[] = {"start_logits", "end_logits", NULL};
 
 static const brg_input_decl bert_base_inputs[] = {
     BERT_TEXT_INPUTS,
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 static const brg_input_decl bert_pretraining_inputs[] = {
     BERT_TEXT_INPUTS,
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
     {.name = "next_sentence_label", .kind = BRG_INPUT_CLASSES, .classes = 2, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 
 #define BERT_OPS(arch, in, ...)                                                                                   \

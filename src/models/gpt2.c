@@ -332,12 +332,12 @@ static const brg_input_decl gpt2_inputs[] = {
     {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
     {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 static const brg_input_decl gpt2_base_inputs[] = {
     {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
     {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 
 #define GPT2_OPS(arch, in, ...)                                                                                   \

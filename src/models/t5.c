@@ -334,7 +334,7 @@ static const brg_input_decl t5_inputs[] = {
     {.name = "decoder_attention_mask", .kind = BRG_INPUT_MASK, .like = "decoder_input_ids",
      .needs = "decoder_input_ids"},
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 /* The encoder output travels on beside the decoder's hidden states, for cross-attention. */
 static const char *const t5_carried[] = {"hidden", "encoder_hidden", NULL};

@@ -45,7 +45,7 @@ static brg_status encoder_save_config(const brg_model *m, const char *dir) {
 static const brg_input_decl encoder_inputs[] = {
     {.name = "input_ids", .kind = BRG_INPUT_TOKENS},
     {.name = "attention_mask", .kind = BRG_INPUT_MASK, .like = "input_ids"},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 
 const brg_model_ops t5_encoder_ops = {

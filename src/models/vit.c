@@ -429,11 +429,11 @@ static void vit_free_config(void *config) {
 static const brg_input_decl vit_inputs[] = {
     {.name = "pixel_values", .kind = BRG_INPUT_PIXELS},
     {.name = "labels", .kind = BRG_INPUT_LABELS, .target = true},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 static const brg_input_decl vit_base_inputs[] = {
     {.name = "pixel_values", .kind = BRG_INPUT_PIXELS},
-    {NULL},
+    {.name = NULL}, /* the end */
 };
 
 #define VIT_OPS(arch, in, ...)                                                                                    \
