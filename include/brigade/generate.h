@@ -145,7 +145,9 @@ typedef struct brg_prompts {
     const int32_t *const *ids;
     const int64_t *lengths;
     /* Keys of each prompt's sampling stream (NULL: the prompt's index): the same seed and key
-     * give the same samples whatever else is in the batch. */
+     * give the same random draws whatever else is in the batch. A prompt the batch does not pad
+     * gets the same logits, bit for bit, as alone, so the same tokens; a padded one's logits
+     * equal its own to rounding (its masked positions regroup the sums), as in transformers. */
     const uint64_t *keys;
     /* The id the batch is padded with (the tokenizer's pad token); -1: the generation pad
      * (pad_token_id, else eos_token_ids[0], else 0). Padding is masked, so it only shows in
