@@ -14,15 +14,9 @@
 
 #include "brigade/task_pipeline.h"
 #include "fuzz_util.h"
+#include "io/json.h"
 
 enum { TASKS = 8, VOCAB = 1405 /* the BERT fixtures' WordPiece vocabulary */ };
-
-static const char *fixture(const char *rel) {
-    static char path[1024];
-    const char *self = __FILE__, *cut = strstr(self, "fuzz/fuzz_task_input.c");
-    snprintf(path, sizeof path, "%.*stests/fixtures/pipeline/%s", cut ? (int)(cut - self) : 0, self, rel);
-    return path;
-}
 
 /* The task and options of a selector byte: the options spread over its high bits. */
 static const char *task_of(unsigned sel, brg_task_options *o) {
@@ -72,7 +66,9 @@ static brg_task_pipeline *pipeline(unsigned sel) {
     if (!made[sel]) {
         brg_task_options o;
         const char *task = task_of(sel, &o);
-        if (brg_task_pipeline_create(task, fixture(folder_of(sel)), &o, &made[sel]) != BRG_OK) {
+        char folder[64];
+        snprintf(folder, sizeof folder, "tests/fixtures/pipeline/%s", folder_of(sel));
+        if (brg_task_pipeline_create(task, fuzz_source_path(folder), &o, &made[sel]) != BRG_OK) {
             fprintf(stderr, "fuzz_task_input: %s\n", brg_last_error());
             abort();
         }
@@ -80,28 +76,11 @@ static brg_task_pipeline *pipeline(unsigned sel) {
     return made[sel];
 }
 
-/* A refused input names its problem on one line. */
-static void check_refusal(void) {
-    const char *e = brg_last_error();
-    if (!e || !*e || strchr(e, '\n')) abort();
-}
-
-/* Code points of valid UTF-8 text, or -1 where it is not (overlong forms, surrogates, past
- * U+10FFFF). */
-static int64_t utf8_length(const char *s) {
+/* Code points of an input a pipeline answered: it must have been valid UTF-8 text. */
+static int64_t code_points(const char *s) {
+    if (!brg_utf8_valid(s, strlen(s), NULL)) abort();
     int64_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; n++) {
-        int len = *p < 0x80 ? 1 : (*p >> 5) == 6 ? 2 : (*p >> 4) == 14 ? 3 : (*p >> 3) == 30 ? 4 : 0;
-        if (!len) return -1;
-        uint32_t c = len == 1 ? *p : *p & (0x7F >> len);
-        for (int i = 1; i < len; i++) {
-            if ((p[i] & 0xC0) != 0x80) return -1;
-            c = c << 6 | (p[i] & 0x3F);
-        }
-        static const uint32_t least[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (c < least[len] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return -1;
-        p += len;
-    }
+    for (const char *p = s; *p; p++) n += (*p & 0xC0) != 0x80;
     return n;
 }
 
@@ -127,7 +106,7 @@ static void check_span(const cJSON *o, int64_t length) {
 }
 
 static void check_answer(const cJSON *o, const char *context) {
-    check_span(o, utf8_length(context));
+    check_span(o, code_points(context));
     const int64_t start = int_field(o, "start"), end = int_field(o, "end");
     const cJSON *answer = cJSON_GetObjectItemCaseSensitive(o, "answer");
     const size_t b0 = byte_at(context, start), b1 = byte_at(context, end);
@@ -136,24 +115,26 @@ static void check_answer(const cJSON *o, const char *context) {
         abort();
 }
 
+static void check_tokens(const cJSON *list) {
+    const cJSON *e;
+    cJSON_ArrayForEach(e, list) {
+        const int64_t token = int_field(e, "token");
+        if (token < 0 || token >= VOCAB) abort();
+    }
+}
+
 /* The properties of a task's result that do not need the model's numbers. */
 static void check_result(unsigned sel, const brg_task_input *in, const cJSON *r) {
     const cJSON *e;
     switch (sel & 7) {
     case 1:
         if (!cJSON_IsArray(r)) abort();
-        cJSON_ArrayForEach(e, r) check_span(e, utf8_length(in->text));
+        cJSON_ArrayForEach(e, r) check_span(e, code_points(in->text));
         break;
-    case 2: { /* one list per mask, or the single mask's list */
-        const cJSON *lists = cJSON_IsArray(r->child) ? r : NULL, *list;
-        for (list = lists ? lists->child : r; list; list = lists ? list->next : NULL) {
-            cJSON_ArrayForEach(e, list) {
-                const int64_t token = int_field(e, "token");
-                if (token < 0 || token >= VOCAB) abort();
-            }
-        }
+    case 2: /* one list per mask, or the single mask's list */
+        if (cJSON_IsArray(r->child)) cJSON_ArrayForEach(e, r) check_tokens(e);
+        else check_tokens(r);
         break;
-    }
     case 3:
         if (cJSON_IsArray(r)) cJSON_ArrayForEach(e, r) check_answer(e, in->context);
         else check_answer(r, in->context);
@@ -205,10 +186,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     brg_task_pipeline *p = pipeline(sel);
     const brg_task_input in = input_of(sel, first, second), both[2] = {in, companion(sel)};
     char *alone = NULL, *batched[2] = {NULL, NULL};
-    if (brg_task_pipeline_run(p, &in, 1, 1, &alone) != BRG_OK) check_refusal();
+    if (brg_task_pipeline_run(p, &in, 1, 1, &alone) != BRG_OK) fuzz_check_refusal();
     else {
-        cJSON *r = utf8_length(alone) >= 0 ? cJSON_Parse(alone) : NULL;
-        if (!r) abort();
+        cJSON *r = NULL; /* brigade's strict parse: well-formed UTF-8 and nothing after the value */
+        if (brg_json_parse(alone, strlen(alone), "the result", &r) != BRG_OK) abort();
         check_result(sel, &in, r);
         cJSON_Delete(r);
         if (brg_task_pipeline_run(p, both, 2, 1, batched) != BRG_OK || strcmp(alone, batched[0]) != 0) abort();

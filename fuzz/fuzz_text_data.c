@@ -15,17 +15,9 @@ static volatile uint64_t sink;
 
 #define VOCAB 1405 /* bert_uncased's vocabulary */
 
-/* The fixture lives beside this file in the source tree, wherever the harness runs from. */
-static const char *fixture(const char *rel) {
-    static char path[1024];
-    const char *self = __FILE__, *cut = strstr(self, "fuzz/fuzz_text_data.c");
-    snprintf(path, sizeof path, "%.*s%s", cut ? (int)(cut - self) : 0, self, rel);
-    return path;
-}
-
 static brg_tokenizer *tokenizer(void) {
     static brg_tokenizer *tok;
-    if (!tok && brg_tokenizer_load(fixture("tests/fixtures/tokenizers/bert_uncased"), &tok) != BRG_OK) {
+    if (!tok && brg_tokenizer_load(fuzz_source_path("tests/fixtures/tokenizers/bert_uncased"), &tok) != BRG_OK) {
         fprintf(stderr, "fuzz_text_data: %s\n", brg_last_error());
         abort();
     }

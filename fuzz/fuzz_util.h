@@ -41,4 +41,19 @@ static inline char *fuzz_string(const uint8_t *data, size_t size) {
     return s;
 }
 
+/* A file of the source tree (`rel` from its root), wherever the harness runs from: the tree is
+ * where this header lives. The path is kept until the next call. */
+static inline const char *fuzz_source_path(const char *rel) {
+    static char path[1024];
+    const char *self = __FILE__, *cut = strstr(self, "fuzz/fuzz_util.h");
+    snprintf(path, sizeof path, "%.*s%s", cut ? (int)(cut - self) : 0, self, rel);
+    return path;
+}
+
+/* A refused input names its problem on one line. */
+static inline void fuzz_check_refusal(void) {
+    const char *e = brg_last_error();
+    if (!e || !*e || strchr(e, '\n')) abort();
+}
+
 #endif
